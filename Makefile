@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: GPL-2.0
+# redcap: build, test, demo and install.  See README.md.
+
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+REDCAP_CACHE ?= $(HOME)/.cache/redcap
+export REDCAP_CACHE
+PYTHON ?= /usr/bin/python3
+
+# Kernel to build for: 6.1 or 6.12 (the Debian guest kernels of tests/vm),
+# "native" (the running kernel, whose headers must be installed) or a full
+# release string.  Default: native when its headers are there, else 6.1.
+NATIVE_KDIR := /lib/modules/$(shell uname -r)/build
+ifeq ($(origin KVER),undefined)
+KVER := $(if $(wildcard $(NATIVE_KDIR)/Makefile),native,6.1)
+endif
+krel = $(strip $(if $(filter native,$(1)),$(shell uname -r),\
+	$(if $(filter 6.1 6.12,$(1)),$(shell cat $(REDCAP_CACHE)/kver-$(1) 2>/dev/null),$(1))))
+KREL = $(call krel,$(KVER))
+KBUILD_OUT = $(TOP)/build/$(KREL)
+MODULE_SRCS := $(wildcard dm-redcap/* dm-vdisk-model/* include/*) Kbuild
+
+# The other series gets a smoke run in "make check".
+OTHER_KVER := $(if $(filter 6.12,$(KVER)),6.1,6.12)
+
+DESTDIR ?=
+PREFIX ?= /usr/local
+
+.PHONY: all deps modules userspace host-tests check demo bench clean install \
+	checkpatch sparse
+
+all: modules userspace
+
+deps:
+	@$(TOP)/tests/vm/setup packages $(if $(filter 6.1 6.12,$(KVER)),kernel $(KVER)) \
+		$(if $(filter check,$(MAKECMDGOALS)),kernel $(OTHER_KVER))
+
+# Build in build/<release>/ so one tree can hold modules for several kernels.
+modules:
+	@test -n "$(KREL)" || { echo "make: kernel $(KVER) is not set up: run 'make deps KVER=$(KVER)'" >&2; exit 1; }
+	@test -f /lib/modules/$(KREL)/build/Makefile || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
+	@mkdir -p $(KBUILD_OUT)
+	@cp -a --parents $(MODULE_SRCS) $(KBUILD_OUT)/
+	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 modules
+
+userspace:
+	@true
+
+host-tests:
+	$(MAKE) -s -C tests/host
+
+check: deps
+	@$(TOP)/tests/check $(KVER) $(OTHER_KVER)
+
+demo: deps
+	@$(TOP)/tests/vm/setup data
+	@$(TOP)/tests/vm/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) -- \
+		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/lkr/linux-source-6.1
+
+checkpatch:
+	@$(TOP)/tests/checkpatch
+
+sparse: modules
+	@mkdir -p $(KBUILD_OUT)
+	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) C=2 modules
+
+install: modules
+	$(MAKE) -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) \
+		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
+	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
+	$(if $(DESTDIR),,depmod -a $(KREL))
+
+clean:
+	rm -rf build

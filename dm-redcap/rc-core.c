@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Portable core of the redcap RAM segment cache: hashed segment index, LRU
+ * and free lists, entry states, write/fill generations and counters.
+ */
+#include "rc-core.h"
+
+#define RC_GOLDEN_RATIO_64	0x61C8864680B583EBull
+#define RC_MIN_WBUCKETS		64u
+
+/*
+ * Layout of the block handed to rc_cache_init(), every part 8-byte aligned:
+ * entries[nr_entries], hash[nr_hash], wb_inflight[nr_wb], wb_gen[nr_wb].
+ */
+
+static u32 rc_roundup_pow2(u32 n)
+{
+	u32 p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Hash buckets: at least twice the entries, so chains stay short. */
+static u32 rc_nr_hash(u32 nr_entries)
+{
+	return rc_roundup_pow2(nr_entries << 1);
+}
+
+/* Write buckets: one per entry, at least RC_MIN_WBUCKETS. */
+static u32 rc_nr_wb(u32 nr_entries)
+{
+	u32 n = rc_roundup_pow2(nr_entries);
+
+	return n < RC_MIN_WBUCKETS ? RC_MIN_WBUCKETS : n;
+}
+
+static size_t rc_align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+static bool rc_nr_entries_ok(u32 nr_entries)
+{
+	return nr_entries && nr_entries <= RC_MAX_ENTRIES;
+}
+
+size_t rc_cache_mem_size(u32 nr_entries)
+{
+	size_t sz;
+
+	if (!rc_nr_entries_ok(nr_entries))
+		return 0;
+	sz = rc_align8((size_t)nr_entries * sizeof(struct rc_entry));
+	sz += rc_align8((size_t)rc_nr_hash(nr_entries) * sizeof(u32));
+	sz += 2 * rc_align8((size_t)rc_nr_wb(nr_entries) * sizeof(u32));
+	return sz;
+}
+
+/* Top 32 bits of a golden-ratio multiplicative hash of @seg. */
+static u32 rc_hash32(u64 seg)
+{
+	return (u32)((seg * RC_GOLDEN_RATIO_64) >> 32);
+}
+
+/* The top bits of @h as a bucket number in [0, mask] (mask + 1 = 2^k). */
+static u32 rc_bucket(u32 h, u32 mask)
+{
+	return (u32)(((u64)h * ((u64)mask + 1)) >> 32);
+}
+
+static u32 rc_hash_bucket(const struct rc_cache *c, u64 seg)
+{
+	return rc_bucket(rc_hash32(seg), c->hash_mask);
+}
+
+static u32 rc_wb_bucket(const struct rc_cache *c, u64 seg)
+{
+	return rc_bucket(rc_hash32(seg), c->wb_mask);
+}
+
+int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
+{
+	u32 nr_hash, nr_wb, i;
+	char *p = mem;
+
+	if (!rc_nr_entries_ok(nr_entries) || seg_shift > 63)
+		return -1;
+	nr_hash = rc_nr_hash(nr_entries);
+	nr_wb = rc_nr_wb(nr_entries);
+
+	memset(c, 0, sizeof(*c));
+	c->nr_entries = nr_entries;
+	c->seg_shift = seg_shift;
+	c->hash_mask = nr_hash - 1;
+	c->wb_mask = nr_wb - 1;
+	c->policy = RC_POLICY_ALWAYS;
+	c->write_policy = RC_WRITE_INVALIDATE;
+
+	c->entries = (struct rc_entry *)p;
+	p += rc_align8((size_t)nr_entries * sizeof(struct rc_entry));
+	c->hash = (u32 *)p;
+	p += rc_align8((size_t)nr_hash * sizeof(u32));
+	c->wb_inflight = (u32 *)p;
+	p += rc_align8((size_t)nr_wb * sizeof(u32));
+	c->wb_gen = (u32 *)p;
+
+	memset(c->entries, 0, (size_t)nr_entries * sizeof(struct rc_entry));
+	for (i = 0; i < nr_entries; i++) {
+		struct rc_entry *e = &c->entries[i];
+
+		e->hnext = RC_NONE;
+		e->prev = RC_NONE;
+		e->next = i + 1 < nr_entries ? i + 1 : RC_NONE;
+		e->state = RC_FREE;
+		e->on_list = 1;
+	}
+	memset(c->hash, 0xff, (size_t)nr_hash * sizeof(u32));
+	memset(c->wb_inflight, 0, (size_t)nr_wb * sizeof(u32));
+	memset(c->wb_gen, 0, (size_t)nr_wb * sizeof(u32));
+
+	c->lru_head = RC_NONE;
+	c->lru_tail = RC_NONE;
+	c->free_head = 0;
+	return 0;
+}
+
+/* --- hash chains ------------------------------------------------------- */
+
+static u32 rc_lookup(const struct rc_cache *c, u64 seg)
+{
+	u32 i = c->hash[rc_hash_bucket(c, seg)];
+
+	while (i != RC_NONE && c->entries[i].seg != seg)
+		i = c->entries[i].hnext;
+	return i;
+}
+
+static void rc_hash_add(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+	u32 *head = &c->hash[rc_hash_bucket(c, e->seg)];
+
+	e->hnext = *head;
+	*head = idx;
+}
+
+static void rc_hash_del(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+	u32 *p = &c->hash[rc_hash_bucket(c, e->seg)];
+
+	while (*p != RC_NONE && *p != idx)
+		p = &c->entries[*p].hnext;
+	if (*p == idx)
+		*p = e->hnext;
+	e->hnext = RC_NONE;
+}
+
+/* --- LRU (doubly linked) and free list (singly linked via next) -------- */
+
+static void rc_lru_add_head(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	e->prev = RC_NONE;
+	e->next = c->lru_head;
+	if (c->lru_head != RC_NONE)
+		c->entries[c->lru_head].prev = idx;
+	else
+		c->lru_tail = idx;
+	c->lru_head = idx;
+	e->on_list = 1;
+}
+
+static void rc_lru_del(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	if (e->prev != RC_NONE)
+		c->entries[e->prev].next = e->next;
+	else
+		c->lru_head = e->next;
+	if (e->next != RC_NONE)
+		c->entries[e->next].prev = e->prev;
+	else
+		c->lru_tail = e->prev;
+	e->prev = RC_NONE;
+	e->next = RC_NONE;
+	e->on_list = 0;
+}
+
+/* Make @idx (out of the index, on no list) free. */
+static void rc_free_push(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	e->state = RC_FREE;
+	e->pins = 0;
+	e->updating = 0;
+	e->prev = RC_NONE;
+	e->next = c->free_head;
+	e->on_list = 1;
+	c->free_head = idx;
+}
+
+static u32 rc_free_pop(struct rc_cache *c)
+{
+	u32 idx = c->free_head;
+	struct rc_entry *e;
+
+	if (idx == RC_NONE)
+		return RC_NONE;
+	e = &c->entries[idx];
+	c->free_head = e->next;
+	e->next = RC_NONE;
+	e->on_list = 0;
+	return idx;
+}
+
+/* --- entry state changes ----------------------------------------------- */
+
+/* Take one pin of VALID entry @idx; the first pin takes it off the LRU. */
+static void rc_pin(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	if (!e->pins++) {
+		if (e->on_list)
+			rc_lru_del(c, idx);
+		c->nr_pinned++;
+	}
+}
+
+/*
+ * Drop VALID entry @idx from the index: freed now if unpinned, else DEAD
+ * until its last pin drops.
+ */
+static void rc_invalidate(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	rc_hash_del(c, idx);
+	c->nr_valid--;
+	if (e->pins) {
+		e->state = RC_DEAD;
+		return;
+	}
+	if (e->on_list)
+		rc_lru_del(c, idx);
+	rc_free_push(c, idx);
+}
+
+/* Release FILLING entry @idx (the fill's pin included) to the free list. */
+static void rc_fill_release(struct rc_cache *c, u32 idx)
+{
+	rc_hash_del(c, idx);
+	c->nr_pinned--;
+	rc_free_push(c, idx);
+}
+
+/* --- the operations of rc-core.h ---------------------------------------- */
+
+enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
+{
+	struct rc_entry *e;
+	u32 i, b;
+
+	c->ctr.reads++;
+	if (c->policy != RC_POLICY_ALWAYS)
+		goto bypass;
+
+	i = rc_lookup(c, seg);
+	if (i != RC_NONE) {
+		*idx = i;
+		if (c->entries[i].state == RC_FILLING)
+			return RC_READ_WAIT;
+		rc_pin(c, i);
+		c->ctr.read_hits++;
+		return RC_READ_HIT;
+	}
+
+	/* A write in flight to the bucket: a fill now could read old data. */
+	b = rc_wb_bucket(c, seg);
+	if (c->wb_inflight[b] || c->range_inflight)
+		goto bypass;
+
+	i = rc_free_pop(c);
+	if (i == RC_NONE) {
+		i = c->lru_tail;
+		if (i == RC_NONE) {
+			c->ctr.read_bypassed_busy++;
+			goto bypass;
+		}
+		rc_lru_del(c, i);
+		rc_hash_del(c, i);
+		c->nr_valid--;
+		c->ctr.evictions++;
+	}
+
+	e = &c->entries[i];
+	e->seg = seg;
+	e->state = RC_FILLING;
+	e->pins = 1;
+	e->updating = 0;
+	e->stale = 0;
+	e->wgen = c->wb_gen[b];
+	rc_hash_add(c, i);
+	c->nr_filling++;
+	c->nr_pinned++;
+	c->ctr.read_misses++;
+	*idx = i;
+	return RC_READ_FILL;
+
+bypass:
+	c->ctr.read_bypassed++;
+	return RC_READ_BYPASS;
+}
+
+enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
+				 u32 sectors)
+{
+	struct rc_entry *e;
+
+	/* Misuse (not a filling entry): touch nothing, fail the waiters. */
+	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING)
+		return RC_FILL_ERROR;
+	e = &c->entries[idx];
+
+	c->ctr.fill_ios++;
+	c->ctr.fill_sectors += sectors;
+	c->nr_filling--;
+
+	if (error) {
+		c->ctr.fill_errors++;
+		rc_fill_release(c, idx);
+		return RC_FILL_ERROR;
+	}
+	/* Any write issued to the bucket since the fill began: data may be old. */
+	if (c->wb_gen[rc_wb_bucket(c, e->seg)] != e->wgen || e->stale) {
+		c->ctr.fill_stale++;
+		rc_fill_release(c, idx);
+		return RC_FILL_STALE;
+	}
+	e->state = RC_VALID;
+	c->nr_valid++;
+	return RC_FILL_SERVE;
+}
+
+void rc_count_waited(struct rc_cache *c, u32 n)
+{
+	c->ctr.read_hits_waited += n;
+}
+
+void rc_unpin(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e;
+
+	if (idx >= c->nr_entries)
+		return;
+	e = &c->entries[idx];
+	/* A filling entry's only pin is the fill's, dropped by rc_fill_done(). */
+	if (!e->pins || e->state == RC_FILLING || e->state == RC_FREE)
+		return;
+	if (--e->pins)
+		return;
+	c->nr_pinned--;
+	e->updating = 0;
+	if (e->state == RC_VALID)
+		rc_lru_add_head(c, idx);
+	else
+		rc_free_push(c, idx);
+}
+
+static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
+{
+	u32 b = rc_wb_bucket(c, seg);
+	u32 i;
+
+	c->wb_inflight[b]++;
+	c->wb_gen[b]++;
+
+	/* A FILLING entry is left alone: its fill will see the new gen. */
+	i = rc_lookup(c, seg);
+	if (i != RC_NONE && c->entries[i].state == RC_VALID &&
+	    (c->write_policy != RC_WRITE_UPDATE || !may_update)) {
+		c->ctr.invalidations++;
+		rc_invalidate(c, i);
+	}
+	return c->wb_gen[b];
+}
+
+u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update)
+{
+	c->ctr.writes++;
+	c->ctr.write_sectors += sectors;
+	return rc_write_begin(c, seg, may_update);
+}
+
+void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
+{
+	u64 s;
+	u32 i;
+
+	c->ctr.writes++;
+	c->ctr.write_sectors += sectors;
+	if (nr <= RC_RANGE_SMALL) {
+		for (s = first; s < first + nr; s++)
+			rc_write_begin(c, s, false);
+		return;
+	}
+
+	c->range_inflight++;
+	for (i = 0; i < c->nr_entries; i++) {
+		struct rc_entry *e = &c->entries[i];
+
+		if (e->seg - first >= nr)
+			continue;
+		if (e->state == RC_FILLING) {
+			e->stale = 1;
+		} else if (e->state == RC_VALID) {
+			c->ctr.invalidations++;
+			rc_invalidate(c, i);
+		}
+	}
+}
+
+void rc_range_done(struct rc_cache *c, u64 first, u64 nr)
+{
+	u32 idx;
+	u64 s;
+
+	if (nr <= RC_RANGE_SMALL) {
+		for (s = first; s < first + nr; s++)
+			rc_write_done(c, s, 0, 0, false, &idx);
+		return;
+	}
+	/* Fills were held off and covered ones are stale: nothing cached to drop. */
+	if (c->range_inflight)
+		c->range_inflight--;
+}
+
+enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
+				   int error, bool may_update, u32 *idx)
+{
+	u32 b = rc_wb_bucket(c, seg);
+	struct rc_entry *e;
+	u32 i;
+
+	if (c->wb_inflight[b])
+		c->wb_inflight[b]--;
+
+	i = rc_lookup(c, seg);
+	if (i == RC_NONE || c->entries[i].state != RC_VALID)
+		return RC_WRITE_DONE;
+	e = &c->entries[i];
+
+	/*
+	 * Copy only the newest write of the bucket, and never while an earlier
+	 * update copy may still be running: two copies could land out of order.
+	 */
+	if (c->write_policy == RC_WRITE_UPDATE && may_update && !error &&
+	    c->wb_gen[b] == cookie && !e->updating) {
+		rc_pin(c, i);
+		e->updating = 1;
+		c->ctr.updates++;
+		*idx = i;
+		return RC_WRITE_COPY;
+	}
+	c->ctr.invalidations++;
+	rc_invalidate(c, i);
+	return RC_WRITE_DONE;
+}
+
+u32 rc_drop_all(struct rc_cache *c)
+{
+	u32 i;
+
+	while ((i = c->lru_tail) != RC_NONE) {
+		rc_lru_del(c, i);
+		rc_hash_del(c, i);
+		c->nr_valid--;
+		rc_free_push(c, i);
+	}
+	return c->nr_pinned;
+}
+
+bool rc_idle(const struct rc_cache *c)
+{
+	return !c->nr_filling && !c->nr_pinned;
+}
+
+void rc_reset_counters(struct rc_cache *c)
+{
+	memset(&c->ctr, 0, sizeof(c->ctr));
+}
+
+static bool rc_streq(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+int rc_policy_parse(const char *name)
+{
+	int p;
+
+	for (p = 0; p < RC_POLICY_NR; p++)
+		if (rc_streq(name, rc_policy_name((enum rc_policy)p)))
+			return p;
+	return -1;
+}

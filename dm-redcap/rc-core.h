@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Portable core of the redcap segment cache: segment index, LRU, entry
+ * states, write/fill generation logic and counters; shared by the kernel
+ * target, the simulator and the host tests.
+ *
+ * Locking: the core takes no locks and never sleeps.  Every function that
+ * takes a struct rc_cache must be called with the caller's cache lock held
+ * (one spinlock around the whole core in the kernel glue).  Nothing here
+ * allocates memory: rc_cache_init() carves everything out of one block the
+ * caller provides, sized by rc_cache_mem_size().
+ *
+ * Vocabulary: a "segment" is an aligned run of seg_sectors disk sectors
+ * (seg = sector >> seg_shift); an "entry" is one of the nr_entries cache
+ * slots, named by its index 0..nr_entries-1.  The caller owns the data
+ * buffer of each entry (index -> buffer) and the bios waiting on it.
+ */
+#ifndef RC_CORE_H
+#define RC_CORE_H
+
+#include "rc-types.h"
+
+#define RC_NONE		0xffffffffu	/* "no entry" index */
+
+/* Entry states. */
+enum rc_state {
+	RC_FREE = 0,		/* not in the index, on the free list */
+	RC_FILLING,		/* in the index, its disk segment being read */
+	RC_VALID,		/* in the index, buffer holds the segment */
+	RC_DEAD,		/* out of the index, pinned; freed at unpin */
+};
+
+enum rc_policy {
+	RC_POLICY_ALWAYS = 0,	/* cache every read miss */
+	RC_POLICY_OFF,		/* pass every read to the origin */
+	RC_POLICY_NR,
+};
+
+enum rc_write_policy {
+	RC_WRITE_INVALIDATE = 0, /* a write drops the cached segment */
+	RC_WRITE_UPDATE,	 /* a write updates the cached segment in place */
+};
+
+/* What the caller must do with a read (rc_read()). */
+enum rc_read_action {
+	RC_READ_HIT,		/* copy from entry *idx, then rc_unpin() */
+	RC_READ_WAIT,		/* queue the bio on entry *idx (filling) */
+	RC_READ_FILL,		/* start a fill of entry *idx, queue the bio */
+	RC_READ_BYPASS,		/* send the bio to the origin unchanged */
+};
+
+/* What the caller must do when a fill completes (rc_fill_done()). */
+enum rc_fill_action {
+	RC_FILL_SERVE,		/* copy to every waiter, then rc_unpin() */
+	RC_FILL_STALE,		/* a write raced the fill: resubmit waiters to origin */
+	RC_FILL_ERROR,		/* fail every waiter with the fill's error */
+};
+
+/* What the caller must do after a write completes (rc_write_done()). */
+enum rc_write_action {
+	RC_WRITE_DONE,		/* nothing */
+	RC_WRITE_COPY,		/* copy the written data into entry *idx, then rc_unpin() */
+};
+
+struct rc_counters {
+	u64 reads;		/* read bios seen */
+	u64 read_hits;		/* served from a valid segment */
+	u64 read_hits_waited;	/* served after waiting on a fill */
+	u64 read_misses;	/* started a fill */
+	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
+	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
+	u64 fill_ios;		/* fills completed (success or error) */
+	u64 fill_sectors;	/* sectors read by fills */
+	u64 fill_errors;	/* fills that failed */
+	u64 fill_stale;		/* fills dropped because a write raced them */
+	u64 writes;		/* write/discard/write-zeroes bios seen */
+	u64 write_sectors;
+	u64 invalidations;	/* segments dropped by writes */
+	u64 updates;		/* segments updated in place by writes */
+	u64 evictions;		/* valid segments reused by LRU */
+};
+
+struct rc_entry {
+	u64 seg;		/* disk segment held (valid in FILLING/VALID/DEAD) */
+	u32 hnext;		/* next entry in the hash chain */
+	u32 prev, next;		/* LRU (VALID, unpinned) or free list links */
+	u32 pins;		/* copies in progress (hit, fill, update) */
+	u32 wgen;		/* write-bucket generation when the fill started */
+	u8 state;		/* enum rc_state */
+	u8 on_list;		/* linked on the LRU or free list */
+	u8 updating;		/* an update copy was handed out; cleared at last unpin */
+	u8 stale;		/* FILLING: a range write overlapped the fill */
+};
+
+struct rc_cache {
+	u32 nr_entries;
+	u32 seg_shift;		/* log2(segment sectors) */
+	u32 hash_mask;		/* hash buckets - 1 */
+	u32 wb_mask;		/* write buckets - 1 */
+	u32 lru_head, lru_tail;	/* head = most recent; tail = victim */
+	u32 free_head;
+	u32 nr_valid, nr_filling;
+	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
+	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
+	enum rc_policy policy;
+	enum rc_write_policy write_policy;
+	struct rc_entry *entries;
+	u32 *hash;		/* bucket -> first entry or RC_NONE */
+	u32 *wb_inflight;	/* write bucket -> writes in flight */
+	u32 *wb_gen;		/* write bucket -> writes issued (wraps) */
+	struct rc_counters ctr;
+};
+
+/*
+ * Bytes needed for a cache of @nr_entries (excluding the data buffers).
+ * Pure function.
+ */
+size_t rc_cache_mem_size(u32 nr_entries);
+
+/*
+ * Lay the cache out in @mem (rc_cache_mem_size() bytes, any alignment of
+ * at least 8) with every entry free and all counters zero.
+ * @seg_shift: log2 of the segment size in sectors.
+ * Returns 0, or -1 if nr_entries is 0 or above RC_MAX_ENTRIES.
+ */
+#define RC_MAX_ENTRIES	(1u << 24)
+int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
+
+/*
+ * A read bio for @seg arrived (it never spans segments).  Decides hit,
+ * wait, fill or bypass and updates the counters.  On HIT and FILL the
+ * entry is pinned for the caller; on WAIT the caller queues the bio on the
+ * entry, whose fill holds the pin.  @idx is set except on BYPASS.
+ */
+enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
+
+/*
+ * The fill of entry @idx finished with @error (0 or negative errno),
+ * having read @sectors sectors.  Decides what happens to the waiters:
+ * SERVE installs the data (entry VALID, still pinned by the fill until
+ * rc_unpin()); STALE and ERROR free the entry (nothing to unpin).
+ * Counts waited hits for SERVE only through rc_count_waited().
+ */
+enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
+				 u32 sectors);
+
+/* Count @n reads that were served after waiting on a fill. */
+void rc_count_waited(struct rc_cache *c, u32 n);
+
+/*
+ * Drop one pin of entry @idx; an unpinned VALID entry becomes the most
+ * recently used, an unpinned DEAD entry becomes free.
+ */
+void rc_unpin(struct rc_cache *c, u32 idx);
+
+/*
+ * A write (or discard / write-zeroes) covering @sectors sectors of @seg is
+ * being issued to the origin.  With RC_WRITE_INVALIDATE, or for discards
+ * (@may_update false), a cached segment is invalidated now; a fill in
+ * flight for @seg will complete STALE; no new fill of @seg starts until
+ * the write completes.  Returns a cookie to hand to rc_write_done().
+ */
+u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update);
+
+/*
+ * The write started with @cookie completed with @error.  Returns COPY (with
+ * the entry pinned and *idx set) when the write policy is update, the write
+ * succeeded, the segment is still cached VALID and no other write to its
+ * bucket was issued meanwhile; otherwise drops any cached copy of @seg and
+ * returns DONE.
+ */
+enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
+				   int error, bool may_update, u32 *idx);
+
+/*
+ * A discard / write-zeroes / secure-erase over @nr segments from @first
+ * (@sectors in all) is being issued; dm does not split these at segment
+ * boundaries.  Up to RC_RANGE_SMALL segments are handled one by one like
+ * writes without update; a larger range walks the entries once, drops what
+ * it covers, makes covered fills STALE and holds off every new fill until
+ * rc_range_done().  Never updates in place.
+ */
+#define RC_RANGE_SMALL	64
+void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
+
+/* The range write started with the same @first and @nr completed. */
+void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
+
+/*
+ * Drop every VALID unpinned entry.  Returns the number of entries still
+ * busy (FILLING or pinned); the caller retries once they drain.
+ */
+u32 rc_drop_all(struct rc_cache *c);
+
+/* True if no entry is FILLING or pinned. */
+bool rc_idle(const struct rc_cache *c);
+
+void rc_reset_counters(struct rc_cache *c);
+
+static inline u64 rc_sector_to_seg(const struct rc_cache *c, u64 sector)
+{
+	return sector >> c->seg_shift;
+}
+
+static inline const char *rc_policy_name(enum rc_policy p)
+{
+	static const char * const names[RC_POLICY_NR] = { "always", "off" };
+
+	return p < RC_POLICY_NR ? names[p] : "?";
+}
+
+/* Policy by name; returns -1 when unknown. */
+int rc_policy_parse(const char *name);
+
+#endif

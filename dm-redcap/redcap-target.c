@@ -1,0 +1,778 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-redcap: a RAM cache of disk segments with prefetch-on-miss (REDCAP).
+ * Kernel glue around the portable core in rc-core.c: bios, pages, locks.
+ */
+#include <linux/device-mapper.h>
+#include <linux/module.h>
+#include <linux/bio.h>
+#include <linux/highmem.h>
+#include <linux/llist.h>
+#include <linux/log2.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
+#include <linux/delay.h>
+
+#include "rc-core.h"
+
+#define DM_MSG_PREFIX "redcap"
+
+#define REDCAP_MIN_SEG_SECTORS	(4096 >> SECTOR_SHIFT)
+#define REDCAP_MAX_SEG_SECTORS	((1024 * 1024) >> SECTOR_SHIFT)
+#define REDCAP_DROP_TIMEOUT_MS	10000
+
+/* Glue-side state of one cache entry; the core keeps the rest. */
+struct redcap_entry {
+	struct bio_list waiters;	/* reads waiting on the fill, miss first */
+	struct llist_node done;		/* on fills_done when the fill completed */
+	struct bio *fill_bio;
+	u32 fill_sectors;
+	blk_status_t fill_status;
+};
+
+struct redcap_c {
+	struct dm_target *ti;
+	struct dm_dev *origin;
+	u32 seg_sectors;
+	u32 nr_segs;
+	u32 pages_per_seg;
+
+	spinlock_t lock;		/* protects cache and entry waiters */
+	struct rc_cache cache;
+	void *core_mem;
+	struct redcap_entry *ents;
+	struct page **pages;		/* nr_segs * pages_per_seg */
+
+	struct bio_set bs;		/* fill bios */
+	struct workqueue_struct *wq;
+	struct work_struct fill_work;
+	struct llist_head fills_done;
+	atomic_t fills_inflight;
+	wait_queue_head_t drain_wq;
+};
+
+enum redcap_pb_kind {
+	PB_ORIGIN,	/* remapped to the origin, nothing to do at end_io */
+	PB_CACHE,	/* completed by redcap from RAM */
+	PB_WRITE,	/* write within one segment */
+	PB_RANGE,	/* discard / write-zeroes over a range of segments */
+};
+
+struct redcap_pb {
+	enum redcap_pb_kind kind;
+	u32 cookie;
+	u64 seg;
+	u64 nr_segs;
+	struct bvec_iter saved_iter;
+};
+
+static struct redcap_pb *redcap_pb(struct bio *bio)
+{
+	return dm_per_bio_data(bio, sizeof(struct redcap_pb));
+}
+
+static sector_t redcap_seg_start(struct redcap_c *rc, u64 seg)
+{
+	return (sector_t)seg << rc->cache.seg_shift;
+}
+
+/*
+ * Copy between @bio's data at @iter and the buffer of entry @idx.  Bios
+ * never span segments (max_io_len), so the offset is within the entry.
+ */
+static void redcap_copy(struct redcap_c *rc, u32 idx, struct bio *bio,
+			struct bvec_iter iter, bool to_bio)
+{
+	struct page **pages = rc->pages + (size_t)idx * rc->pages_per_seg;
+	size_t off = (size_t)(iter.bi_sector & (rc->seg_sectors - 1)) << SECTOR_SHIFT;
+	struct bvec_iter it;
+	struct bio_vec bv;
+
+	__bio_for_each_segment(bv, bio, it, iter) {
+		unsigned int done = 0;
+
+		while (done < bv.bv_len) {
+			struct page *cp = pages[off >> PAGE_SHIFT];
+			size_t coff = offset_in_page(off);
+			unsigned int n = min_t(size_t, bv.bv_len - done, PAGE_SIZE - coff);
+
+			if (to_bio)
+				memcpy_page(bv.bv_page, bv.bv_offset + done, cp, coff, n);
+			else
+				memcpy_page(cp, coff, bv.bv_page, bv.bv_offset + done, n);
+			done += n;
+			off += n;
+		}
+	}
+}
+
+static void redcap_remap(struct redcap_c *rc, struct bio *bio)
+{
+	bio_set_dev(bio, rc->origin->bdev);
+}
+
+static void redcap_fill_endio(struct bio *fill)
+{
+	struct redcap_entry *e = fill->bi_private;
+	struct redcap_c *rc = container_of(fill->bi_pool, struct redcap_c, bs);
+
+	e->fill_status = fill->bi_status;
+	llist_add(&e->done, &rc->fills_done);
+	queue_work(rc->wq, &rc->fill_work);
+}
+
+/* Complete the waiters of one finished fill (process context). */
+static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
+{
+	u32 idx = e - rc->ents;
+	int error = blk_status_to_errno(e->fill_status);
+	enum rc_fill_action act;
+	struct bio_list waiters;
+	unsigned long flags;
+	struct bio *bio;
+	sector_t start;
+	u32 n = 0;
+
+	spin_lock_irqsave(&rc->lock, flags);
+	start = redcap_seg_start(rc, rc->cache.entries[idx].seg);
+	act = rc_fill_done(&rc->cache, idx, error, e->fill_sectors);
+	waiters = e->waiters;
+	bio_list_init(&e->waiters);
+	spin_unlock_irqrestore(&rc->lock, flags);
+
+	if (error)
+		DMERR_LIMIT("%s: fill of sectors %llu+%u failed: %d", rc->origin->name,
+			    (unsigned long long)start,
+			    e->fill_sectors, error);
+	bio_put(e->fill_bio);
+	e->fill_bio = NULL;
+
+	while ((bio = bio_list_pop(&waiters))) {
+		struct redcap_pb *pb = redcap_pb(bio);
+
+		switch (act) {
+		case RC_FILL_SERVE:
+			redcap_copy(rc, idx, bio, bio->bi_iter, true);
+			bio_endio(bio);
+			n++;
+			break;
+		case RC_FILL_STALE:
+			pb->kind = PB_ORIGIN;
+			redcap_remap(rc, bio);
+			submit_bio_noacct(bio);
+			break;
+		case RC_FILL_ERROR:
+			bio->bi_status = e->fill_status;
+			bio_endio(bio);
+			break;
+		}
+	}
+
+	if (act == RC_FILL_SERVE) {
+		spin_lock_irqsave(&rc->lock, flags);
+		if (n > 1)
+			rc_count_waited(&rc->cache, n - 1);
+		rc_unpin(&rc->cache, idx);
+		spin_unlock_irqrestore(&rc->lock, flags);
+	}
+
+	if (atomic_dec_and_test(&rc->fills_inflight))
+		wake_up_all(&rc->drain_wq);
+}
+
+static void redcap_fill_work(struct work_struct *ws)
+{
+	struct redcap_c *rc = container_of(ws, struct redcap_c, fill_work);
+	struct llist_node *list = llist_del_all(&rc->fills_done);
+	struct redcap_entry *e, *tmp;
+
+	llist_for_each_entry_safe(e, tmp, list, done)
+		redcap_finish_fill(rc, e);
+}
+
+/* Read the whole disk segment held by entry @idx (clipped at the end). */
+static void redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
+{
+	struct redcap_entry *e = &rc->ents[idx];
+	struct page **pages = rc->pages + (size_t)idx * rc->pages_per_seg;
+	sector_t start = redcap_seg_start(rc, seg);
+	u32 sectors = min_t(sector_t, rc->seg_sectors, rc->ti->len - start);
+	unsigned int bytes = sectors << SECTOR_SHIFT;
+	struct bio *fill;
+	unsigned int i;
+
+	/* From a mempool with GFP_NOIO: waits, never fails. */
+	fill = bio_alloc_bioset(rc->origin->bdev, DIV_ROUND_UP(bytes, PAGE_SIZE),
+				REQ_OP_READ, GFP_NOIO, &rc->bs);
+	fill->bi_iter.bi_sector = start;
+	for (i = 0; bytes; i++) {
+		unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
+
+		/* Cannot fail: the bio has a vec for every page. */
+		if (WARN_ON_ONCE(bio_add_page(fill, pages[i], n, 0) != n))
+			break;
+		bytes -= n;
+	}
+	fill->bi_private = e;
+	fill->bi_end_io = redcap_fill_endio;
+	e->fill_bio = fill;
+	e->fill_sectors = sectors;
+	atomic_inc(&rc->fills_inflight);
+	submit_bio_noacct(fill);
+}
+
+static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
+{
+	struct redcap_pb *pb = redcap_pb(bio);
+	u64 seg = rc_sector_to_seg(&rc->cache, bio->bi_iter.bi_sector);
+	enum rc_read_action act;
+	unsigned long flags;
+	u32 idx = RC_NONE;
+
+	spin_lock_irqsave(&rc->lock, flags);
+	act = rc_read(&rc->cache, seg, &idx);
+	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
+		pb->kind = PB_CACHE;
+		bio_list_add(&rc->ents[idx].waiters, bio);
+	}
+	spin_unlock_irqrestore(&rc->lock, flags);
+
+	switch (act) {
+	case RC_READ_HIT:
+		pb->kind = PB_CACHE;
+		redcap_copy(rc, idx, bio, bio->bi_iter, true);
+		spin_lock_irqsave(&rc->lock, flags);
+		rc_unpin(&rc->cache, idx);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		bio_endio(bio);
+		return DM_MAPIO_SUBMITTED;
+	case RC_READ_FILL:
+		redcap_start_fill(rc, idx, seg);
+		return DM_MAPIO_SUBMITTED;
+	case RC_READ_WAIT:
+		return DM_MAPIO_SUBMITTED;
+	case RC_READ_BYPASS:
+		break;
+	}
+	pb->kind = PB_ORIGIN;
+	redcap_remap(rc, bio);
+	return DM_MAPIO_REMAPPED;
+}
+
+static int redcap_map(struct dm_target *ti, struct bio *bio)
+{
+	struct redcap_c *rc = ti->private;
+	struct redcap_pb *pb = redcap_pb(bio);
+	unsigned long flags;
+
+	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
+	pb->kind = PB_ORIGIN;
+
+	if (!bio_sectors(bio)) {	/* empty flush */
+		redcap_remap(rc, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		return redcap_map_read(rc, bio);
+	case REQ_OP_WRITE:
+		pb->kind = PB_WRITE;
+		pb->seg = rc_sector_to_seg(&rc->cache, bio->bi_iter.bi_sector);
+		pb->saved_iter = bio->bi_iter;
+		spin_lock_irqsave(&rc->lock, flags);
+		pb->cookie = rc_write_start(&rc->cache, pb->seg, bio_sectors(bio), true);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		break;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+	case REQ_OP_SECURE_ERASE:
+		/* Not split at segment boundaries by dm: may cover many. */
+		pb->kind = PB_RANGE;
+		pb->seg = rc_sector_to_seg(&rc->cache, bio->bi_iter.bi_sector);
+		pb->nr_segs = rc_sector_to_seg(&rc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
+		spin_lock_irqsave(&rc->lock, flags);
+		rc_range_start(&rc->cache, pb->seg, pb->nr_segs, bio_sectors(bio));
+		spin_unlock_irqrestore(&rc->lock, flags);
+		break;
+	default:
+		break;
+	}
+	redcap_remap(rc, bio);
+	return DM_MAPIO_REMAPPED;
+}
+
+static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
+{
+	struct redcap_c *rc = ti->private;
+	struct redcap_pb *pb = redcap_pb(bio);
+	enum rc_write_action act;
+	unsigned long flags;
+	u32 idx;
+
+	switch (pb->kind) {
+	case PB_ORIGIN:
+	case PB_CACHE:
+		break;
+	case PB_WRITE:
+		spin_lock_irqsave(&rc->lock, flags);
+		act = rc_write_done(&rc->cache, pb->seg, pb->cookie,
+				    blk_status_to_errno(*error), true, &idx);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		if (act == RC_WRITE_COPY) {
+			redcap_copy(rc, idx, bio, pb->saved_iter, false);
+			spin_lock_irqsave(&rc->lock, flags);
+			rc_unpin(&rc->cache, idx);
+			spin_unlock_irqrestore(&rc->lock, flags);
+		}
+		break;
+	case PB_RANGE:
+		spin_lock_irqsave(&rc->lock, flags);
+		rc_range_done(&rc->cache, pb->seg, pb->nr_segs);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		break;
+	}
+	return DM_ENDIO_DONE;
+}
+
+/*----------------------------------------------------------------
+ * Construction
+ *--------------------------------------------------------------*/
+
+static void redcap_free_pages(struct redcap_c *rc)
+{
+	size_t i;
+
+	if (!rc->pages)
+		return;
+	for (i = 0; i < (size_t)rc->nr_segs * rc->pages_per_seg; i++)
+		if (rc->pages[i])
+			__free_page(rc->pages[i]);
+	kvfree(rc->pages);
+	rc->pages = NULL;
+}
+
+/* Safe on a partly built context: every constructor failure ends here. */
+static void redcap_dtr(struct dm_target *ti)
+{
+	struct redcap_c *rc = ti->private;
+
+	if (rc->wq)
+		destroy_workqueue(rc->wq);
+	bioset_exit(&rc->bs);
+	redcap_free_pages(rc);
+	kvfree(rc->ents);
+	kvfree(rc->core_mem);
+	if (rc->origin)
+		dm_put_device(ti, rc->origin);
+	kfree(rc);
+}
+
+static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
+				 enum rc_policy *policy, enum rc_write_policy *wpolicy)
+{
+	static const struct dm_arg _args[] = {
+		{0, 4, "Invalid number of feature args"},
+	};
+	bool seen_policy = false, seen_write = false;
+	unsigned int argc;
+	const char *name;
+	int r, v;
+
+	r = dm_read_arg_group(_args, as, &argc, &ti->error);
+	if (r)
+		return r;
+
+	while (argc) {
+		name = dm_shift_arg(as);
+		argc--;
+
+		if (!strcasecmp(name, "policy")) {
+			if (!argc) {
+				ti->error = "Feature policy requires a name";
+				return -EINVAL;
+			}
+			if (seen_policy) {
+				ti->error = "Feature policy duplicated";
+				return -EINVAL;
+			}
+			seen_policy = true;
+			v = rc_policy_parse(dm_shift_arg(as));
+			argc--;
+			if (v < 0) {
+				ti->error = "Unknown policy";
+				return -EINVAL;
+			}
+			*policy = v;
+			continue;
+		}
+
+		if (!strcasecmp(name, "write_policy")) {
+			const char *arg;
+
+			if (!argc) {
+				ti->error = "Feature write_policy requires a name";
+				return -EINVAL;
+			}
+			if (seen_write) {
+				ti->error = "Feature write_policy duplicated";
+				return -EINVAL;
+			}
+			seen_write = true;
+			arg = dm_shift_arg(as);
+			argc--;
+			if (!strcasecmp(arg, "invalidate")) {
+				*wpolicy = RC_WRITE_INVALIDATE;
+			} else if (!strcasecmp(arg, "update")) {
+				*wpolicy = RC_WRITE_UPDATE;
+			} else {
+				ti->error = "Unknown write_policy";
+				return -EINVAL;
+			}
+			continue;
+		}
+
+		ti->error = "Unrecognised feature requested";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int redcap_alloc_cache(struct redcap_c *rc, struct dm_target *ti)
+{
+	size_t i, nr_pages = (size_t)rc->nr_segs * rc->pages_per_seg;
+
+	rc->core_mem = kvzalloc(rc_cache_mem_size(rc->nr_segs), GFP_KERNEL);
+	rc->ents = kvcalloc(rc->nr_segs, sizeof(*rc->ents), GFP_KERNEL);
+	rc->pages = kvcalloc(nr_pages, sizeof(*rc->pages), GFP_KERNEL);
+	if (!rc->core_mem || !rc->ents || !rc->pages)
+		goto nomem;
+	for (i = 0; i < nr_pages; i++) {
+		rc->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
+		if (!rc->pages[i])
+			goto nomem;
+		if (fatal_signal_pending(current))
+			goto nomem;
+		cond_resched();
+	}
+	for (i = 0; i < rc->nr_segs; i++)
+		bio_list_init(&rc->ents[i].waiters);
+	return 0;
+
+nomem:
+	ti->error = "Cannot allocate cache memory";
+	return -ENOMEM;
+}
+
+/*
+ * redcap <origin dev> <segment sectors> <nr segments> [<#features> <feature>*]
+ *   features: policy always|off, write_policy invalidate|update
+ */
+static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	static const struct dm_arg _args[] = {
+		{REDCAP_MIN_SEG_SECTORS, REDCAP_MAX_SEG_SECTORS, "Invalid segment size"},
+		{1, RC_MAX_ENTRIES, "Invalid number of segments"},
+	};
+	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	enum rc_write_policy wpolicy = RC_WRITE_INVALIDATE;
+	enum rc_policy policy = RC_POLICY_ALWAYS;
+	const char *devname;
+	struct redcap_c *rc;
+	int r;
+
+	if (argc < 3) {
+		ti->error = "Invalid argument count";
+		return -EINVAL;
+	}
+
+	rc = kzalloc(sizeof(*rc), GFP_KERNEL);
+	if (!rc) {
+		ti->error = "Cannot allocate context";
+		return -ENOMEM;
+	}
+	ti->private = rc;
+	rc->ti = ti;
+	spin_lock_init(&rc->lock);
+	init_llist_head(&rc->fills_done);
+	INIT_WORK(&rc->fill_work, redcap_fill_work);
+	init_waitqueue_head(&rc->drain_wq);
+
+	devname = dm_shift_arg(&as);
+	r = dm_read_arg(_args, &as, &rc->seg_sectors, &ti->error);
+	if (r)
+		goto bad;
+	if (!is_power_of_2(rc->seg_sectors)) {
+		ti->error = "Segment size must be a power of 2";
+		r = -EINVAL;
+		goto bad;
+	}
+	r = dm_read_arg(_args + 1, &as, &rc->nr_segs, &ti->error);
+	if (r)
+		goto bad;
+
+	if (as.argc) {
+		r = redcap_parse_features(&as, ti, &policy, &wpolicy);
+		if (r)
+			goto bad;
+	}
+	if (as.argc) {
+		ti->error = "Too many arguments";
+		r = -EINVAL;
+		goto bad;
+	}
+
+	r = dm_get_device(ti, devname, dm_table_get_mode(ti->table), &rc->origin);
+	if (r) {
+		ti->error = "Device lookup failed";
+		goto bad;
+	}
+
+	rc->pages_per_seg = (rc->seg_sectors << SECTOR_SHIFT) >> PAGE_SHIFT;
+	r = redcap_alloc_cache(rc, ti);
+	if (r)
+		goto bad;
+	if (rc_cache_init(&rc->cache, rc->core_mem, rc->nr_segs, ilog2(rc->seg_sectors))) {
+		ti->error = "Cannot initialise cache";
+		r = -EINVAL;
+		goto bad;
+	}
+	rc->cache.policy = policy;
+	rc->cache.write_policy = wpolicy;
+
+	r = bioset_init(&rc->bs, 16, 0, BIOSET_NEED_BVECS);
+	if (r) {
+		ti->error = "Cannot allocate fill bioset";
+		goto bad;
+	}
+	rc->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM, 0);
+	if (!rc->wq) {
+		ti->error = "Cannot allocate workqueue";
+		r = -ENOMEM;
+		goto bad;
+	}
+
+	r = dm_set_target_max_io_len(ti, rc->seg_sectors);
+	if (r)
+		goto bad;
+	ti->num_flush_bios = 1;
+	ti->num_discard_bios = 1;
+	ti->num_write_zeroes_bios = 1;
+	ti->per_io_data_size = sizeof(struct redcap_pb);
+	return 0;
+
+bad:
+	redcap_dtr(ti);
+	return r;
+}
+
+/*----------------------------------------------------------------
+ * Suspend, status, messages
+ *--------------------------------------------------------------*/
+
+static void redcap_presuspend(struct dm_target *ti)
+{
+	struct redcap_c *rc = ti->private;
+
+	wait_event(rc->drain_wq, !atomic_read(&rc->fills_inflight));
+	flush_workqueue(rc->wq);
+}
+
+static const char *redcap_write_policy_name(struct redcap_c *rc)
+{
+	return rc->cache.write_policy == RC_WRITE_UPDATE ? "update" : "invalidate";
+}
+
+static const char *redcap_state(struct redcap_c *rc)
+{
+	return rc->cache.policy == RC_POLICY_OFF ? "inactive" : "active";
+}
+
+static void redcap_status(struct dm_target *ti, status_type_t type,
+			  unsigned int status_flags, char *result, unsigned int maxlen)
+{
+	struct redcap_c *rc = ti->private;
+	struct rc_counters ctr;
+	u32 valid, filling;
+	unsigned int sz = 0, nfeat = 0;
+	unsigned long flags;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		spin_lock_irqsave(&rc->lock, flags);
+		ctr = rc->cache.ctr;
+		valid = rc->cache.nr_valid;
+		filling = rc->cache.nr_filling;
+		spin_unlock_irqrestore(&rc->lock, flags);
+		DMEMIT("%s %s %u/%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		       redcap_state(rc), rc_policy_name(rc->cache.policy),
+		       valid, rc->nr_segs, filling,
+		       ctr.read_hits, ctr.read_hits_waited, ctr.read_misses,
+		       ctr.read_bypassed, ctr.fill_ios, ctr.fill_sectors,
+		       ctr.fill_errors, ctr.writes, ctr.invalidations);
+		break;
+	case STATUSTYPE_TABLE:
+		nfeat += rc->cache.policy != RC_POLICY_ALWAYS ? 2 : 0;
+		nfeat += rc->cache.write_policy != RC_WRITE_INVALIDATE ? 2 : 0;
+		DMEMIT("%s %u %u", rc->origin->name, rc->seg_sectors, rc->nr_segs);
+		if (nfeat)
+			DMEMIT(" %u", nfeat);
+		if (rc->cache.policy != RC_POLICY_ALWAYS)
+			DMEMIT(" policy %s", rc_policy_name(rc->cache.policy));
+		if (rc->cache.write_policy != RC_WRITE_INVALIDATE)
+			DMEMIT(" write_policy %s", redcap_write_policy_name(rc));
+		break;
+	case STATUSTYPE_IMA:
+		DMEMIT_TARGET_NAME_VERSION(ti->type);
+		DMEMIT(",origin_name=%s,segment_sectors=%u,segments=%u,policy=%s,write_policy=%s;",
+		       rc->origin->name, rc->seg_sectors, rc->nr_segs,
+		       rc_policy_name(rc->cache.policy), redcap_write_policy_name(rc));
+		break;
+	}
+}
+
+static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxlen)
+{
+	struct rc_counters c;
+	u32 valid, filling;
+	unsigned int sz = 0;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rc->lock, flags);
+	c = rc->cache.ctr;
+	valid = rc->cache.nr_valid;
+	filling = rc->cache.nr_filling;
+	spin_unlock_irqrestore(&rc->lock, flags);
+
+	DMEMIT("state=%s\npolicy=%s\nwrite_policy=%s\n", redcap_state(rc),
+	       rc_policy_name(rc->cache.policy), redcap_write_policy_name(rc));
+	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
+	       rc->seg_sectors, rc->nr_segs, valid, filling);
+	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\nread_misses=%llu\n",
+	       c.reads, c.read_hits, c.read_hits_waited, c.read_misses);
+	DMEMIT("read_bypassed=%llu\nread_bypassed_busy=%llu\n",
+	       c.read_bypassed, c.read_bypassed_busy);
+	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
+	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
+	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
+	       c.writes, c.write_sectors, c.invalidations, c.updates);
+	DMEMIT("evictions=%llu\n", c.evictions);
+	return 1;
+}
+
+static int redcap_msg_drop_cache(struct redcap_c *rc)
+{
+	unsigned long flags;
+	unsigned int waited = 0;
+	u32 busy;
+
+	for (;;) {
+		spin_lock_irqsave(&rc->lock, flags);
+		busy = rc_drop_all(&rc->cache);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		if (!busy)
+			return 0;
+		if (waited >= REDCAP_DROP_TIMEOUT_MS) {
+			DMERR("drop_cache: %u segments still busy", busy);
+			return -EBUSY;
+		}
+		msleep(10);
+		waited += 10;
+	}
+}
+
+static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
+			  char *result, unsigned int maxlen)
+{
+	struct redcap_c *rc = ti->private;
+	unsigned long flags;
+	int v;
+
+	if (!argc) {
+		DMERR("Empty message");
+		return -EINVAL;
+	}
+	if (!strcasecmp(argv[0], "stats") && argc == 1)
+		return redcap_msg_stats(rc, result, maxlen);
+	if (!strcasecmp(argv[0], "reset_stats") && argc == 1) {
+		spin_lock_irqsave(&rc->lock, flags);
+		rc_reset_counters(&rc->cache);
+		spin_unlock_irqrestore(&rc->lock, flags);
+		return 0;
+	}
+	if (!strcasecmp(argv[0], "drop_cache") && argc == 1)
+		return redcap_msg_drop_cache(rc);
+	if (!strcasecmp(argv[0], "policy") && argc == 2) {
+		v = rc_policy_parse(argv[1]);
+		if (v < 0) {
+			DMERR("policy: unknown policy '%s'", argv[1]);
+			return -EINVAL;
+		}
+		spin_lock_irqsave(&rc->lock, flags);
+		rc->cache.policy = v;
+		spin_unlock_irqrestore(&rc->lock, flags);
+		return 0;
+	}
+	if (!strcasecmp(argv[0], "write_policy") && argc == 2) {
+		enum rc_write_policy wp;
+
+		if (!strcasecmp(argv[1], "invalidate")) {
+			wp = RC_WRITE_INVALIDATE;
+		} else if (!strcasecmp(argv[1], "update")) {
+			wp = RC_WRITE_UPDATE;
+		} else {
+			DMERR("write_policy: unknown write policy '%s'", argv[1]);
+			return -EINVAL;
+		}
+		spin_lock_irqsave(&rc->lock, flags);
+		rc->cache.write_policy = wp;
+		spin_unlock_irqrestore(&rc->lock, flags);
+		return 0;
+	}
+	if (!strcasecmp(argv[0], "stats") || !strcasecmp(argv[0], "reset_stats") ||
+	    !strcasecmp(argv[0], "drop_cache") || !strcasecmp(argv[0], "policy") ||
+	    !strcasecmp(argv[0], "write_policy")) {
+		DMERR("%s: wrong number of arguments", argv[0]);
+		return -EINVAL;
+	}
+	DMERR("Unrecognised message '%s'", argv[0]);
+	return -EINVAL;
+}
+
+static int redcap_iterate_devices(struct dm_target *ti,
+				  iterate_devices_callout_fn fn, void *data)
+{
+	struct redcap_c *rc = ti->private;
+
+	return fn(ti, rc->origin, 0, ti->len, data);
+}
+
+static struct target_type redcap_target = {
+	.name = "redcap",
+	.version = {0, 1, 0},
+	.module = THIS_MODULE,
+	.ctr = redcap_ctr,
+	.dtr = redcap_dtr,
+	.map = redcap_map,
+	.end_io = redcap_end_io,
+	.presuspend = redcap_presuspend,
+	.status = redcap_status,
+	.message = redcap_message,
+	.iterate_devices = redcap_iterate_devices,
+};
+
+static int __init dm_redcap_init(void)
+{
+	return dm_register_target(&redcap_target);
+}
+
+static void __exit dm_redcap_exit(void)
+{
+	dm_unregister_target(&redcap_target);
+}
+
+module_init(dm_redcap_init);
+module_exit(dm_redcap_exit);
+
+MODULE_DESCRIPTION(DM_NAME " RAM segment cache with prefetch-on-miss (REDCAP)");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,260 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers for the guest suite: devices as context managers, dmsetup
+wrappers, LBA-stamped data that can be verified later, kernel log checks.
+Runs inside the guest as root (tests/vm/run)."""
+import contextlib
+import mmap
+import os
+import re
+import struct
+import subprocess
+import threading
+
+BLOCK = 4096
+SECTOR = 512
+
+
+def sh(*args, check=True, input=None):
+    r = subprocess.run(args, capture_output=True, text=True, input=input)
+    if check and r.returncode:
+        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+# --------------------------------------------------------------------------
+# Devices
+
+
+@contextlib.contextmanager
+def loop_device(size, directory="/tmp", direct_io=False):
+    """A loop device over a sparse file of @size bytes in @directory."""
+    fd, path = None, None
+    import tempfile
+    fd, path = tempfile.mkstemp(dir=directory, prefix="redcap-loop-")
+    os.ftruncate(fd, size)
+    os.close(fd)
+    args = ["losetup", "--find", "--show"]
+    if direct_io:
+        args.append("--direct-io=on")
+    dev = sh(*args, path).stdout.strip()
+    try:
+        yield dev
+    finally:
+        sh("losetup", "-d", dev, check=False)
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def brd_device(size_mib):
+    """The brd RAM disk /dev/ram0 of @size_mib MiB (module reloaded)."""
+    sh("modprobe", "-r", "brd", check=False)
+    sh("modprobe", "brd", "rd_nr=1", f"rd_size={size_mib * 1024}")
+    try:
+        yield "/dev/ram0"
+    finally:
+        sh("modprobe", "-r", "brd", check=False)
+
+
+def dev_sectors(dev):
+    return int(sh("blockdev", "--getsz", dev).stdout)
+
+
+class Dm:
+    """One device-mapper device; remove() (or the with-block) takes it away."""
+
+    def __init__(self, name, table):
+        self.name = name
+        self.path = f"/dev/mapper/{name}"
+        sh("dmsetup", "create", name, input=table + "\n")
+        sh("udevadm", "settle", check=False)
+        if not os.path.exists(self.path):
+            sh("dmsetup", "mknodes", name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def remove(self):
+        if os.path.exists(self.path) or self.exists():
+            sh("dmsetup", "remove", "--retry", self.name)
+
+    def exists(self):
+        return sh("dmsetup", "info", self.name, check=False).returncode == 0
+
+    def message(self, *words, check=True):
+        return sh("dmsetup", "message", self.name, "0", *words, check=check)
+
+    def query(self, *words):
+        return self.message(*words).stdout
+
+    def stats(self):
+        out = self.query("stats")
+        return {k: _num(v) for k, v in (line.split("=", 1) for line in out.split())}
+
+    def cold(self):
+        """redcap: forget what udev's probe cached and counted at creation."""
+        self.message("drop_cache")
+        self.message("reset_stats")
+
+    def status(self):
+        return sh("dmsetup", "status", self.name).stdout.split()
+
+    def table(self):
+        return sh("dmsetup", "table", self.name).stdout.strip()
+
+    def reload(self, table):
+        sh("dmsetup", "reload", self.name, input=table + "\n")
+
+    def suspend(self):
+        sh("dmsetup", "suspend", self.name)
+
+    def resume(self):
+        sh("dmsetup", "resume", self.name)
+
+
+def _num(v):
+    try:
+        return int(v)
+    except ValueError:
+        return v
+
+
+def dm_major_minor(dev):
+    st = os.stat(dev)
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+
+def disk_reads(dev):
+    """(read ios, sectors read) of a block device from its sysfs stat."""
+    name = os.path.basename(os.path.realpath(dev))
+    with open(f"/sys/class/block/{name}/stat") as f:
+        fields = f.read().split()
+    return int(fields[0]), int(fields[2])
+
+
+# --------------------------------------------------------------------------
+# LBA-stamped data
+
+
+def stamp(blockno, seed):
+    """4 KiB whose every 16 bytes say which block and which write it is."""
+    return struct.pack("<QQ", blockno, seed) * (BLOCK // 16)
+
+
+def aligned(size):
+    return mmap.mmap(-1, size)
+
+
+def write_stamped(dev, first, count, seed, direct=True):
+    flags = os.O_WRONLY | (os.O_DIRECT if direct else 0)
+    fd = os.open(dev, flags)
+    try:
+        chunk = 256
+        for b in range(first, first + count, chunk):
+            n = min(chunk, first + count - b)
+            buf = aligned(n * BLOCK)
+            for i in range(n):
+                buf[i * BLOCK:(i + 1) * BLOCK] = stamp(b + i, seed)
+            os.pwritev(fd, [buf], b * BLOCK)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_blocks(dev, offset, length, direct=True):
+    fd = os.open(dev, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    try:
+        buf = aligned(length)
+        n = os.preadv(fd, [buf], offset)
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+
+
+def check_block(data, blockno, seed):
+    if data != stamp(blockno, seed):
+        got = struct.unpack("<QQ", data[:16])
+        raise AssertionError(f"block {blockno}: expected (block {blockno}, seed {seed}), "
+                             f"got (block {got[0]}, seed {got[1]})")
+
+
+def read_pattern(dev, blocks, seed, bs=BLOCK):
+    """Read 4 KiB-aligned requests of @bs bytes at each block of @blocks
+    (in that order) and check every 4 KiB block's stamp."""
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    buf = aligned(bs)
+    try:
+        for b in blocks:
+            n = os.preadv(fd, [buf], b * BLOCK)
+            assert n == bs, f"short read at block {b}: {n}"
+            for i in range(bs // BLOCK):
+                check_block(buf[i * BLOCK:(i + 1) * BLOCK], b + i, seed)
+    finally:
+        os.close(fd)
+
+
+def in_threads(fn, args_list):
+    """Run fn(*args) for each args in threads; re-raise the first failure."""
+    errors = []
+
+    def wrap(args):
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: B902 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=wrap, args=(a,)) for a in args_list]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def drop_caches():
+    sh("sync")
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+# --------------------------------------------------------------------------
+# Kernel log
+
+
+class Kmsg:
+    """Kernel log lines written after creation (reads /dev/kmsg)."""
+
+    def __init__(self):
+        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+        os.lseek(self.fd, 0, os.SEEK_END)
+
+    def lines(self):
+        out = []
+        while True:
+            try:
+                rec = os.read(self.fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except OSError:  # EPIPE: overwritten records
+                continue
+            out.append(rec.split(";", 1)[-1].rstrip("\n"))
+        return out
+
+    def close(self):
+        os.close(self.fd)
+
+
+@contextlib.contextmanager
+def kmsg():
+    k = Kmsg()
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+def strip_dm_prefix(line):
+    return re.sub(r"^device-mapper: [a-z-]+: ", "", line)

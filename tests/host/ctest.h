@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Minimal unit-test harness for the portable cores: each test is a function
+ * registered with CTEST(); the binary lists or runs them for pytest.
+ */
+#ifndef REDCAP_CTEST_H
+#define REDCAP_CTEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctest {
+	const char *name;
+	void (*fn)(void);
+};
+
+#define CTEST_MAX 256
+extern struct ctest ctest_table[CTEST_MAX];
+extern int ctest_count;
+
+#define CTEST(name)							\
+	static void ctest_##name(void);					\
+	__attribute__((constructor)) static void ctest_reg_##name(void)	\
+	{								\
+		if (ctest_count < CTEST_MAX)				\
+			ctest_table[ctest_count++] =			\
+				(struct ctest){ #name, ctest_##name };	\
+	}								\
+	static void ctest_##name(void)
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			exit(1);					\
+		}							\
+	} while (0)
+
+#define CHECK_EQ(a, b)							\
+	do {								\
+		long long ctest_a = (long long)(a);			\
+		long long ctest_b = (long long)(b);			\
+		if (ctest_a != ctest_b) {				\
+			fprintf(stderr,					\
+				"%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
+				__FILE__, __LINE__, #a, ctest_a, #b, ctest_b); \
+			exit(1);					\
+		}							\
+	} while (0)
+
+#define CHECK_STREQ(a, b)						\
+	do {								\
+		const char *ctest_a = (a), *ctest_b = (b);		\
+		if (strcmp(ctest_a, ctest_b)) {				\
+			fprintf(stderr,					\
+				"%s:%d: CHECK_STREQ failed: \"%s\" != \"%s\"\n", \
+				__FILE__, __LINE__, ctest_a, ctest_b);	\
+			exit(1);					\
+		}							\
+	} while (0)
+
+#endif

@@ -1,0 +1,1678 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the redcap core (dm-redcap/rc-core.c): index, LRU,
+ * entry states, write/fill races and counters, plus a randomized model check.
+ */
+#include "ctest.h"
+#include "rc-core.h"
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* --- helpers ------------------------------------------------------------ */
+
+static struct rc_cache *mk_policy(u32 n, enum rc_write_policy wp)
+{
+	struct rc_cache *c = malloc(sizeof(*c));
+	size_t sz = rc_cache_mem_size(n);
+	void *mem;
+
+	CHECK(c);
+	CHECK(sz > 0);
+	mem = malloc(sz);
+	CHECK(mem);
+	CHECK_EQ(rc_cache_init(c, mem, n, 8), 0);
+	CHECK(c->entries == mem);
+	c->write_policy = wp;
+	return c;
+}
+
+static struct rc_cache *mk(u32 n)
+{
+	return mk_policy(n, RC_WRITE_INVALIDATE);
+}
+
+static void rm(struct rc_cache *c)
+{
+	free(c->entries);
+	free(c);
+}
+
+/* Index of the hashed (FILLING/VALID) entry holding @seg, by a full walk. */
+static u32 hashed_idx(const struct rc_cache *c, u64 seg)
+{
+	u32 b, i, found = RC_NONE;
+
+	for (b = 0; b <= c->hash_mask; b++)
+		for (i = c->hash[b]; i != RC_NONE; i = c->entries[i].hnext)
+			if (c->entries[i].seg == seg) {
+				CHECK(found == RC_NONE);
+				found = i;
+			}
+	return found;
+}
+
+static u32 max_chain(const struct rc_cache *c)
+{
+	u32 b, i, len, max = 0;
+
+	for (b = 0; b <= c->hash_mask; b++) {
+		len = 0;
+		for (i = c->hash[b]; i != RC_NONE; i = c->entries[i].hnext)
+			len++;
+		if (len > max)
+			max = len;
+	}
+	return max;
+}
+
+static u32 wb_inflight_sum(const struct rc_cache *c)
+{
+	u32 b, sum = 0;
+
+	for (b = 0; b <= c->wb_mask; b++)
+		sum += c->wb_inflight[b];
+	return sum;
+}
+
+static u32 lru_len(const struct rc_cache *c)
+{
+	u32 i, n = 0;
+
+	for (i = c->lru_head; i != RC_NONE; i = c->entries[i].next)
+		n++;
+	return n;
+}
+
+static u32 free_len(const struct rc_cache *c)
+{
+	u32 i, n = 0;
+
+	for (i = c->free_head; i != RC_NONE; i = c->entries[i].next)
+		n++;
+	return n;
+}
+
+/*
+ * Structural invariants: every entry is on exactly one of the free list, the
+ * LRU or neither (busy); the hash holds exactly the FILLING/VALID entries;
+ * the summary counts match.
+ */
+static void check_invariants(const struct rc_cache *c)
+{
+	u32 n = c->nr_entries, i, b, cnt, prev;
+	u32 nv = 0, nf = 0, np = 0, hashed = 0;
+	unsigned char *seen = calloc(n, 1);
+	const struct rc_entry *e;
+
+	CHECK(seen);
+	cnt = 0;
+	for (i = c->free_head; i != RC_NONE; i = e->next) {
+		CHECK(i < n);
+		CHECK(!seen[i]);
+		seen[i] = 1;
+		e = &c->entries[i];
+		CHECK_EQ(e->state, RC_FREE);
+		CHECK_EQ(e->pins, 0);
+		CHECK(e->on_list);
+		CHECK(++cnt <= n);
+	}
+	prev = RC_NONE;
+	for (i = c->lru_head; i != RC_NONE; i = e->next) {
+		CHECK(i < n);
+		CHECK(!seen[i]);
+		seen[i] = 2;
+		e = &c->entries[i];
+		CHECK_EQ(e->state, RC_VALID);
+		CHECK_EQ(e->pins, 0);
+		CHECK(e->on_list);
+		CHECK_EQ(e->prev, prev);
+		prev = i;
+	}
+	CHECK_EQ(c->lru_tail, prev);
+	for (b = 0; b <= c->hash_mask; b++) {
+		for (i = c->hash[b]; i != RC_NONE; i = e->hnext) {
+			CHECK(i < n);
+			CHECK(!(seen[i] & 4));
+			seen[i] |= 4;
+			e = &c->entries[i];
+			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
+			CHECK(++hashed <= n);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		e = &c->entries[i];
+		if (!(seen[i] & 3)) {
+			CHECK(!e->on_list);
+			CHECK(e->pins > 0);
+			CHECK(e->state == RC_FILLING || e->state == RC_VALID ||
+			      e->state == RC_DEAD);
+		}
+		if (e->state == RC_FILLING)
+			CHECK_EQ(e->pins, 1);
+		if (e->state == RC_FILLING || e->state == RC_VALID)
+			CHECK(seen[i] & 4);
+		if (e->updating)
+			CHECK(e->pins > 0);
+		nv += e->state == RC_VALID;
+		nf += e->state == RC_FILLING;
+		np += e->pins > 0;
+	}
+	CHECK_EQ(nv, c->nr_valid);
+	CHECK_EQ(nf, c->nr_filling);
+	CHECK_EQ(np, c->nr_pinned);
+	CHECK_EQ(hashed, nv + nf);
+	CHECK_EQ(rc_idle(c), np == 0);
+	/* One hashed entry per segment (quadratic: small caches only). */
+	if (n <= 64)
+		for (i = 0; i < n; i++)
+			if (seen[i] & 4)
+				for (b = i + 1; b < n; b++)
+					if (seen[b] & 4)
+						CHECK(c->entries[i].seg !=
+						      c->entries[b].seg);
+	free(seen);
+}
+
+static void check_ctr_field(int line, const char *name, u64 got, u64 want)
+{
+	if (got == want)
+		return;
+	fprintf(stderr, "%s:%d: counter %s: got %llu, want %llu\n", __FILE__,
+		line, name, (unsigned long long)got, (unsigned long long)want);
+	exit(1);
+}
+
+static void check_ctr_at(int line, const struct rc_counters *g,
+			 const struct rc_counters *w)
+{
+	check_ctr_field(line, "reads", g->reads, w->reads);
+	check_ctr_field(line, "read_hits", g->read_hits, w->read_hits);
+	check_ctr_field(line, "read_hits_waited", g->read_hits_waited,
+			w->read_hits_waited);
+	check_ctr_field(line, "read_misses", g->read_misses, w->read_misses);
+	check_ctr_field(line, "read_bypassed", g->read_bypassed,
+			w->read_bypassed);
+	check_ctr_field(line, "read_bypassed_busy", g->read_bypassed_busy,
+			w->read_bypassed_busy);
+	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
+	check_ctr_field(line, "fill_sectors", g->fill_sectors, w->fill_sectors);
+	check_ctr_field(line, "fill_errors", g->fill_errors, w->fill_errors);
+	check_ctr_field(line, "fill_stale", g->fill_stale, w->fill_stale);
+	check_ctr_field(line, "writes", g->writes, w->writes);
+	check_ctr_field(line, "write_sectors", g->write_sectors,
+			w->write_sectors);
+	check_ctr_field(line, "invalidations", g->invalidations,
+			w->invalidations);
+	check_ctr_field(line, "updates", g->updates, w->updates);
+	check_ctr_field(line, "evictions", g->evictions, w->evictions);
+	/* A new field must be added above. */
+	CHECK_EQ(sizeof(*g), 15 * sizeof(u64));
+}
+
+/* Exact counters: every field not named must be zero. */
+#define CHECK_CTR(c, ...)						\
+	check_ctr_at(__LINE__, &(c)->ctr, &(struct rc_counters){ __VA_ARGS__ })
+
+/* Miss, fill and serve @seg; the entry ends VALID, unpinned, most recent. */
+static u32 fill_seg(struct rc_cache *c, u64 seg)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_FILL);
+	CHECK(idx < c->nr_entries);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->entries[idx].state, RC_VALID);
+	return idx;
+}
+
+/* Read @seg expecting a hit on @want_idx, then drop the pin. */
+static void hit_seg(struct rc_cache *c, u64 seg, u32 want_idx)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, want_idx);
+	CHECK_EQ(c->entries[idx].seg, seg);
+	rc_unpin(c, idx);
+}
+
+/* --- layout and init ------------------------------------------------------ */
+
+CTEST(mem_size_sane)
+{
+	size_t s1 = rc_cache_mem_size(1), s64 = rc_cache_mem_size(64);
+	size_t s1m = rc_cache_mem_size(1u << 20);
+	size_t smax = rc_cache_mem_size(RC_MAX_ENTRIES);
+
+	CHECK(s1 >= sizeof(struct rc_entry) + 2 * sizeof(u32));
+	CHECK(s64 >= 64 * sizeof(struct rc_entry) + 128 * sizeof(u32));
+	CHECK(s1m >= (size_t)(1u << 20) * sizeof(struct rc_entry));
+	CHECK(s1m < (size_t)(1u << 20) * 64);
+	CHECK(s1 < s64 && s64 < s1m && s1m < smax);
+	CHECK_EQ(s1 % 8, 0);
+	CHECK_EQ(s64 % 8, 0);
+	CHECK_EQ(s1m % 8, 0);
+	CHECK_EQ(rc_cache_mem_size(0), 0);
+	CHECK_EQ(rc_cache_mem_size(RC_MAX_ENTRIES + 1), 0);
+	CHECK_EQ(sizeof(struct rc_entry) % 8, 0);
+}
+
+CTEST(init_all_free)
+{
+	struct rc_cache *c = mk(10);
+	u32 i;
+
+	CHECK_EQ(c->nr_entries, 10);
+	CHECK_EQ(c->seg_shift, 8);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(c->nr_filling, 0);
+	CHECK_EQ(c->nr_pinned, 0);
+	CHECK_EQ(c->policy, RC_POLICY_ALWAYS);
+	CHECK_EQ(c->write_policy, RC_WRITE_INVALIDATE);
+	CHECK_EQ(c->lru_head, RC_NONE);
+	CHECK_EQ(c->lru_tail, RC_NONE);
+	CHECK_EQ(free_len(c), 10);
+	/* Power-of-two buckets, at least two per entry / 64 write buckets. */
+	CHECK_EQ(c->hash_mask & (c->hash_mask + 1), 0);
+	CHECK(c->hash_mask + 1 >= 20);
+	CHECK_EQ(c->wb_mask & (c->wb_mask + 1), 0);
+	CHECK(c->wb_mask + 1 >= 64);
+	for (i = 0; i <= c->hash_mask; i++)
+		CHECK_EQ(c->hash[i], RC_NONE);
+	for (i = 0; i <= c->wb_mask; i++) {
+		CHECK_EQ(c->wb_inflight[i], 0);
+		CHECK_EQ(c->wb_gen[i], 0);
+	}
+	for (i = 0; i < 10; i++) {
+		CHECK_EQ(c->entries[i].state, RC_FREE);
+		CHECK_EQ(c->entries[i].pins, 0);
+	}
+	/* Sub-arrays 8-byte aligned and inside the block. */
+	CHECK_EQ((uintptr_t)c->hash % 8, 0);
+	CHECK_EQ((uintptr_t)c->wb_inflight % 8, 0);
+	CHECK_EQ((uintptr_t)c->wb_gen % 8, 0);
+	CHECK((char *)(c->wb_gen + c->wb_mask + 1) <=
+	      (char *)c->entries + rc_cache_mem_size(10));
+	CHECK(rc_idle(c));
+	CHECK_CTR(c, 0);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(init_rejects_bad_sizes)
+{
+	struct rc_cache c;
+	static u64 mem[128];
+
+	CHECK_EQ(rc_cache_init(&c, mem, 0, 8), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, RC_MAX_ENTRIES + 1, 8), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, 0xffffffffu, 8), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, 1, 64), -1);
+	CHECK(rc_cache_mem_size(1) <= sizeof(mem));
+	CHECK_EQ(rc_cache_init(&c, mem, 1, 0), 0);
+	CHECK_EQ(rc_sector_to_seg(&c, 12345), 12345);
+}
+
+CTEST(sector_to_seg_uses_shift)
+{
+	struct rc_cache *c = mk(1);
+
+	CHECK_EQ(rc_sector_to_seg(c, 0), 0);
+	CHECK_EQ(rc_sector_to_seg(c, 255), 0);
+	CHECK_EQ(rc_sector_to_seg(c, 256), 1);
+	CHECK(rc_sector_to_seg(c, ~0ull) == (~0ull >> 8));
+	rm(c);
+}
+
+/* --- reads ---------------------------------------------------------------- */
+
+CTEST(miss_fill_serve_then_hit)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx = RC_NONE, idx2 = RC_NONE;
+
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_FILL);
+	CHECK(idx < 4);
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK_EQ(c->entries[idx].seg, 7);
+	CHECK_EQ(c->entries[idx].pins, 1);
+	CHECK_EQ(c->nr_filling, 1);
+	CHECK(!rc_idle(c));
+	check_invariants(c);
+
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(c->entries[idx].state, RC_VALID);
+	CHECK_EQ(c->entries[idx].pins, 1);
+	CHECK_EQ(c->nr_filling, 0);
+	CHECK_EQ(c->nr_valid, 1);
+	CHECK_EQ(lru_len(c), 0);
+	check_invariants(c);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->entries[idx].pins, 0);
+	CHECK_EQ(c->lru_head, idx);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+
+	CHECK_EQ(rc_read(c, 7, &idx2), RC_READ_HIT);
+	CHECK_EQ(idx2, idx);
+	CHECK_EQ(c->entries[idx].pins, 1);
+	CHECK_EQ(lru_len(c), 0);
+	check_invariants(c);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 2, .read_hits = 1, .read_misses = 1,
+		  .fill_ios = 1, .fill_sectors = 256);
+	rm(c);
+}
+
+CTEST(waiters_on_filling_entry)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx, w1 = RC_NONE, w2 = RC_NONE;
+
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 3, &w1), RC_READ_WAIT);
+	CHECK_EQ(rc_read(c, 3, &w2), RC_READ_WAIT);
+	CHECK_EQ(w1, idx);
+	CHECK_EQ(w2, idx);
+	/* Waiting takes no pin: the fill's pin covers the waiters. */
+	CHECK_EQ(c->entries[idx].pins, 1);
+	CHECK_EQ(c->nr_filling, 1);
+	check_invariants(c);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_count_waited(c, 2);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_hits_waited = 2, .read_misses = 1,
+		  .fill_ios = 1, .fill_sectors = 256);
+	rm(c);
+}
+
+CTEST(count_waited_accumulates)
+{
+	struct rc_cache *c = mk(1);
+
+	rc_count_waited(c, 3);
+	rc_count_waited(c, 0);
+	rc_count_waited(c, 4);
+	CHECK_CTR(c, .read_hits_waited = 7);
+	rm(c);
+}
+
+CTEST(lru_evicts_least_recently_used)
+{
+	struct rc_cache *c = mk(3);
+	u32 a, b, cc, d;
+
+	a = fill_seg(c, 100);
+	b = fill_seg(c, 200);
+	cc = fill_seg(c, 300);
+	CHECK(a != b && b != cc && a != cc);
+	CHECK_EQ(c->lru_tail, a);
+	hit_seg(c, 100, a);		/* A becomes most recent; B is the victim */
+	CHECK_EQ(c->lru_head, a);
+	CHECK_EQ(c->lru_tail, b);
+	check_invariants(c);
+
+	d = fill_seg(c, 400);
+	CHECK_EQ(d, b);
+	CHECK_EQ(hashed_idx(c, 200), RC_NONE);
+	hit_seg(c, 100, a);
+	hit_seg(c, 300, cc);
+	hit_seg(c, 400, d);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 8, .read_hits = 4, .read_misses = 4,
+		  .fill_ios = 4, .fill_sectors = 4 * 256, .evictions = 1);
+
+	/* The evicted segment misses again and takes the LRU tail (A). */
+	CHECK_EQ(fill_seg(c, 200), a);
+	CHECK_EQ(c->ctr.evictions, 2);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(serving_fill_pin_blocks_eviction)
+{
+	struct rc_cache *c = mk(1);
+	u32 a, idx;
+
+	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
+	/* VALID but still pinned by the fill: not on the LRU, not a victim. */
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	rc_unpin(c, a);
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, a);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 2, .read_bypassed = 1,
+		  .read_bypassed_busy = 1, .fill_ios = 1, .fill_sectors = 256,
+		  .evictions = 1);
+	rm(c);
+}
+
+CTEST(busy_bypass_when_all_filling)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, b, idx = 12345;
+
+	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 2, &b), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(idx, 12345);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_WAIT);
+	CHECK_EQ(idx, a);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 4, .read_misses = 2, .read_bypassed = 1,
+		  .read_bypassed_busy = 1);
+	CHECK_EQ(rc_fill_done(c, a, 0, 8), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, b, 0, 8), RC_FILL_SERVE);
+	rc_unpin(c, a);
+	rc_unpin(c, b);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(busy_bypass_when_all_pinned)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, b, idx;
+
+	a = fill_seg(c, 1);
+	b = fill_seg(c, 2);
+	hit_seg(c, 1, a);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);	/* two pins on A */
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_HIT);
+	CHECK_EQ(c->entries[a].pins, 2);
+	CHECK_EQ(lru_len(c), 0);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	check_invariants(c);
+	rc_unpin(c, a);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);	/* A still pinned */
+	rc_unpin(c, a);
+	CHECK_EQ(c->lru_head, a);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, a);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	rc_unpin(c, b);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 9, .read_hits = 4, .read_misses = 3,
+		  .read_bypassed = 2, .read_bypassed_busy = 2, .fill_ios = 3,
+		  .fill_sectors = 2 * 256 + 8, .evictions = 1);
+	rm(c);
+}
+
+CTEST(policy_off_bypasses_everything)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, idx;
+
+	a = fill_seg(c, 5);
+	c->policy = RC_POLICY_OFF;
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* even a cached one */
+	CHECK_EQ(rc_read(c, 6, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->entries[a].pins, 0);
+	/* Writes still keep the cache coherent while off. */
+	rc_write_done(c, 5, rc_write_start(c, 5, 8, true), 0, true, &idx);
+	CHECK_EQ(hashed_idx(c, 5), RC_NONE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2,
+		  .fill_ios = 1, .fill_sectors = 256, .writes = 1,
+		  .write_sectors = 8, .invalidations = 1);
+	c->policy = RC_POLICY_ALWAYS;
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(fill_error_frees_entry_and_next_read_refills)
+{
+	struct rc_cache *c = mk(1);
+	u32 idx, w, idx2;
+
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 9, &w), RC_READ_WAIT);
+	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
+	CHECK_EQ(c->entries[idx].state, RC_FREE);
+	CHECK_EQ(c->entries[idx].pins, 0);
+	CHECK_EQ(hashed_idx(c, 9), RC_NONE);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_EQ(rc_read(c, 9, &idx2), RC_READ_FILL);
+	CHECK_EQ(idx2, idx);
+	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx2);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 2, .fill_ios = 2,
+		  .fill_sectors = 256, .fill_errors = 1);
+	rm(c);
+}
+
+CTEST(fill_done_on_non_filling_entry_is_ignored)
+{
+	struct rc_cache *c = mk(2);
+	u32 a = fill_seg(c, 1);
+
+	rc_reset_counters(c);
+	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_ERROR);	/* VALID */
+	CHECK_EQ(rc_fill_done(c, 1 - a, 0, 256), RC_FILL_ERROR); /* FREE */
+	CHECK_EQ(rc_fill_done(c, 2, 0, 256), RC_FILL_ERROR);	/* range */
+	CHECK_EQ(rc_fill_done(c, RC_NONE, 0, 256), RC_FILL_ERROR);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_CTR(c, 0);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(unpin_of_unpinned_entry_is_ignored)
+{
+	struct rc_cache *c = mk(2);
+	u32 a = fill_seg(c, 1), f;
+
+	rc_unpin(c, a);			/* VALID, no pins */
+	rc_unpin(c, 1 - a);		/* FREE */
+	rc_unpin(c, 2);
+	rc_unpin(c, RC_NONE);
+	check_invariants(c);
+	CHECK_EQ(rc_read(c, 2, &f), RC_READ_FILL);
+	rc_unpin(c, f);			/* FILLING: only rc_fill_done drops it */
+	CHECK_EQ(c->entries[f].pins, 1);
+	CHECK_EQ(c->entries[f].state, RC_FILLING);
+	check_invariants(c);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, f);
+	check_invariants(c);
+	rm(c);
+}
+
+/* --- writes against fills ------------------------------------------------- */
+
+CTEST(write_during_fill_makes_it_stale)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, w, cookie, idx2;
+
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 4, &w), RC_READ_WAIT);
+	cookie = rc_write_start(c, 4, 8, true);
+	/* The filling entry stays in the index until its fill completes. */
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK_EQ(rc_read(c, 4, &w), RC_READ_WAIT);
+	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(c->entries[idx].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 4), RC_NONE);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .fill_stale = 1, .writes = 1,
+		  .write_sectors = 8);
+
+	/* The write has completed: a new read refills and serves. */
+	CHECK_EQ(rc_read(c, 4, &idx2), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx2);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(write_in_flight_at_fill_done_makes_it_stale)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, cookie, w;
+
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	cookie = rc_write_start(c, 4, 8, false);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	/* Still in flight: the read after the stale fill bypasses. */
+	CHECK_EQ(rc_read(c, 4, &w), RC_READ_BYPASS);
+	CHECK_EQ(rc_write_done(c, 4, cookie, 0, false, &w), RC_WRITE_DONE);
+	CHECK_EQ(rc_read(c, 4, &w), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, w, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, w);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 2, .read_bypassed = 1,
+		  .fill_ios = 2, .fill_sectors = 512, .fill_stale = 1,
+		  .writes = 1, .write_sectors = 8);
+	rm(c);
+}
+
+CTEST(update_policy_write_during_fill_is_stale)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 idx, cookie, w = RC_NONE;
+
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	cookie = rc_write_start(c, 4, 8, true);
+	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
+	CHECK_EQ(w, RC_NONE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .fill_stale = 1, .writes = 1,
+		  .write_sectors = 8);
+	rm(c);
+}
+
+CTEST(fill_error_wins_over_stale)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, w;
+
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	rc_write_done(c, 4, rc_write_start(c, 4, 8, true), 0, true, &w);
+	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_errors = 1, .writes = 1, .write_sectors = 8);
+	rm(c);
+}
+
+CTEST(read_miss_during_write_bypasses)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx, cookie;
+
+	cookie = rc_write_start(c, 11, 16, true);
+	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
+	CHECK(rc_idle(c));
+	CHECK_EQ(free_len(c), 4);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1,
+		  .write_sectors = 16);
+	CHECK_EQ(rc_write_done(c, 11, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(write_gen_wraparound_still_detects_race)
+{
+	struct rc_cache *c = mk(2);
+	u32 b, idx, cookie, w;
+
+	for (b = 0; b <= c->wb_mask; b++)
+		c->wb_gen[b] = 0xffffffffu;
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(c->entries[idx].wgen, 0xffffffffu);
+	cookie = rc_write_start(c, 4, 8, true);
+	CHECK_EQ(cookie, 0);
+	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	check_invariants(c);
+	rm(c);
+}
+
+/* --- writes against valid entries (invalidate policy) -------------------- */
+
+CTEST(write_invalidates_valid_entry)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 8), RC_NONE);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(free_len(c), 2);
+	check_invariants(c);
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 1, .write_sectors = 4,
+		  .invalidations = 1);
+	rm(c);
+}
+
+CTEST(write_to_uncached_segment_only_counts)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, a = fill_seg(c, 1);
+
+	rc_reset_counters(c);
+	CHECK_EQ(rc_write_done(c, 2, rc_write_start(c, 2, 3, true), 0, true,
+			       &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_CTR(c, .writes = 1, .write_sectors = 3);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(write_to_pinned_entry_makes_it_dead_until_unpin)
+{
+	struct rc_cache *c = mk(1);
+	u32 a, idx, cookie;
+
+	a = fill_seg(c, 8);
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_HIT);	/* reader copying */
+	cookie = rc_write_start(c, 8, 8, true);
+	CHECK_EQ(c->entries[a].state, RC_DEAD);
+	CHECK_EQ(c->entries[a].pins, 1);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(hashed_idx(c, 8), RC_NONE);
+	check_invariants(c);
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
+	/* Lookups miss; the dead entry is busy, so the miss bypasses. */
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	CHECK(!rc_idle(c));
+	rc_unpin(c, a);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_FILL);	/* reusable, no evict */
+	CHECK_EQ(idx, a);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 2,
+		  .read_bypassed = 2, .read_bypassed_busy = 2, .fill_ios = 2,
+		  .fill_sectors = 512, .writes = 1, .write_sectors = 8,
+		  .invalidations = 1);
+	rm(c);
+}
+
+/* --- update write policy -------------------------------------------------- */
+
+CTEST(update_write_keeps_entry_and_copies)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_EQ(wb_inflight_sum(c), 1);
+	hit_seg(c, 8, a);		/* still served while the write flies */
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_COPY);
+	CHECK_EQ(idx, a);
+	CHECK_EQ(c->entries[a].pins, 1);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_EQ(lru_len(c), 0);
+	check_invariants(c);
+	rc_unpin(c, a);
+	CHECK_EQ(c->lru_head, a);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	hit_seg(c, 8, a);
+	CHECK_CTR(c, .reads = 3, .read_hits = 2, .read_misses = 1,
+		  .fill_ios = 1, .fill_sectors = 256, .writes = 1,
+		  .write_sectors = 4, .updates = 1);
+	rm(c);
+}
+
+CTEST(update_overlapping_writes_invalidate)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, c1, c2;
+
+	a = fill_seg(c, 8);
+	c1 = rc_write_start(c, 8, 4, true);
+	c2 = rc_write_start(c, 8, 4, true);
+	CHECK(c1 != c2);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	/* The first write finds a newer one issued meanwhile: drop. */
+	CHECK_EQ(rc_write_done(c, 8, c1, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(rc_write_done(c, 8, c2, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 2, .write_sectors = 8,
+		  .invalidations = 1);
+	rm(c);
+}
+
+CTEST(update_overlapping_writes_completing_in_reverse_invalidate)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, c1, c2;
+
+	a = fill_seg(c, 8);
+	c1 = rc_write_start(c, 8, 4, true);
+	c2 = rc_write_start(c, 8, 4, true);
+	/* The newest completes first and may copy; the older one drops. */
+	CHECK_EQ(rc_write_done(c, 8, c2, 0, true, &idx), RC_WRITE_COPY);
+	CHECK_EQ(idx, a);
+	rc_unpin(c, a);
+	idx = RC_NONE;
+	CHECK_EQ(rc_write_done(c, 8, c1, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 2, .write_sectors = 8,
+		  .invalidations = 1, .updates = 1);
+	rm(c);
+}
+
+CTEST(update_write_while_earlier_copy_runs_invalidates)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, c1, c2;
+
+	a = fill_seg(c, 8);
+	c1 = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(rc_write_done(c, 8, c1, 0, true, &idx), RC_WRITE_COPY);
+	/* Copy of write 1 still running when write 2 is issued and done. */
+	c2 = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	idx = RC_NONE;
+	CHECK_EQ(rc_write_done(c, 8, c2, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_DEAD);
+	check_invariants(c);
+	rc_unpin(c, a);			/* copy 1 ends: the entry is freed */
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 2, .write_sectors = 8,
+		  .invalidations = 1, .updates = 1);
+	rm(c);
+}
+
+CTEST(update_copy_allowed_again_after_unpin)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx, i;
+
+	a = fill_seg(c, 8);
+	for (i = 0; i < 3; i++) {
+		idx = RC_NONE;
+		CHECK_EQ(rc_write_done(c, 8, rc_write_start(c, 8, 1, true), 0,
+				       true, &idx), RC_WRITE_COPY);
+		CHECK_EQ(idx, a);
+		CHECK(c->entries[a].updating);
+		rc_unpin(c, a);
+		CHECK(!c->entries[a].updating);
+	}
+	check_invariants(c);
+	CHECK_EQ(c->ctr.updates, 3);
+	CHECK_EQ(c->ctr.invalidations, 0);
+	rm(c);
+}
+
+CTEST(update_failed_write_invalidates)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(rc_write_done(c, 8, cookie, -5, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 1, .write_sectors = 4,
+		  .invalidations = 1);
+	rm(c);
+}
+
+CTEST(update_discard_invalidates_at_start)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 256, false);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 8), RC_NONE);
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, false, &idx), RC_WRITE_DONE);
+	CHECK_EQ(idx, RC_NONE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
+		  .fill_sectors = 256, .writes = 1, .write_sectors = 256,
+		  .invalidations = 1);
+	rm(c);
+}
+
+CTEST(update_done_without_may_update_invalidates)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 4, true);
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, false, &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(c->ctr.invalidations, 1);
+	CHECK_EQ(c->ctr.updates, 0);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(update_policy_switched_to_invalidate_midway_drops)
+{
+	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
+	u32 a, idx = RC_NONE, cookie;
+
+	a = fill_seg(c, 8);
+	cookie = rc_write_start(c, 8, 4, true);
+	c->write_policy = RC_WRITE_INVALIDATE;
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(c->ctr.invalidations, 1);
+	check_invariants(c);
+	rm(c);
+}
+
+/* --- drop, idle, counters, names ------------------------------------------ */
+
+CTEST(drop_all_frees_idle_and_returns_busy)
+{
+	struct rc_cache *c = mk(6);
+	u32 a, b, f, idx, dead, cookie;
+
+	a = fill_seg(c, 1);
+	b = fill_seg(c, 2);
+	fill_seg(c, 3);
+	dead = fill_seg(c, 4);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);	/* pinned VALID */
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_HIT);
+	cookie = rc_write_start(c, 4, 1, true);		/* -> DEAD */
+	CHECK_EQ(c->entries[dead].state, RC_DEAD);
+	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(rc_read(c, 5, &f), RC_READ_FILL);	/* FILLING */
+	rc_reset_counters(c);
+
+	CHECK_EQ(rc_drop_all(c), 3);
+	CHECK_EQ(c->entries[b].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 2), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_EQ(c->nr_valid, 1);
+	CHECK_EQ(lru_len(c), 0);
+	CHECK_EQ(free_len(c), 3);
+	CHECK_CTR(c, 0);		/* dropping is not invalidation */
+	check_invariants(c);
+
+	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, f);
+	rc_unpin(c, a);
+	CHECK_EQ(rc_drop_all(c), 1);	/* the dead one */
+	rc_unpin(c, dead);
+	CHECK_EQ(rc_drop_all(c), 0);
+	CHECK_EQ(free_len(c), 6);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(idle_tracks_fills_and_pins)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, idx;
+
+	CHECK(rc_idle(c));
+	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
+	CHECK(!rc_idle(c));
+	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
+	CHECK(!rc_idle(c));
+	rc_unpin(c, a);
+	CHECK(rc_idle(c));
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	CHECK(!rc_idle(c));
+	rc_unpin(c, idx);
+	CHECK(rc_idle(c));
+	/* Writes in flight do not make the cache busy. */
+	rc_write_start(c, 7, 1, true);
+	CHECK(rc_idle(c));
+	rm(c);
+}
+
+CTEST(reset_counters_zeroes_all)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, idx;
+
+	a = fill_seg(c, 1);
+	hit_seg(c, 1, a);
+	rc_write_done(c, 1, rc_write_start(c, 1, 9, true), 0, true, &idx);
+	rc_count_waited(c, 5);
+	CHECK(c->ctr.reads && c->ctr.writes && c->ctr.invalidations);
+	rc_reset_counters(c);
+	CHECK_CTR(c, 0);
+	/* State is untouched. */
+	CHECK_EQ(free_len(c), 2);
+	check_invariants(c);
+	rm(c);
+}
+
+CTEST(policy_parse_and_name)
+{
+	CHECK_EQ(rc_policy_parse("always"), RC_POLICY_ALWAYS);
+	CHECK_EQ(rc_policy_parse("off"), RC_POLICY_OFF);
+	CHECK_EQ(rc_policy_parse(""), -1);
+	CHECK_EQ(rc_policy_parse("alway"), -1);
+	CHECK_EQ(rc_policy_parse("alwayss"), -1);
+	CHECK_EQ(rc_policy_parse("OFF"), -1);
+	CHECK_EQ(rc_policy_parse("of"), -1);
+	CHECK_STREQ(rc_policy_name(RC_POLICY_ALWAYS), "always");
+	CHECK_STREQ(rc_policy_name(RC_POLICY_OFF), "off");
+	CHECK_STREQ(rc_policy_name(RC_POLICY_NR), "?");
+}
+
+/* --- index correctness ---------------------------------------------------- */
+
+CTEST(hash_collisions_small_cache)
+{
+	static const u64 segs[] = {
+		0, 1, 2, 3, 8, 16, 1ull << 32, (1ull << 32) + 1,
+		1ull << 40, (1ull << 40) + 8, 1ull << 56, 1ull << 60,
+		1ull << 62, (1ull << 63) - 1, 1ull << 63, (1ull << 63) + 1,
+		(1ull << 63) + 2, (1ull << 63) + (1ull << 32), ~0ull,
+		~0ull - 1, ~0ull << 32, 0x5555555555555555ull,
+		0xaaaaaaaaaaaaaaaaull, 0x61c8864680b583ebull, 12345,
+		(1ull << 63) | 12345, 7ull << 61, 3ull << 62,
+	};
+	const u32 nsegs = ARRAY_SIZE(segs);
+	struct rc_cache *c = mk(4);
+	u32 idx[ARRAY_SIZE(segs)];
+	u32 k, j, longest = 0, wr[4] = { 2, 0, 3, 1 };
+
+	/* Sliding window: each fill evicts the oldest of the last four. */
+	for (k = 0; k < nsegs; k++) {
+		idx[k] = fill_seg(c, segs[k]);
+		check_invariants(c);
+		if (max_chain(c) > longest)
+			longest = max_chain(c);
+		for (j = k >= 3 ? k - 3 : 0; j <= k; j++)
+			hit_seg(c, segs[j], idx[j]);
+		if (k >= 4)
+			CHECK_EQ(hashed_idx(c, segs[k - 4]), RC_NONE);
+	}
+	CHECK_EQ(c->ctr.evictions, nsegs - 4);
+	/* Groups of four: invalidate in mixed order, from any chain position. */
+	for (k = 0; k + 4 <= nsegs; k += 4) {
+		CHECK_EQ(rc_drop_all(c), 0);
+		for (j = 0; j < 4; j++)
+			idx[k + j] = fill_seg(c, segs[k + j]);
+		if (max_chain(c) > longest)
+			longest = max_chain(c);
+		for (j = 0; j < 4; j++) {
+			u32 v = k + wr[j], i2, r;
+
+			rc_write_done(c, segs[v],
+				      rc_write_start(c, segs[v], 1, true),
+				      0, true, &i2);
+			CHECK_EQ(hashed_idx(c, segs[v]), RC_NONE);
+			for (r = j + 1; r < 4; r++)
+				hit_seg(c, segs[k + wr[r]], idx[k + wr[r]]);
+			check_invariants(c);
+		}
+		CHECK_EQ(free_len(c), 4);
+	}
+	CHECK(longest >= 2);	/* chains were exercised */
+	CHECK_EQ(c->ctr.read_misses, nsegs + (nsegs & ~3u));
+	rm(c);
+}
+
+CTEST(million_entries_all_hit)
+{
+	const u32 n = 1u << 20;
+	const u64 base = (1ull << 62) + 12345;
+	struct rc_cache *c = mk(n);
+	u32 i, idx;
+
+	for (i = 0; i < n; i++) {
+		CHECK_EQ(rc_read(c, base + i, &idx), RC_READ_FILL);
+		CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+		rc_unpin(c, idx);
+	}
+	CHECK_EQ(c->nr_valid, n);
+	CHECK_EQ(c->free_head, RC_NONE);
+	CHECK(max_chain(c) <= 8);
+	for (i = 0; i < n; i++) {
+		CHECK_EQ(rc_read(c, base + i, &idx), RC_READ_HIT);
+		CHECK_EQ(c->entries[idx].seg, base + i);
+		rc_unpin(c, idx);
+	}
+	CHECK_EQ(c->ctr.read_hits, n);
+	CHECK_EQ(c->ctr.read_misses, n);
+	CHECK_EQ(c->ctr.evictions, 0);
+	CHECK_EQ(lru_len(c), n);
+	/* One more segment evicts the least recently hit: base + 0. */
+	i = c->lru_tail;
+	CHECK_EQ(c->entries[i].seg, base);
+	CHECK_EQ(rc_read(c, base + n, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, i);
+	CHECK_EQ(c->ctr.evictions, 1);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK_EQ(rc_read(c, base + 1, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	/* base + 1 was refreshed, so base itself now evicts base + 2. */
+	i = c->lru_tail;
+	CHECK_EQ(c->entries[i].seg, base + 2);
+	CHECK_EQ(rc_read(c, base, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, i);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->ctr.evictions, 2);
+	rm(c);
+}
+
+/* --- randomized model check ---------------------------------------------- */
+
+#define ST_ENTRIES	64
+#define ST_SEGS		256
+#define ST_OPS		200000
+#define ST_MAXW		16
+#define ST_MAXP		1024
+#define ST_HELD_HITS	24	/* read hits holding their pin at once */
+
+static u64 st_rng = 0x9e3779b97f4a7c15ull;
+
+static u32 rnd(u32 n)
+{
+	st_rng ^= st_rng << 13;
+	st_rng ^= st_rng >> 7;
+	st_rng ^= st_rng << 17;
+	return (u32)((st_rng >> 32) % n);
+}
+
+/* Skewed: a few very hot segments, a warm set, and the cold rest. */
+static u64 st_pick_seg(void)
+{
+	u32 r = rnd(8);
+
+	if (r < 2)
+		return rnd(4);
+	if (r < 6)
+		return rnd(32);
+	return rnd(ST_SEGS);
+}
+
+struct st_write {
+	u64 seg;
+	u32 cookie, version;
+	bool landed, may_update;
+};
+
+enum st_pin_kind { ST_PIN_HIT, ST_PIN_SERVE, ST_PIN_COPY };
+
+struct st_pin {
+	u32 idx, version;
+	u64 seg;
+	enum st_pin_kind kind;
+};
+
+struct st_fill {
+	bool active, read, raced;
+	u32 data, waiters;
+};
+
+struct st {
+	struct rc_cache *c;
+	u32 disk[ST_SEGS];		/* version on disk */
+	u32 incomplete[ST_SEGS];	/* writes not yet completed upward */
+	u32 inflight[ST_SEGS];		/* writes between start and done */
+	u32 data[ST_ENTRIES];		/* version in the entry's buffer */
+	struct st_fill fill[ST_ENTRIES];
+	struct st_write w[ST_MAXW];
+	u32 nw;
+	struct st_pin p[ST_MAXP];
+	u32 np;
+	u32 version;
+	struct rc_counters want;
+};
+
+static u32 st_seg_idx(struct st *s, u64 seg)
+{
+	u32 i;
+
+	for (i = 0; i < ST_ENTRIES; i++) {
+		const struct rc_entry *e = &s->c->entries[i];
+
+		if ((e->state == RC_FILLING || e->state == RC_VALID) &&
+		    e->seg == seg)
+			return i;
+	}
+	return RC_NONE;
+}
+
+static void st_add_pin(struct st *s, u32 idx, u64 seg,
+		       enum st_pin_kind kind, u32 version)
+{
+	CHECK(s->np < ST_MAXP);
+	s->p[s->np++] = (struct st_pin){ idx, version, seg, kind };
+}
+
+static void st_read(struct st *s)
+{
+	u64 seg = st_pick_seg();
+	u32 expect = st_seg_idx(s, seg), nfree = free_len(s->c), idx = RC_NONE;
+	u64 busy = s->c->ctr.read_bypassed_busy;
+	bool no_victim = !nfree && s->c->lru_tail == RC_NONE;
+	enum rc_read_action a;
+
+	a = rc_read(s->c, seg, &idx);
+	busy = s->c->ctr.read_bypassed_busy - busy;
+	s->want.reads++;
+	if (s->c->policy == RC_POLICY_OFF) {
+		CHECK_EQ(a, RC_READ_BYPASS);
+		CHECK_EQ(busy, 0);
+		s->want.read_bypassed++;
+		return;
+	}
+	if (a != RC_READ_BYPASS)
+		CHECK_EQ(busy, 0);
+	if (s->inflight[seg] && expect == RC_NONE)
+		CHECK_EQ(a, RC_READ_BYPASS);
+	switch (a) {
+	case RC_READ_HIT:
+		CHECK_EQ(idx, expect);
+		CHECK_EQ(s->c->entries[idx].state, RC_VALID);
+		/* No write in flight: the cache must agree with the disk. */
+		if (!s->incomplete[seg])
+			CHECK_EQ(s->data[idx], s->disk[seg]);
+		s->want.read_hits++;
+		if (s->np < ST_HELD_HITS && rnd(4))
+			st_add_pin(s, idx, seg, ST_PIN_HIT, 0);
+		else
+			rc_unpin(s->c, idx);
+		break;
+	case RC_READ_WAIT:
+		CHECK_EQ(idx, expect);
+		CHECK_EQ(s->c->entries[idx].state, RC_FILLING);
+		CHECK(s->fill[idx].active);
+		s->fill[idx].waiters++;
+		break;
+	case RC_READ_FILL:
+		CHECK_EQ(expect, RC_NONE);
+		CHECK_EQ(s->inflight[seg], 0);
+		CHECK(!s->fill[idx].active);
+		s->fill[idx] = (struct st_fill){ .active = true };
+		s->want.read_misses++;
+		if (!nfree)
+			s->want.evictions++;
+		break;
+	case RC_READ_BYPASS:
+		CHECK_EQ(expect, RC_NONE);
+		s->want.read_bypassed++;
+		/*
+		 * Busy only with no victim; otherwise (or if a write to the
+		 * bucket, unknown here, took precedence) some write flies.
+		 */
+		CHECK(busy <= 1);
+		CHECK(!busy || no_victim);
+		if (!busy)
+			CHECK(s->nw > 0);
+		if (!no_victim)
+			CHECK(!busy);
+		s->want.read_bypassed_busy += busy;
+		break;
+	}
+}
+
+static u32 st_pick_fill(struct st *s, bool unread)
+{
+	u32 i, k = rnd(ST_ENTRIES);
+
+	for (i = 0; i < ST_ENTRIES; i++) {
+		u32 j = (k + i) % ST_ENTRIES;
+
+		if (s->fill[j].active && (!unread || !s->fill[j].read))
+			return j;
+	}
+	return RC_NONE;
+}
+
+/* The fill's disk read happens now. */
+static void st_fill_read(struct st *s, u32 i)
+{
+	s->fill[i].read = true;
+	s->fill[i].data = s->disk[s->c->entries[i].seg];
+}
+
+static void st_fill_done(struct st *s, u32 i)
+{
+	u64 seg = s->c->entries[i].seg;
+	int err = rnd(20) ? 0 : -5;
+	enum rc_fill_action a;
+
+	if (!s->fill[i].read)
+		st_fill_read(s, i);
+	a = rc_fill_done(s->c, i, err, 256);
+	s->want.fill_ios++;
+	s->want.fill_sectors += 256;
+	if (err) {
+		CHECK_EQ(a, RC_FILL_ERROR);
+		s->want.fill_errors++;
+	} else if (a == RC_FILL_STALE) {
+		s->want.fill_stale++;
+	} else {
+		CHECK_EQ(a, RC_FILL_SERVE);
+		/* The main property: a served fill holds the current data. */
+		CHECK(!s->fill[i].raced);
+		CHECK_EQ(s->fill[i].data, s->disk[seg]);
+		s->data[i] = s->fill[i].data;
+		rc_count_waited(s->c, s->fill[i].waiters);
+		s->want.read_hits_waited += s->fill[i].waiters;
+		st_add_pin(s, i, seg, ST_PIN_SERVE, 0);
+	}
+	if (a != RC_FILL_SERVE)
+		CHECK_EQ(s->c->entries[i].state, RC_FREE);
+	s->fill[i].active = false;
+}
+
+static void st_unpin(struct st *s, u32 k)
+{
+	struct st_pin p = s->p[k];
+
+	s->p[k] = s->p[--s->np];
+	if (p.kind == ST_PIN_COPY) {
+		s->data[p.idx] = p.version;	/* the copy lands now */
+		rc_unpin(s->c, p.idx);
+		s->incomplete[p.seg]--;		/* the write completes */
+	} else {
+		rc_unpin(s->c, p.idx);
+	}
+}
+
+static void st_write_start(struct st *s)
+{
+	u64 seg = st_pick_seg();
+	bool may_update = rnd(4) != 0;
+	u32 before = st_seg_idx(s, seg), i;
+	struct st_write *w;
+
+	if (s->nw == ST_MAXW)
+		return;
+	w = &s->w[s->nw++];
+	w->seg = seg;
+	w->may_update = may_update;
+	w->landed = false;
+	w->version = ++s->version;
+	w->cookie = rc_write_start(s->c, seg, 8, may_update);
+	s->want.writes++;
+	s->want.write_sectors += 8;
+	s->incomplete[seg]++;
+	s->inflight[seg]++;
+	for (i = 0; i < ST_ENTRIES; i++)
+		if (s->fill[i].active && s->c->entries[i].seg == seg)
+			s->fill[i].raced = true;
+	if (before != RC_NONE && st_seg_idx(s, seg) == RC_NONE)
+		s->want.invalidations++;
+	if (s->c->write_policy != RC_WRITE_UPDATE || !may_update) {
+		i = st_seg_idx(s, seg);
+		CHECK(i == RC_NONE || s->c->entries[i].state == RC_FILLING);
+	}
+}
+
+static void st_write_land(struct st_write *w, struct st *s)
+{
+	s->disk[w->seg] = w->version;
+	w->landed = true;
+}
+
+static void st_write_done(struct st *s, u32 k)
+{
+	struct st_write w = s->w[k];
+	int err = rnd(20) ? 0 : -5;
+	u32 before, i, idx = RC_NONE;
+	enum rc_write_action a;
+
+	s->w[k] = s->w[--s->nw];
+	/* A failed write may or may not have reached the disk. */
+	if (!w.landed && !err)
+		st_write_land(&w, s);
+	before = st_seg_idx(s, w.seg);
+	a = rc_write_done(s->c, w.seg, w.cookie, err, w.may_update, &idx);
+	s->inflight[w.seg]--;
+	if (a == RC_WRITE_COPY) {
+		CHECK_EQ(s->c->write_policy, RC_WRITE_UPDATE);
+		CHECK(w.may_update && !err);
+		CHECK_EQ(idx, before);
+		CHECK_EQ(s->c->entries[idx].seg, w.seg);
+		s->want.updates++;
+		st_add_pin(s, idx, w.seg, ST_PIN_COPY, w.version);
+		return;
+	}
+	CHECK_EQ(a, RC_WRITE_DONE);
+	i = st_seg_idx(s, w.seg);
+	CHECK(i == RC_NONE || s->c->entries[i].state == RC_FILLING);
+	if (before != RC_NONE && i == RC_NONE)
+		s->want.invalidations++;
+	s->incomplete[w.seg]--;
+}
+
+static void st_check(struct st *s)
+{
+	u32 b, sum = 0, i, owner[ST_SEGS];
+
+	check_invariants(s->c);
+	for (b = 0; b <= s->c->wb_mask; b++)
+		sum += s->c->wb_inflight[b];
+	CHECK_EQ(sum, s->nw);
+	for (i = 0; i < ST_SEGS; i++)
+		owner[i] = RC_NONE;
+	for (i = 0; i < ST_ENTRIES; i++) {
+		const struct rc_entry *e = &s->c->entries[i];
+
+		CHECK_EQ(s->fill[i].active, e->state == RC_FILLING);
+		if (e->state != RC_FILLING && e->state != RC_VALID)
+			continue;
+		CHECK(e->seg < ST_SEGS);
+		CHECK_EQ(owner[e->seg], RC_NONE);
+		owner[e->seg] = i;
+	}
+}
+
+enum st_op {
+	ST_READ, ST_FILL_READ, ST_FILL_DONE, ST_UNPIN, ST_WRITE_START,
+	ST_WRITE_LAND, ST_WRITE_DONE, ST_NR_OPS
+};
+
+/* Per-phase op weights, so runs see both calm and write-heavy mixes. */
+static void st_new_phase(u32 *weight)
+{
+	u32 k;
+
+	for (k = 0; k < ST_NR_OPS; k++)
+		weight[k] = 1 + rnd(10);
+	weight[ST_READ] += 10;
+}
+
+static enum st_op st_pick_op(const u32 *weight)
+{
+	u32 k, total = 0, r;
+
+	for (k = 0; k < ST_NR_OPS; k++)
+		total += weight[k];
+	r = rnd(total);
+	for (k = 0; r >= weight[k]; k++)
+		r -= weight[k];
+	return (enum st_op)k;
+}
+
+static void st_step(struct st *s, enum st_op op)
+{
+	u32 k;
+
+	switch (op) {
+	case ST_READ:
+		st_read(s);
+		break;
+	case ST_FILL_READ:
+		k = st_pick_fill(s, true);
+		if (k != RC_NONE)
+			st_fill_read(s, k);
+		break;
+	case ST_FILL_DONE:
+		k = st_pick_fill(s, false);
+		if (k != RC_NONE)
+			st_fill_done(s, k);
+		break;
+	case ST_UNPIN:
+		if (s->np)
+			st_unpin(s, rnd(s->np));
+		break;
+	case ST_WRITE_START:
+		st_write_start(s);
+		break;
+	case ST_WRITE_LAND:
+		if (s->nw) {
+			k = rnd(s->nw);
+			if (!s->w[k].landed)
+				st_write_land(&s->w[k], s);
+		}
+		break;
+	case ST_WRITE_DONE:
+		if (s->nw)
+			st_write_done(s, rnd(s->nw));
+		break;
+	default:
+		CHECK(0);
+	}
+}
+
+CTEST(stress_random_model)
+{
+	static struct st s;
+	u32 op, k, weight[ST_NR_OPS];
+
+	memset(&s, 0, sizeof(s));
+	s.c = mk(ST_ENTRIES);
+	for (op = 0; op < ST_OPS; op++) {
+		if (!(op % 4096)) {
+			st_new_phase(weight);
+			s.c->write_policy = rnd(2) ? RC_WRITE_UPDATE :
+						     RC_WRITE_INVALIDATE;
+			s.c->policy = rnd(16) ? RC_POLICY_ALWAYS :
+						RC_POLICY_OFF;
+		}
+		if (!rnd(2000)) {
+			u32 busy = rc_drop_all(s.c);
+
+			CHECK_EQ(busy, s.c->nr_pinned);
+			CHECK_EQ(lru_len(s.c), 0);
+		} else {
+			st_step(&s, st_pick_op(weight));
+		}
+		st_check(&s);
+	}
+	/* Drain: everything completes, the cache goes idle. */
+	while (s.nw)
+		st_write_done(&s, 0);
+	while ((k = st_pick_fill(&s, false)) != RC_NONE)
+		st_fill_done(&s, k);
+	while (s.np)
+		st_unpin(&s, 0);
+	st_check(&s);
+	CHECK(rc_idle(s.c));
+	for (k = 0; k < ST_SEGS; k++) {
+		CHECK_EQ(s.incomplete[k], 0);
+		CHECK_EQ(s.inflight[k], 0);
+	}
+	check_ctr_at(__LINE__, &s.c->ctr, &s.want);
+	/* Sanity: the run exercised every path. */
+	CHECK(s.want.read_hits > 1000);
+	CHECK(s.want.read_hits_waited > 100);
+	CHECK(s.want.fill_stale > 100);
+	CHECK(s.want.fill_errors > 100);
+	CHECK(s.want.evictions > 1000);
+	CHECK(s.want.invalidations > 1000);
+	CHECK(s.want.updates > 100);
+	CHECK(s.want.read_bypassed_busy > 0);
+	CHECK_EQ(rc_drop_all(s.c), 0);
+	CHECK_EQ(free_len(s.c), ST_ENTRIES);
+	rm(s.c);
+}
+
+/* Fill segment @seg to VALID and unpin it; returns its entry. */
+static u32 cache_seg(struct rc_cache *c, u64 seg)
+{
+	u32 idx;
+
+	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	return idx;
+}
+
+CTEST(small_range_invalidates_covered_segments_only)
+{
+	struct rc_cache *c = mk(8);
+	u32 idx;
+	u64 s;
+
+	for (s = 10; s < 16; s++)
+		cache_seg(c, s);
+	rc_reset_counters(c);
+	rc_range_start(c, 11, 3, 24);		/* segments 11, 12, 13 */
+	CHECK_EQ(hashed_idx(c, 10) != RC_NONE, 1);
+	CHECK_EQ(hashed_idx(c, 11), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 13), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 14) != RC_NONE, 1);
+	/* No fill of a covered segment while the range is in flight. */
+	CHECK_EQ(rc_read(c, 12, &idx), RC_READ_BYPASS);
+	rc_range_done(c, 11, 3);
+	check_invariants(c);
+	CHECK_EQ(wb_inflight_sum(c), 0);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = 24,
+		  .invalidations = 3);
+	CHECK_EQ(rc_read(c, 12, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	rm(c);
+}
+
+CTEST(large_range_drops_covered_and_holds_off_fills)
+{
+	struct rc_cache *c = mk(8);
+	u64 first = 1000, nr = RC_RANGE_SMALL + 100;
+	u32 in_fill, idx;
+
+	cache_seg(c, first - 1);
+	cache_seg(c, first);
+	cache_seg(c, first + nr - 1);
+	cache_seg(c, first + nr);
+	CHECK_EQ(rc_read(c, first + 5, &in_fill), RC_READ_FILL);
+	rc_reset_counters(c);
+
+	rc_range_start(c, first, nr, nr * 8);
+	CHECK_EQ(hashed_idx(c, first - 1) != RC_NONE, 1);
+	CHECK_EQ(hashed_idx(c, first), RC_NONE);
+	CHECK_EQ(hashed_idx(c, first + nr - 1), RC_NONE);
+	CHECK_EQ(hashed_idx(c, first + nr) != RC_NONE, 1);
+	/* Any new fill waits for the range, even far away. */
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);
+	/* The covered fill in flight must not install. */
+	CHECK_EQ(rc_fill_done(c, in_fill, 0, 8), RC_FILL_STALE);
+	rc_range_done(c, first, nr);
+	CHECK_EQ(c->range_inflight, 0);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = nr * 8,
+		  .invalidations = 2, .fill_ios = 1, .fill_sectors = 8, .fill_stale = 1);
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
+	rm(c);
+}
+
+CTEST(large_range_keeps_pinned_entry_until_unpin)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx, hit;
+
+	idx = cache_seg(c, 3);
+	CHECK_EQ(rc_read(c, 3, &hit), RC_READ_HIT);
+	rc_range_start(c, 0, 1ull << 40, 0);
+	CHECK_EQ(c->entries[idx].state, RC_DEAD);
+	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
+	rc_unpin(c, hit);
+	CHECK_EQ(c->entries[idx].state, RC_FREE);
+	rc_range_done(c, 0, 1ull << 40);
+	check_invariants(c);
+	rm(c);
+}

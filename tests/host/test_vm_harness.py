@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: GPL-2.0
+"""tests/vm/run as a user and a script see it: exit status, output, timeout."""
+import os
+import subprocess
+
+import pytest
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RUN = os.path.join(TOP, "tests", "vm", "run")
+pytestmark = pytest.mark.vm
+
+
+def _run(*args, timeout=600):
+    return subprocess.run([RUN, "--no-build", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def test_false_exits_1():
+    assert _run("--", "false").returncode == 1
+
+
+def test_exit_status_and_output_pass_through():
+    r = _run("--", "sh", "-c", "echo out-line; echo err-line >&2; "
+             "grep -qw dm_redcap /proc/modules && grep -qw dm_vdisk /proc/modules; exit 7")
+    assert r.returncode == 7, r.stderr
+    assert "out-line" in r.stdout
+    assert "err-line" in r.stderr
+
+
+def test_hung_guest_times_out_with_kernel_log():
+    r = _run("--timeout", "60", "--", "sh", "-c", "echo redcap-hang-test > /dev/kmsg; sleep 600")
+    assert r.returncode == 124
+    assert "guest timed out after 60 s" in r.stderr
+    assert "redcap-hang-test" in r.stderr
