@@ -31,7 +31,7 @@ PREFIX ?= /usr/local
 all: modules userspace
 
 deps:
-	@$(TOP)/tests/vm/setup packages $(if $(filter 6.1 6.12,$(KVER)),kernel $(KVER)) \
+	@$(TOP)/tests/vm/setup packages source $(if $(filter 6.1 6.12,$(KVER)),kernel $(KVER)) \
 		$(if $(filter check,$(MAKECMDGOALS)),kernel $(OTHER_KVER))
 
 # Build in build/<release>/ so one tree can hold modules for several kernels.
@@ -40,7 +40,7 @@ modules:
 	@test -f /lib/modules/$(KREL)/build/Makefile || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
 	@mkdir -p $(KBUILD_OUT)
 	@cp -a --parents $(MODULE_SRCS) $(KBUILD_OUT)/
-	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 modules
+	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= modules
 
 userspace:
 	@true
@@ -52,9 +52,8 @@ check: deps
 	@$(TOP)/tests/check $(KVER) $(OTHER_KVER)
 
 demo: deps
-	@$(TOP)/tests/vm/setup data
 	@$(TOP)/tests/vm/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) -- \
-		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/lkr/linux-source-6.1
+		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/linux-6.1
 
 checkpatch:
 	@$(TOP)/tests/checkpatch

@@ -335,9 +335,7 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	return DM_ENDIO_DONE;
 }
 
-/*----------------------------------------------------------------
- * Construction
- *--------------------------------------------------------------*/
+/* Construction */
 
 static void redcap_free_pages(struct redcap_c *rc)
 {
@@ -566,9 +564,7 @@ bad:
 	return r;
 }
 
-/*----------------------------------------------------------------
- * Suspend, status, messages
- *--------------------------------------------------------------*/
+/* Suspend, status, messages */
 
 static void redcap_presuspend(struct dm_target *ti)
 {
@@ -676,8 +672,8 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 			DMERR("drop_cache: %u segments still busy", busy);
 			return -EBUSY;
 		}
-		msleep(10);
-		waited += 10;
+		msleep(20);
+		waited += 20;
 	}
 }
 

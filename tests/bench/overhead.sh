@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0
+# Fast-device overhead of redcap (policy off) and vdisk (measure) against
+# dm-linear: 4 KiB random O_DIRECT reads on a loop device over tmpfs, all in
+# one guest run, alternating configurations, median of the repetitions.
+# Runs in the guest:  tests/vm/run -- sh tests/bench/overhead.sh [reps] [seconds]
+set -eu
+reps=${1:-5}
+secs=${2:-10}
+dir=$(mktemp -d)
+mount -t tmpfs -o size=300m none "$dir"
+truncate -s 256M "$dir/disk"
+loop=$(losetup --find --show "$dir/disk")
+dd if=/dev/urandom of="$loop" bs=1M count=256 oflag=direct status=none
+n=$(blockdev --getsz "$loop")
+
+mk() {	# <name> <table>
+	echo "0 $n $2" | dmsetup create "$1"
+	udevadm settle
+	[ -e "/dev/mapper/$1" ] || dmsetup mknodes "$1"
+}
+mk ov-linear "linear $loop 0"
+mk ov-redcap "redcap $loop 256 64 2 policy off"
+mk ov-vdisk "vdisk $loop"
+
+iops() {	# <device> -> IOPS
+	fio --name=ov --filename="$1" --direct=1 --ioengine=psync --rw=randread --bs=4k \
+		--time_based --runtime="$secs" --randseed=5 --output-format=terse --terse-version=3 |
+		awk -F';' '{ print $8 }'
+}
+
+echo "config rep iops"
+r=1
+while [ "$r" -le "$reps" ]; do
+	for c in linear redcap vdisk; do
+		echo "$c $r $(iops /dev/mapper/ov-$c)"
+	done
+	r=$((r + 1))
+done
+dmsetup remove ov-linear ov-redcap ov-vdisk
+losetup -d "$loop"
+umount "$dir"

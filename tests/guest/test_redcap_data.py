@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: GPL-2.0
+"""redcap returns exactly what the origin holds, under every access pattern,
+with concurrent readers and writers, and counts what it did."""
+import random
+import subprocess
+
+import pytest
+
+from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, in_threads, read_blocks, read_pattern,
+                    sh, write_stamped)
+
+SEG_SECTORS = 256                   # 128 KiB segments
+BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
+NBLOCKS = (64 << 20) // BLOCK       # the whole 64 MiB loop device
+
+
+@pytest.fixture
+def stamped(loop64):
+    write_stamped(loop64, 0, NBLOCKS, seed=7)
+    return loop64
+
+
+def redcap(dmname, origin, segs=32, seg_sectors=SEG_SECTORS, features=""):
+    table = f"0 {dev_sectors(origin)} redcap {origin} {seg_sectors} {segs}"
+    rc = Dm(dmname(), f"{table} {features}".strip())
+    rc.cold()
+    return rc
+
+
+PATTERNS = {
+    "sequential": lambda: range(NBLOCKS),
+    "strided-4k-skip-8k": lambda: range(0, NBLOCKS, 3),
+    "backward": lambda: range(NBLOCKS - 1, -1, -1),
+    "random": lambda: random.Random(1).sample(range(NBLOCKS), NBLOCKS // 4),
+}
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_single_reader_sees_origin_data(stamped, dmname, pattern):
+    with redcap(dmname, stamped) as rc:
+        read_pattern(rc.path, PATTERNS[pattern](), seed=7)
+        st = rc.stats()
+        assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
+            st["read_bypassed"] == st["reads"]
+        assert st["fill_errors"] == 0
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_four_concurrent_readers_see_origin_data(stamped, dmname, pattern):
+    blocks = list(PATTERNS[pattern]())
+    with redcap(dmname, stamped, segs=8) as rc:
+        # Each reader walks the whole pattern from its own starting point,
+        # so they collide on segments being filled.
+        starts = [0, len(blocks) // 4, len(blocks) // 2, 3 * len(blocks) // 4]
+        in_threads(read_pattern, [(rc.path, blocks[s:] + blocks[:s], 7) for s in starts])
+        st = rc.stats()
+        assert st["reads"] == 4 * len(blocks)
+        assert st["fill_errors"] == 0
+
+
+def test_large_requests_within_a_segment(stamped, dmname):
+    with redcap(dmname, stamped) as rc:
+        read_pattern(rc.path, range(0, NBLOCKS, BLOCKS_PER_SEG), seed=7, bs=128 << 10)
+        read_pattern(rc.path, range(8, NBLOCKS - 32, 37), seed=7, bs=64 << 10)
+
+
+def test_sequential_reads_miss_once_per_segment(stamped, dmname):
+    """4 KiB sequential reads of 64 MiB through 128 KiB segments: one miss and
+    one origin read per segment, every other read a hit."""
+    with redcap(dmname, stamped) as rc:
+        ios0, sectors0 = disk_reads(stamped)
+        read_pattern(rc.path, range(NBLOCKS), seed=7)
+        ios1, sectors1 = disk_reads(stamped)
+        st = rc.stats()
+        segs = NBLOCKS // BLOCKS_PER_SEG
+        assert st["reads"] == NBLOCKS
+        assert st["read_misses"] == segs
+        assert st["read_hits"] == NBLOCKS - segs
+        assert st["fill_ios"] == segs
+        assert st["fill_sectors"] == segs * SEG_SECTORS
+        assert ios1 - ios0 == segs
+        assert sectors1 - sectors0 == segs * SEG_SECTORS
+
+
+def test_hits_are_served_without_origin_io(stamped, dmname):
+    with redcap(dmname, stamped, segs=16) as rc:
+        read_pattern(rc.path, range(16 * BLOCKS_PER_SEG), seed=7)
+        ios0, _ = disk_reads(stamped)
+        read_pattern(rc.path, range(16 * BLOCKS_PER_SEG), seed=7)
+        assert disk_reads(stamped)[0] == ios0
+        assert rc.stats()["segments_valid"] == 16
+
+
+def test_lru_keeps_the_recently_used_segment(stamped, dmname):
+    with redcap(dmname, stamped, segs=2) as rc:
+        a, b, c = 0, BLOCKS_PER_SEG, 2 * BLOCKS_PER_SEG
+        read_pattern(rc.path, [a, b, a, c], seed=7)    # c evicts b, not a
+        rc.message("reset_stats")
+        read_pattern(rc.path, [a], seed=7)
+        assert rc.stats()["read_hits"] == 1
+        read_pattern(rc.path, [b], seed=7)
+        assert rc.stats()["read_misses"] == 1
+
+
+def test_last_partial_segment_is_clipped_at_device_end(loop64, dmname):
+    # A device of 64 MiB - 12 KiB: its last segment is 116 KiB long.
+    n = dev_sectors(loop64) - 24
+    write_stamped(loop64, 0, NBLOCKS, seed=9)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG_SECTORS} 4") as rc:
+        rc.cold()
+        last = n // 8 - 1
+        read_pattern(rc.path, [last, last - 1, last - 28], seed=9)
+        st = rc.stats()
+        assert st["read_misses"] == 1
+        assert st["fill_sectors"] == SEG_SECTORS - 24
+
+
+def test_write_through_invalidates_cached_segment(stamped, dmname):
+    with redcap(dmname, stamped) as rc:
+        read_pattern(rc.path, range(BLOCKS_PER_SEG), seed=7)
+        write_stamped(rc.path, 5, 1, seed=8)
+        read_pattern(rc.path, [5], seed=8)
+        read_pattern(rc.path, [4, 6], seed=7)
+        read_pattern(stamped, [5], seed=8)
+        st = rc.stats()
+        assert st["writes"] == 1
+        assert st["invalidations"] == 1
+
+
+def test_update_policy_updates_cached_segment(stamped, dmname):
+    with redcap(dmname, stamped, features="2 write_policy update") as rc:
+        read_pattern(rc.path, range(BLOCKS_PER_SEG), seed=7)
+        write_stamped(rc.path, 5, 1, seed=8)
+        ios0, _ = disk_reads(stamped)
+        read_pattern(rc.path, [5], seed=8)
+        read_pattern(rc.path, [4, 6], seed=7)
+        assert disk_reads(stamped)[0] == ios0
+        st = rc.stats()
+        assert st["updates"] == 1
+        assert st["invalidations"] == 0
+
+
+@pytest.mark.parametrize("op", ["discard", "zeroout"])
+def test_discard_and_write_zeroes_invalidate_every_covered_segment(stamped, dmname, op):
+    with redcap(dmname, stamped, segs=64) as rc:
+        read_pattern(rc.path, range(0, NBLOCKS, BLOCKS_PER_SEG // 2), seed=7)
+        # 100 segments from the middle of segment 3: more than the core's
+        # segment-by-segment limit, so the whole-cache walk runs.
+        start, length = 3 * SEG_SECTORS * 512 + 8192, 100 * SEG_SECTORS * 512
+        sh("blkdiscard", *(["-z"] if op == "zeroout" else []), "-o", str(start),
+           "-l", str(length), rc.path)
+        expect = read_blocks(stamped, start, length)
+        assert read_blocks(rc.path, start, length) == expect
+        read_pattern(rc.path, [start // BLOCK - 1, (start + length) // BLOCK], seed=7)
+        if op == "zeroout":
+            assert expect == bytes(length)
+
+
+def fio(*args):
+    r = subprocess.run(["fio", "--direct=1", "--ioengine=psync", "--bs=4k", "--randseed=3",
+                        "--group_reporting", *args], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("write_policy", ["invalidate", "update"])
+def test_fio_randrw_verify_four_jobs(loop64, dmname, write_policy):
+    """4 jobs each read and write their own 8 MiB; fio checks every block it
+    wrote (crc32c) while the others keep the cache busy."""
+    with redcap(dmname, loop64, segs=16, features=f"2 write_policy {write_policy}") as rc:
+        fio("--name=v", f"--filename={rc.path}", "--rw=randrw", "--size=8M",
+            "--offset_increment=8M", "--numjobs=4", "--verify=crc32c", "--verify_fatal=1",
+            "--verify_backlog=256")
+        st = rc.stats()
+        assert st["writes"] > 0 and st["read_hits"] > 0
+
+
+@pytest.mark.parametrize("write_policy", ["invalidate", "update"])
+def test_fio_randrw_overlapping_jobs_leave_cache_equal_to_origin(loop64, dmname, write_policy):
+    """4 jobs read and write overlapping ranges (fio cannot verify blocks that
+    other jobs overwrite); afterwards redcap and the origin agree byte for byte."""
+    with redcap(dmname, loop64, segs=16, features=f"2 write_policy {write_policy}") as rc:
+        fio("--name=rw", f"--filename={rc.path}", "--rw=randrw", "--size=16M",
+            "--offset_increment=4M", "--numjobs=4", "--io_size=8M")
+        whole = 28 << 20
+        assert read_blocks(rc.path, 0, whole) == read_blocks(loop64, 0, whole)
+        st = rc.stats()
+        assert st["writes"] > 0 and st["read_misses"] > 0
+
+
+def test_fill_racing_writes_never_leaves_stale_data(loop64, dmname):
+    """Readers keep filling the segments a writer is rewriting at the same
+    time; after every round every block reads back the last value written."""
+    write_stamped(loop64, 0, 16, seed=0)
+    with redcap(dmname, loop64, segs=4, seg_sectors=64) as rc:     # 32 KiB segments
+
+        def reader(first):
+            for _ in range(10):
+                read_blocks(rc.path, first * BLOCK, 8 * BLOCK)
+
+        for rnd in range(1, 31):
+            in_threads(lambda f, *a: f(*a), [(reader, 0), (reader, 8), (reader, 4),
+                                             (write_stamped, rc.path, 0, 16, rnd)])
+            read_pattern(rc.path, range(16), seed=rnd)
+        st = rc.stats()
+        assert st["writes"] == 30 * 2        # 16 blocks = 2 segments per round

@@ -1,0 +1,556 @@
+# SPDX-License-Identifier: GPL-2.0
+"""redcap under faults and misuse: bad table lines and messages (exact kernel
+log texts), the messages that work, the status and table lines, read errors
+from the origin, removal and module unload while in use, suspend / resume /
+reload under a verifying fio load."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from dmtest import (BLOCK, Dm, aligned, dev_sectors, dm_major_minor, kmsg, loop_device,
+                    read_blocks, read_pattern, sh, stamp, write_stamped)
+
+SEG = 256                       # segment sectors used throughout: 128 KiB
+SEG_BLOCKS = SEG * 512 // BLOCK  # 32 blocks of 4 KiB per segment
+NSEGS = 16
+SEED = 7                        # stamp of the shared origin's data
+STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
+
+COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
+            "read_bypassed_busy", "fill_ios", "fill_sectors", "fill_errors", "fill_stale",
+            "writes", "write_sectors", "invalidations", "updates", "evictions")
+
+# STATUSTYPE_INFO after "<start> <len> redcap", in the order redcap_status() emits.
+INFO_FIELDS = ("state", "policy", "valid/segments", "segments_filling", "read_hits",
+               "read_hits_waited", "read_misses", "read_bypassed", "fill_ios",
+               "fill_sectors", "fill_errors", "writes", "invalidations")
+
+TABLE_ERR = re.compile(r"^device-mapper: table: \d+:\d+: redcap: (.*)$")
+REDCAP_ERR = re.compile(r"^device-mapper: redcap: (.*)$")
+
+
+# --------------------------------------------------------------------------
+# Local helpers (not in dmtest.py)
+
+
+class BlockFd:
+    """One O_DIRECT descriptor kept open for a whole check.  Writing through
+    a descriptor that stays open keeps udev's watch (which re-probes a dm
+    device when a writer closes it) from reading the device mid-check."""
+
+    def __init__(self, path, write=False):
+        self.fd = os.open(path, (os.O_RDWR if write else os.O_RDONLY) | os.O_DIRECT)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+    def read(self, block, count=1):
+        buf = aligned(count * BLOCK)
+        n = os.preadv(self.fd, [buf], block * BLOCK)
+        assert n == count * BLOCK, f"short read at block {block}: {n}"
+        return bytes(buf)
+
+    def write(self, block, seed):
+        buf = aligned(BLOCK)
+        buf[:] = stamp(block, seed)
+        assert os.pwritev(self.fd, [buf], block * BLOCK) == BLOCK
+
+
+def counters(st):
+    return {k: st[k] for k in COUNTERS}
+
+
+def table_errors(lines):
+    """The texts after "redcap: " of dm core's table-load error lines."""
+    return [m.group(1) for m in map(TABLE_ERR.match, lines) if m]
+
+
+def redcap_errors(lines):
+    """The texts after "device-mapper: redcap: " of the target's own lines."""
+    return [m.group(1) for m in map(REDCAP_ERR.match, lines) if m]
+
+
+def exists(name):
+    return sh("dmsetup", "info", name, check=False).returncode == 0
+
+
+def wait_for(cond, what, timeout=30):
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def linear_with_error(loop, n, first, count):
+    """A table for a dm device of @n sectors: @loop linearly, except sectors
+    [first, first + count) which fail every I/O (the error target)."""
+    end = first + count
+    return "\n".join([f"0 {first} linear {loop} 0",
+                      f"{first} {count} error",
+                      f"{end} {n - end} linear {loop} {end}"])
+
+
+# --------------------------------------------------------------------------
+# Fixtures
+
+
+@pytest.fixture(scope="module")
+def origin():
+    """A 64 MiB loop device whose first STAMPED blocks carry seed SEED;
+    shared by the tests that never write to it."""
+    with loop_device(64 << 20) as dev:
+        write_stamped(dev, 0, STAMPED, seed=SEED)
+        yield dev
+
+
+@pytest.fixture(scope="module")
+def live(origin):
+    """One redcap device over @origin for the bad-message table."""
+    n = dev_sectors(origin)
+    with Dm("rc-faults-live", f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        read_pattern(rc.path, range(0, 3 * SEG_BLOCKS), SEED)
+        yield rc
+
+
+# --------------------------------------------------------------------------
+# 1. Bad table lines
+
+
+BAD_TABLES = [
+    ("no_args", "", "Invalid argument count (-EINVAL)"),
+    ("origin_only", "{dev}", "Invalid argument count (-EINVAL)"),
+    ("too_few_args", "{dev} 256", "Invalid argument count (-EINVAL)"),
+    ("segment_size_not_a_number", "{dev} abc 16", "Invalid segment size (-EINVAL)"),
+    ("segment_size_trailing_junk", "{dev} 256k 16", "Invalid segment size (-EINVAL)"),
+    ("segment_size_not_power_of_2", "{dev} 24 16",
+     "Segment size must be a power of 2 (-EINVAL)"),
+    ("segment_size_too_small", "{dev} 4 16", "Invalid segment size (-EINVAL)"),
+    ("segment_size_too_big", "{dev} 4096 16", "Invalid segment size (-EINVAL)"),
+    ("nr_segments_zero", "{dev} 256 0", "Invalid number of segments (-EINVAL)"),
+    ("nr_segments_not_a_number", "{dev} 256 x", "Invalid number of segments (-EINVAL)"),
+    ("nr_segments_too_many", "{dev} 256 16777217", "Invalid number of segments (-EINVAL)"),
+    ("nr_features_too_big", "{dev} 256 16 5 policy off write_policy update x",
+     "Invalid number of feature args (-EINVAL)"),
+    ("nr_features_not_a_number", "{dev} 256 16 x", "Invalid number of feature args (-EINVAL)"),
+    ("nr_features_negative", "{dev} 256 16 -1", "Invalid number of feature args (-EINVAL)"),
+    ("nr_features_exceeds_args", "{dev} 256 16 2 policy",
+     "Invalid number of feature args (-EINVAL)"),
+    ("unknown_feature", "{dev} 256 16 1 bogus", "Unrecognised feature requested (-EINVAL)"),
+    ("policy_without_name", "{dev} 256 16 1 policy", "Feature policy requires a name (-EINVAL)"),
+    ("unknown_policy", "{dev} 256 16 2 policy bogus", "Unknown policy (-EINVAL)"),
+    ("duplicate_policy", "{dev} 256 16 4 policy off policy always",
+     "Feature policy duplicated (-EINVAL)"),
+    ("write_policy_without_name", "{dev} 256 16 1 write_policy",
+     "Feature write_policy requires a name (-EINVAL)"),
+    ("unknown_write_policy", "{dev} 256 16 2 write_policy bogus",
+     "Unknown write_policy (-EINVAL)"),
+    ("duplicate_write_policy", "{dev} 256 16 4 write_policy update write_policy invalidate",
+     "Feature write_policy duplicated (-EINVAL)"),
+    ("trailing_args_after_features", "{dev} 256 16 2 policy off extra",
+     "Too many arguments (-EINVAL)"),
+    ("trailing_args_with_zero_features", "{dev} 256 16 0 extra", "Too many arguments (-EINVAL)"),
+    ("nonexistent_device_path", "/dev/redcap-no-such-device 256 16",
+     "Device lookup failed (-ENODEV)"),
+    ("nonexistent_device_number", "250:250 256 16", "Device lookup failed (-ENXIO)"),
+]
+
+
+@pytest.mark.parametrize("args,expected", [c[1:] for c in BAD_TABLES],
+                         ids=[c[0] for c in BAD_TABLES])
+def test_bad_table_line_is_refused_with_exact_error(origin, dmname, args, expected):
+    name = dmname()
+    n = dev_sectors(origin)
+    line = f"0 {n} redcap {args.format(dev=origin)}".rstrip()
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=line + "\n", check=False)
+        lines = k.lines()
+    assert r.returncode != 0, f"'{line}' was accepted"
+    assert table_errors(lines) == [expected], lines
+    assert not exists(name), f"failed create of '{line}' left {name} behind"
+
+
+def test_impossible_cache_size_is_refused_without_kernel_warning(origin, dmname):
+    """2^20 segments of 1 MiB: 1 TiB of cache, whose page array alone is
+    2 GiB. The constructor must fail with ENOMEM, and user input must not
+    trip a kernel WARN (kvmalloc warns on sizes above INT_MAX unless told
+    __GFP_NOWARN)."""
+    name = dmname()
+    n = dev_sectors(origin)
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=f"0 {n} redcap {origin} 2048 1048576\n",
+               check=False)
+        lines = k.lines()
+    assert r.returncode != 0
+    assert table_errors(lines) == ["Cannot allocate cache memory (-ENOMEM)"], lines
+    assert not exists(name)
+    warnings = [line for line in lines if line.startswith("WARNING:")]
+    assert warnings == [], "kernel WARN on a table line:\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# 2. Bad messages
+
+
+BAD_MESSAGES = [
+    ("unknown_verb", "frobnicate", "Unrecognised message 'frobnicate'"),
+    ("policy_without_name", "policy", "policy: wrong number of arguments"),
+    ("policy_with_two_names", "policy off always", "policy: wrong number of arguments"),
+    ("unknown_policy", "policy bogus", "policy: unknown policy 'bogus'"),
+    ("write_policy_without_name", "write_policy", "write_policy: wrong number of arguments"),
+    ("unknown_write_policy", "write_policy bogus", "write_policy: unknown write policy 'bogus'"),
+    ("stats_with_argument", "stats extra", "stats: wrong number of arguments"),
+    ("reset_stats_with_argument", "reset_stats now", "reset_stats: wrong number of arguments"),
+    ("drop_cache_with_argument", "drop_cache now", "drop_cache: wrong number of arguments"),
+]
+
+
+@pytest.mark.parametrize("msg,expected", [c[1:] for c in BAD_MESSAGES],
+                         ids=[c[0] for c in BAD_MESSAGES])
+def test_bad_message_is_refused_and_changes_nothing(origin, live, msg, expected):
+    before = live.stats()
+    assert before["segments_valid"] >= 1 and before["reads"] > 0
+    with kmsg() as k:
+        r = live.message(*msg.split(), check=False)
+        lines = k.lines()
+    assert r.returncode != 0, f"message '{msg}' was accepted"
+    assert redcap_errors(lines) == [expected], lines
+    assert live.stats() == before
+    assert live.table() == \
+        f"0 {dev_sectors(origin)} redcap {dm_major_minor(origin)} {SEG} {NSEGS}"
+    read_pattern(live.path, [5, SEG_BLOCKS + 7], SEED)
+
+
+# --------------------------------------------------------------------------
+# 3. Messages that work; the table line
+
+
+def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
+    n = dev_sectors(origin)
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        rc.message("policy", "off")
+        st = rc.stats()
+        assert (st["state"], st["policy"]) == ("inactive", "off")
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["reads"] == 2 * SEG_BLOCKS
+        assert st["read_bypassed"] == 2 * SEG_BLOCKS
+        assert st["read_bypassed_busy"] == 0
+        assert st["read_misses"] == 0
+        assert st["read_hits"] == 0
+        assert st["fill_ios"] == 0
+        assert st["segments_valid"] == 0
+
+        rc.message("policy", "always")
+        st = rc.stats()
+        assert (st["state"], st["policy"]) == ("active", "always")
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["read_bypassed"] == 2 * SEG_BLOCKS
+        assert st["read_misses"] == 2
+        assert st["read_hits"] == 2 * SEG_BLOCKS - 2
+        assert st["segments_valid"] == 2
+
+
+def test_write_policy_update_updates_cached_segment_in_place(loop64, dmname):
+    write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        rc.message("write_policy", "update")
+        assert rc.stats()["write_policy"] == "update"
+        with BlockFd(rc.path, write=True) as f:
+            for b in range(SEG_BLOCKS):
+                assert f.read(b) == stamp(b, 1)
+            st = rc.stats()
+            assert (st["read_misses"], st["read_hits"], st["segments_valid"]) == \
+                (1, SEG_BLOCKS - 1, 1)
+            f.write(3, seed=2)
+            assert f.read(3) == stamp(3, 2)
+            assert f.read(4) == stamp(4, 1)
+            st = rc.stats()
+        assert st["writes"] == 1
+        assert st["write_sectors"] == BLOCK // 512
+        assert st["updates"] == 1
+        assert st["invalidations"] == 0
+        assert st["segments_valid"] == 1
+        assert st["read_misses"] == 1
+        assert st["read_hits"] == SEG_BLOCKS + 1
+        assert read_blocks(loop64, 3 * BLOCK, BLOCK) == stamp(3, 2)
+
+
+def test_write_policy_invalidate_drops_cached_segment(loop64, dmname):
+    write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 write_policy update") as rc:
+        rc.cold()
+        rc.message("write_policy", "invalidate")
+        assert rc.stats()["write_policy"] == "invalidate"
+        with BlockFd(rc.path, write=True) as f:
+            assert f.read(0) == stamp(0, 1)
+            f.write(3, seed=2)
+            st = rc.stats()
+            assert (st["updates"], st["invalidations"], st["segments_valid"]) == (0, 1, 0)
+            assert f.read(3) == stamp(3, 2)
+            st = rc.stats()
+        assert (st["read_misses"], st["read_hits"]) == (2, 0)
+
+
+def test_reset_stats_zeroes_every_counter(loop64, dmname):
+    write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        with BlockFd(rc.path, write=True) as f:
+            for b in range(2 * SEG_BLOCKS):
+                f.read(b)
+            f.write(SEG_BLOCKS, seed=2)
+            rc.message("policy", "off")
+            f.read(0)
+            rc.message("policy", "always")
+            before = rc.stats()
+            assert all(before[k] for k in ("reads", "read_hits", "read_misses",
+                                           "read_bypassed", "fill_ios", "fill_sectors",
+                                           "writes", "write_sectors", "invalidations"))
+            rc.message("reset_stats")
+            after = rc.stats()
+        assert counters(after) == dict.fromkeys(COUNTERS, 0)
+        assert after["segments_valid"] == before["segments_valid"] == 1
+        assert (after["policy"], after["write_policy"]) == ("always", "invalidate")
+
+
+def test_drop_cache_empties_the_cache(origin, dmname):
+    n = dev_sectors(origin)
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        read_pattern(rc.path, range(0, 4 * SEG_BLOCKS, 8), SEED)
+        before = rc.stats()
+        assert before["segments_valid"] == 4
+        rc.message("drop_cache")
+        after = rc.stats()
+        assert after["segments_valid"] == 0
+        assert after["segments_filling"] == 0
+        assert counters(after) == counters(before)
+        read_pattern(rc.path, [1], SEED)
+        st = rc.stats()
+        assert (st["read_misses"], st["segments_valid"]) == (5, 1)
+
+
+@pytest.mark.parametrize("features", ["", "2 policy off", "2 write_policy update",
+                                      "4 policy off write_policy update"],
+                         ids=["no_features", "policy_off", "write_policy_update",
+                              "policy_off_write_policy_update"])
+def test_table_line_round_trips(origin, dmname, features):
+    n = dev_sectors(origin)
+    given = f"0 {n} redcap {origin} {SEG} {NSEGS} {features}".rstrip()
+    expected = given.replace(origin, dm_major_minor(origin), 1)
+    with Dm(dmname(), given) as rc:
+        emitted = rc.table()
+        assert emitted == expected
+        with Dm(dmname(), emitted) as again:
+            assert again.table() == expected
+            st = again.stats()
+            assert st["policy"] == ("off" if "policy off" in features else "always")
+            assert st["write_policy"] == ("update" if "update" in features else "invalidate")
+            read_pattern(again.path, range(0, 64, 3), SEED)
+
+
+# --------------------------------------------------------------------------
+# 4. Status line
+
+
+def test_status_info_fields_count_a_known_pattern(loop64, dmname):
+    write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        status = rc.status()
+        assert status[:3] == ["0", str(n), "redcap"]
+        assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 10
+        with BlockFd(rc.path, write=True) as f:
+            for b in range(2 * SEG_BLOCKS):       # 2 misses, 62 hits
+                assert f.read(b) == stamp(b, 1)
+            f.write(5, seed=2)                    # invalidates segment 0
+            rc.message("policy", "off")
+            assert f.read(2 * SEG_BLOCKS) == stamp(2 * SEG_BLOCKS, 1)   # bypassed
+            status = rc.status()
+            st = rc.stats()
+        info = dict(zip(INFO_FIELDS, status[3:]))
+        assert len(status) - 3 == len(INFO_FIELDS)
+        assert info == {
+            "state": "inactive", "policy": "off", "valid/segments": f"1/{NSEGS}",
+            "segments_filling": "0", "read_hits": str(2 * SEG_BLOCKS - 2),
+            "read_hits_waited": "0", "read_misses": "2", "read_bypassed": "1",
+            "fill_ios": "2", "fill_sectors": str(2 * SEG), "fill_errors": "0",
+            "writes": "1", "invalidations": "1",
+        }
+        # The same numbers as the stats message.
+        for field in INFO_FIELDS[3:]:
+            assert int(info[field]) == st[field], field
+        assert info["valid/segments"] == f"{st['segments_valid']}/{st['segments']}"
+
+
+# --------------------------------------------------------------------------
+# 5. Read errors from the origin
+
+
+def test_failed_fill_fails_the_read_caches_nothing_and_recovers(loop64, dmname):
+    write_stamped(loop64, 0, 16 * SEG_BLOCKS, seed=3)
+    n = dev_sectors(loop64)
+    bad_seg = 8
+    first = bad_seg * SEG
+    with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS}") as rc:
+        low.reload(linear_with_error(loop64, n, first, SEG))
+        low.resume()
+        rc.cold()
+        bad_block = bad_seg * SEG_BLOCKS + 1
+        with kmsg() as k:
+            with pytest.raises(OSError) as e:
+                read_pattern(rc.path, [bad_block], 3)
+            lines = k.lines()
+        assert e.value.errno == 5
+        assert redcap_errors(lines) == \
+            [f"{dm_major_minor(low.path)}: fill of sectors {first}+{SEG} failed: -5"], lines
+        st = rc.stats()
+        assert (st["read_misses"], st["fill_ios"], st["fill_errors"]) == (1, 1, 1)
+        assert (st["segments_valid"], st["segments_filling"]) == (0, 0)
+
+        read_pattern(rc.path, [0, 1], 3)            # a healthy segment is cached
+        st = rc.stats()
+        assert (st["segments_valid"], st["read_misses"], st["read_hits"]) == (1, 2, 1)
+
+        with pytest.raises(OSError) as e:          # not cached: a new fill, a new error
+            read_pattern(rc.path, [bad_block], 3)
+        assert e.value.errno == 5
+        st = rc.stats()
+        assert (st["read_misses"], st["fill_errors"], st["segments_valid"]) == (3, 2, 1)
+
+        low.reload(f"0 {n} linear {loop64} 0")
+        low.resume()
+        read_pattern(rc.path, range(bad_seg * SEG_BLOCKS, (bad_seg + 1) * SEG_BLOCKS), 3)
+        st = rc.stats()
+        assert (st["read_misses"], st["fill_errors"], st["segments_valid"]) == (4, 2, 2)
+        assert st["read_hits"] == 1 + SEG_BLOCKS - 1
+
+
+def test_bad_block_does_not_fail_reads_of_healthy_blocks_in_its_segment(loop64, dmname):
+    """The origin serves every block but one; reading through redcap must
+    return what the origin returns, not an error for the whole segment."""
+    write_stamped(loop64, 0, 16 * SEG_BLOCKS, seed=4)
+    n = dev_sectors(loop64)
+    seg = 8
+    bad_block = seg * SEG_BLOCKS + 1
+    with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS}") as rc:
+        low.reload(linear_with_error(loop64, n, bad_block * 8, 8))
+        low.resume()
+        rc.cold()
+        read_pattern(low.path, [seg * SEG_BLOCKS, bad_block + 1], 4)   # the origin can
+        with pytest.raises(OSError):
+            read_pattern(low.path, [bad_block], 4)
+        read_pattern(rc.path, [seg * SEG_BLOCKS], 4)
+        read_pattern(rc.path, [bad_block + 1], 4)
+
+
+# --------------------------------------------------------------------------
+# 6. Removal while open
+
+
+def test_remove_while_open_fails_and_device_keeps_working(origin, dmname):
+    n = dev_sectors(origin)
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+        sh("udevadm", "settle", check=False)
+        fd = os.open(rc.path, os.O_RDONLY)
+        try:
+            r = sh("dmsetup", "remove", rc.name, check=False)
+            assert r.returncode != 0
+            assert "Device or resource busy" in r.stderr
+            assert exists(rc.name)
+            assert os.pread(fd, BLOCK, 9 * BLOCK) == stamp(9, SEED)
+            read_pattern(rc.path, range(0, 2 * SEG_BLOCKS, 5), SEED)
+        finally:
+            os.close(fd)
+        r = sh("dmsetup", "remove", rc.name, check=False)
+        assert r.returncode == 0, r.stderr
+        assert not exists(rc.name)
+
+
+# --------------------------------------------------------------------------
+# 7. Suspend, resume and reload under load
+
+FIO_RUNTIME = 20
+
+
+def test_suspend_resume_and_reload_under_fio_keep_data_consistent(loop64, dmname):
+    n = dev_sectors(loop64)
+    table = f"0 {n} redcap {loop64} {SEG} {NSEGS}"
+    region = 32 << 20
+    with Dm(dmname(), table) as rc:
+        # Two jobs, each writing and verifying its own 16 MiB.
+        cmd = ["fio", "--direct=1", "--ioengine=psync", "--rw=randrw", "--bs=4k",
+               "--size=16M", "--verify=crc32c", "--verify_fatal=1", "--verify_backlog=64",
+               "--time_based", f"--runtime={FIO_RUNTIME}", f"--filename={rc.path}",
+               "--name=low", "--offset=0", "--name=high", "--offset=16M"]
+        fio = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        try:
+            wait_for(lambda: rc.stats()["writes"] > 0, "fio to start writing")
+            for _ in range(3):
+                rc.suspend()
+                rc.resume()
+                before = rc.stats()["reads"]
+                wait_for(lambda: rc.stats()["reads"] > before, "reads after resume")
+
+            rc.reload(table)
+            rc.resume()                    # a new cache: counters start again
+            wait_for(lambda: rc.stats()["writes"] > 0, "writes through the reloaded table")
+
+            rc.reload(table + " 2 policy off")
+            rc.resume()
+            assert rc.table() == table.replace(loop64, dm_major_minor(loop64)) + " 2 policy off"
+            wait_for(lambda: rc.stats()["read_bypassed"] > 0, "bypassed reads")
+            assert rc.stats()["read_misses"] == 0
+
+            rc.message("policy", "always")
+            wait_for(lambda: rc.stats()["read_hits"] > 0, "cache hits under load")
+            assert fio.poll() is None, "fio ended before the reloads: not tested under load"
+            out, _ = fio.communicate(timeout=FIO_RUNTIME + 120)
+        finally:
+            if fio.poll() is None:
+                fio.kill()
+                fio.wait()
+        assert fio.returncode == 0, out
+        assert "err= 0" in out, out
+
+        chunk = 1 << 20
+        for off in range(0, region, chunk):
+            got = read_blocks(rc.path, off, chunk)
+            want = read_blocks(loop64, off, chunk)
+            assert got == want, f"redcap and origin differ in MiB {off >> 20}"
+
+
+# --------------------------------------------------------------------------
+# 8. Module unload while in use
+
+
+def test_module_unload_with_device_present_fails(origin, dmname):
+    n = dev_sectors(origin)
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+        rc.cold()
+        r = sh("rmmod", "dm_redcap", check=False)
+        assert r.returncode != 0
+        assert "in use" in r.stderr
+        assert os.path.isdir("/sys/module/dm_redcap")
+        names = [line.split()[0] for line in sh("dmsetup", "targets").stdout.splitlines()]
+        assert "redcap" in names
+        read_pattern(rc.path, range(0, 2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert (st["read_misses"], st["read_hits"]) == (2, 2 * SEG_BLOCKS - 2)
