@@ -33,6 +33,9 @@ struct redcap_entry {
 struct redcap_c {
 	struct dm_target *ti;
 	struct dm_dev *origin;
+	struct mapped_device *md;
+	struct list_head list;		/* on redcap_devices */
+	bool suspended;
 	u32 seg_sectors;
 	u32 nr_segs;
 	u32 pages_per_seg;
@@ -65,6 +68,10 @@ struct redcap_pb {
 	u64 nr_segs;
 	struct bvec_iter saved_iter;
 };
+
+/* Every live context, so a reloaded table can take over its predecessor's cache. */
+static LIST_HEAD(redcap_devices);
+static DEFINE_MUTEX(redcap_devices_lock);
 
 static struct redcap_pb *redcap_pb(struct bio *bio)
 {
@@ -355,6 +362,10 @@ static void redcap_dtr(struct dm_target *ti)
 {
 	struct redcap_c *rc = ti->private;
 
+	mutex_lock(&redcap_devices_lock);
+	if (!list_empty(&rc->list))
+		list_del(&rc->list);
+	mutex_unlock(&redcap_devices_lock);
 	if (rc->wq)
 		destroy_workqueue(rc->wq);
 	bioset_exit(&rc->bs);
@@ -491,6 +502,8 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = rc;
 	rc->ti = ti;
+	rc->md = dm_table_get_md(ti->table);
+	INIT_LIST_HEAD(&rc->list);
 	spin_lock_init(&rc->lock);
 	init_llist_head(&rc->fills_done);
 	INIT_WORK(&rc->fill_work, redcap_fill_work);
@@ -557,6 +570,10 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = sizeof(struct redcap_pb);
+
+	mutex_lock(&redcap_devices_lock);
+	list_add(&rc->list, &redcap_devices);
+	mutex_unlock(&redcap_devices_lock);
 	return 0;
 
 bad:
@@ -572,6 +589,52 @@ static void redcap_presuspend(struct dm_target *ti)
 
 	wait_event(rc->drain_wq, !atomic_read(&rc->fills_inflight));
 	flush_workqueue(rc->wq);
+}
+
+static void redcap_postsuspend(struct dm_target *ti)
+{
+	struct redcap_c *rc = ti->private;
+
+	mutex_lock(&redcap_devices_lock);
+	rc->suspended = true;
+	mutex_unlock(&redcap_devices_lock);
+}
+
+/*
+ * Take the cache of the table this one replaces when it has the same
+ * origin and geometry.  The old table is suspended: its fills are drained
+ * and no bio is in it, so its cache is idle and consistent with the origin.
+ */
+static void redcap_take_over(struct redcap_c *rc, struct redcap_c *old)
+{
+	enum rc_write_policy wpolicy = rc->cache.write_policy;
+	enum rc_policy policy = rc->cache.policy;
+
+	swap(rc->cache, old->cache);
+	swap(rc->core_mem, old->core_mem);
+	swap(rc->ents, old->ents);
+	swap(rc->pages, old->pages);
+	rc->cache.policy = policy;
+	rc->cache.write_policy = wpolicy;
+}
+
+static int redcap_preresume(struct dm_target *ti)
+{
+	struct redcap_c *rc = ti->private, *old;
+
+	mutex_lock(&redcap_devices_lock);
+	list_for_each_entry(old, &redcap_devices, list) {
+		if (old != rc && old->md == rc->md && old->suspended &&
+		    old->origin->bdev == rc->origin->bdev &&
+		    old->seg_sectors == rc->seg_sectors && old->nr_segs == rc->nr_segs &&
+		    rc_idle(&old->cache)) {
+			redcap_take_over(rc, old);
+			break;
+		}
+	}
+	rc->suspended = false;
+	mutex_unlock(&redcap_devices_lock);
+	return 0;
 }
 
 static const char *redcap_write_policy_name(struct redcap_c *rc)
@@ -752,6 +815,8 @@ static struct target_type redcap_target = {
 	.map = redcap_map,
 	.end_io = redcap_end_io,
 	.presuspend = redcap_presuspend,
+	.postsuspend = redcap_postsuspend,
+	.preresume = redcap_preresume,
 	.status = redcap_status,
 	.message = redcap_message,
 	.iterate_devices = redcap_iterate_devices,

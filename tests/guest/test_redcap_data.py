@@ -203,3 +203,34 @@ def test_fill_racing_writes_never_leaves_stale_data(loop64, dmname):
             read_pattern(rc.path, range(16), seed=rnd)
         st = rc.stats()
         assert st["writes"] == 30 * 2        # 16 blocks = 2 segments per round
+
+
+# Away from where udev's probe reads after each resume (start and end).
+MIDDLE = range(100 * BLOCKS_PER_SEG, 116 * BLOCKS_PER_SEG)
+
+
+def test_reload_with_same_geometry_keeps_cached_data(stamped, dmname):
+    with redcap(dmname, stamped, segs=32) as rc:
+        read_pattern(rc.path, MIDDLE, seed=7)
+        table = f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 32"
+        rc.reload(table + " 2 write_policy update")
+        rc.resume()
+        assert rc.stats()["write_policy"] == "update"
+        ios0, _ = disk_reads(stamped)
+        read_pattern(rc.path, MIDDLE, seed=7)
+        assert disk_reads(stamped)[0] == ios0
+        # A write after the reload reaches the taken-over cache.
+        write_stamped(rc.path, MIDDLE[3], 1, seed=8)
+        read_pattern(rc.path, [MIDDLE[3]], seed=8)
+        read_pattern(stamped, [MIDDLE[3]], seed=8)
+
+
+def test_reload_with_other_geometry_starts_cold(stamped, dmname):
+    with redcap(dmname, stamped, segs=32) as rc:
+        read_pattern(rc.path, MIDDLE, seed=7)
+        rc.reload(f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 64")
+        rc.resume()
+        assert rc.stats()["segments"] == 64
+        ios0, _ = disk_reads(stamped)
+        read_pattern(rc.path, MIDDLE, seed=7)
+        assert disk_reads(stamped)[0] - ios0 == 16
