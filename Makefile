@@ -53,7 +53,7 @@ check: deps
 
 demo: deps
 	@$(TOP)/tests/vm/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) -- \
-		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/linux-6.1
+		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/lkr.tar
 
 checkpatch:
 	@$(TOP)/tests/checkpatch

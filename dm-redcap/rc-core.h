@@ -53,7 +53,7 @@ enum rc_read_action {
 enum rc_fill_action {
 	RC_FILL_SERVE,		/* copy to every waiter, then rc_unpin() */
 	RC_FILL_STALE,		/* a write raced the fill: resubmit waiters to origin */
-	RC_FILL_ERROR,		/* fail every waiter with the fill's error */
+	RC_FILL_ERROR,		/* fill failed, nothing cached: resubmit waiters to origin */
 };
 
 /* What the caller must do after a write completes (rc_write_done()). */

@@ -164,13 +164,15 @@ static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
 			n++;
 			break;
 		case RC_FILL_STALE:
+		case RC_FILL_ERROR:
+			/*
+			 * Stale: the origin has newer data.  Error: one bad block
+			 * must not fail reads of the good ones in its segment;
+			 * each reader gets the origin's own answer.
+			 */
 			pb->kind = PB_ORIGIN;
 			redcap_remap(rc, bio);
 			submit_bio_noacct(bio);
-			break;
-		case RC_FILL_ERROR:
-			bio->bi_status = e->fill_status;
-			bio_endio(bio);
 			break;
 		}
 	}
@@ -583,18 +585,27 @@ bad:
 
 /* Suspend, status, messages */
 
-static void redcap_presuspend(struct dm_target *ti)
+/* Wait until no fill is in flight and no fill completion is running. */
+static void redcap_drain(struct redcap_c *rc)
 {
-	struct redcap_c *rc = ti->private;
-
 	wait_event(rc->drain_wq, !atomic_read(&rc->fills_inflight));
 	flush_workqueue(rc->wq);
+}
+
+static void redcap_presuspend(struct dm_target *ti)
+{
+	redcap_drain(ti->private);
 }
 
 static void redcap_postsuspend(struct dm_target *ti)
 {
 	struct redcap_c *rc = ti->private;
 
+	/*
+	 * Bios that arrived after presuspend may have started fills; dm has
+	 * waited for their readers, but the completion work may still hold pins.
+	 */
+	redcap_drain(rc);
 	mutex_lock(&redcap_devices_lock);
 	rc->suspended = true;
 	mutex_unlock(&redcap_devices_lock);
@@ -627,6 +638,7 @@ static int redcap_preresume(struct dm_target *ti)
 		if (old != rc && old->md == rc->md && old->suspended &&
 		    old->origin->bdev == rc->origin->bdev &&
 		    old->seg_sectors == rc->seg_sectors && old->nr_segs == rc->nr_segs &&
+		    old->ti->len == rc->ti->len &&	/* same clipped last segment */
 		    rc_idle(&old->cache)) {
 			redcap_take_over(rc, old);
 			break;

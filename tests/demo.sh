@@ -7,7 +7,7 @@
 # depth 1 and 150 MB/s (BENCH-NOTES: no seek model, so it flatters large
 # prefetches); it becomes "vdisk emulate hdd7200" when that mode lands.
 set -eu
-lkr=$1
+lkr=$1		# a tar file of the kernel source subtree
 nproc=4
 segs=64
 seg_sectors=256
@@ -27,22 +27,27 @@ set_disk() {	# <power> [irqmode completion_nsec queue_depth mbps]
 	udevadm settle
 }
 
-mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 modprobe null_blk nr_devices=0
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 mkdir $cfg
 echo 1024 > $cfg/size
 echo 1 > $cfg/memory_backed
 echo 4096 > $cfg/blocksize
 echo 1 > $cfg/submit_queues
+echo 1024 > $cfg/max_sectors	# the default, 255, would split every 128 KiB fill in two
 set_disk 1
-disk=/dev/nullb$(cat $cfg/index)
+# null_blk names a configfs-made disk after its directory (older kernels: nullb<index>).
+disk=/dev/demo
+[ -b $disk ] || disk=/dev/nullb$(cat $cfg/index)
 
-say "demo: copying $nproc copies of $(find "$lkr" -type f | wc -l) files ($(du -sm "$lkr" | cut -f1) MiB) to ext4 on $disk"
 mkfs.ext4 -q -F $disk
 mkdir -p $mnt
 mount $disk $mnt
-i=1
-while [ $i -le $nproc ]; do cp -a "$lkr" $mnt/p$i; i=$((i + 1)); done
+mkdir $mnt/p1
+tar -C $mnt/p1 -xf "$lkr"
+say "demo: $nproc copies of $(find $mnt/p1 -type f | wc -l) kernel source files ($(du -sm $mnt/p1 | cut -f1) MiB) on ext4 on $disk"
+i=2
+while [ $i -le $nproc ]; do cp -a $mnt/p1 $mnt/p$i; i=$((i + 1)); done
 umount $mnt
 set_disk 1 2 5000000 1 150
 say "demo: disk is now slow: 5 ms per request, queue depth 1, 150 MB/s"
