@@ -496,13 +496,19 @@ void rc_reset_counters(struct rc_cache *c)
 	memset(&c->ctr, 0, sizeof(c->ctr));
 }
 
+static char rc_lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+
+/* ASCII case-insensitive, like the strcasecmp() dm uses for keywords. */
 static bool rc_streq(const char *a, const char *b)
 {
-	while (*a && *a == *b) {
+	while (*a && rc_lower(*a) == rc_lower(*b)) {
 		a++;
 		b++;
 	}
-	return *a == *b;
+	return rc_lower(*a) == rc_lower(*b);
 }
 
 int rc_policy_parse(const char *name)

@@ -209,7 +209,7 @@ static inline const char *rc_policy_name(enum rc_policy p)
 	return p < RC_POLICY_NR ? names[p] : "?";
 }
 
-/* Policy by name; returns -1 when unknown. */
+/* Policy by name (any case); returns -1 when unknown. */
 int rc_policy_parse(const char *name);
 
 #endif

@@ -8,6 +8,7 @@
 #include <linux/bio.h>
 #include <linux/highmem.h>
 #include <linux/llist.h>
+#include <linux/mm.h>
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
@@ -453,9 +454,14 @@ static int redcap_alloc_cache(struct redcap_c *rc, struct dm_target *ti)
 {
 	size_t i, nr_pages = (size_t)rc->nr_segs * rc->pages_per_seg;
 
-	rc->core_mem = kvzalloc(rc_cache_mem_size(rc->nr_segs), GFP_KERNEL);
-	rc->ents = kvcalloc(rc->nr_segs, sizeof(*rc->ents), GFP_KERNEL);
-	rc->pages = kvcalloc(nr_pages, sizeof(*rc->pages), GFP_KERNEL);
+	/* More than half of RAM would starve the system before failing. */
+	if (nr_pages > totalram_pages() / 2)
+		goto nomem;
+
+	/* A cache larger than memory is a user error, not a kernel warning. */
+	rc->core_mem = kvzalloc(rc_cache_mem_size(rc->nr_segs), GFP_KERNEL | __GFP_NOWARN);
+	rc->ents = kvcalloc(rc->nr_segs, sizeof(*rc->ents), GFP_KERNEL | __GFP_NOWARN);
+	rc->pages = kvcalloc(nr_pages, sizeof(*rc->pages), GFP_KERNEL | __GFP_NOWARN);
 	if (!rc->core_mem || !rc->ents || !rc->pages)
 		goto nomem;
 	for (i = 0; i < nr_pages; i++) {

@@ -1056,7 +1056,8 @@ CTEST(policy_parse_and_name)
 	CHECK_EQ(rc_policy_parse(""), -1);
 	CHECK_EQ(rc_policy_parse("alway"), -1);
 	CHECK_EQ(rc_policy_parse("alwayss"), -1);
-	CHECK_EQ(rc_policy_parse("OFF"), -1);
+	CHECK_EQ(rc_policy_parse("OFF"), RC_POLICY_OFF);
+	CHECK_EQ(rc_policy_parse("Always"), RC_POLICY_ALWAYS);
 	CHECK_EQ(rc_policy_parse("of"), -1);
 	CHECK_STREQ(rc_policy_name(RC_POLICY_ALWAYS), "always");
 	CHECK_STREQ(rc_policy_name(RC_POLICY_OFF), "off");
