@@ -380,6 +380,15 @@ static void redcap_dtr(struct dm_target *ti)
 	kfree(rc);
 }
 
+static int redcap_parse_write_policy(const char *name)
+{
+	if (!strcasecmp(name, "invalidate"))
+		return RC_WRITE_INVALIDATE;
+	if (!strcasecmp(name, "update"))
+		return RC_WRITE_UPDATE;
+	return -1;
+}
+
 static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
 				 enum rc_policy *policy, enum rc_write_policy *wpolicy)
 {
@@ -420,8 +429,6 @@ static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
 		}
 
 		if (!strcasecmp(name, "write_policy")) {
-			const char *arg;
-
 			if (!argc) {
 				ti->error = "Feature write_policy requires a name";
 				return -EINVAL;
@@ -431,16 +438,13 @@ static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
 				return -EINVAL;
 			}
 			seen_write = true;
-			arg = dm_shift_arg(as);
+			v = redcap_parse_write_policy(dm_shift_arg(as));
 			argc--;
-			if (!strcasecmp(arg, "invalidate")) {
-				*wpolicy = RC_WRITE_INVALIDATE;
-			} else if (!strcasecmp(arg, "update")) {
-				*wpolicy = RC_WRITE_UPDATE;
-			} else {
+			if (v < 0) {
 				ti->error = "Unknown write_policy";
 				return -EINVAL;
 			}
+			*wpolicy = v;
 			continue;
 		}
 
@@ -791,18 +795,13 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return 0;
 	}
 	if (!strcasecmp(argv[0], "write_policy") && argc == 2) {
-		enum rc_write_policy wp;
-
-		if (!strcasecmp(argv[1], "invalidate")) {
-			wp = RC_WRITE_INVALIDATE;
-		} else if (!strcasecmp(argv[1], "update")) {
-			wp = RC_WRITE_UPDATE;
-		} else {
+		v = redcap_parse_write_policy(argv[1]);
+		if (v < 0) {
 			DMERR("write_policy: unknown write policy '%s'", argv[1]);
 			return -EINVAL;
 		}
 		spin_lock_irqsave(&rc->lock, flags);
-		rc->cache.write_policy = wp;
+		rc->cache.write_policy = v;
 		spin_unlock_irqrestore(&rc->lock, flags);
 		return 0;
 	}
