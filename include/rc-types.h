@@ -9,6 +9,12 @@
 #ifdef __KERNEL__
 #include <linux/types.h>
 #include <linux/string.h>
+#include <linux/math64.h>
+
+static inline u64 rc_div64(u64 a, u64 b)
+{
+	return div64_u64(a, b);
+}
 #else
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +26,11 @@ typedef uint32_t u32;
 typedef int32_t s32;
 typedef uint16_t u16;
 typedef uint8_t u8;
+
+static inline u64 rc_div64(u64 a, u64 b)
+{
+	return a / b;
+}
 #endif
 
 #endif

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Portable core of the vdisk latency model: size x distance tables with
+ * 64-sample cells, the paper's fallback rules, and the virtual disk.
+ */
+#include "vd-model.h"
+
+#define VD_MAX_COLS	(VD_POW2_COLS + 1 + (1u << 20))	/* 1 PiB */
+
+u32 vd_model_cols(u64 capacity)
+{
+	u64 g;
+
+	if (capacity <= VD_GIB_SECTORS)
+		return VD_POW2_COLS + 1;
+	g = (capacity - 1) / VD_GIB_SECTORS;
+	if (g > VD_MAX_COLS - VD_POW2_COLS - 1)
+		g = VD_MAX_COLS - VD_POW2_COLS - 1;
+	return VD_POW2_COLS + 1 + (u32)g;
+}
+
+static u64 vd_cells(u64 capacity, u32 rows)
+{
+	return (u64)rows * vd_model_cols(capacity);
+}
+
+static u32 vd_pool_rings(u64 capacity, u32 rows, u32 max_rings)
+{
+	u64 cells = VD_NR_DIRS * vd_cells(capacity, rows);
+
+	return cells < max_rings ? (u32)cells : max_rings;
+}
+
+size_t vd_model_mem_size(u64 capacity, u32 rows, u32 max_rings)
+{
+	u64 cols = vd_model_cols(capacity);
+
+	if (!capacity || !rows || rows > VD_MAX_ROWS)
+		return 0;
+	return VD_NR_DIRS * (vd_cells(capacity, rows) * sizeof(struct vd_cell) +
+			     cols * (sizeof(u64) + sizeof(u32))) +
+	       (u64)vd_pool_rings(capacity, rows, max_rings) * VD_WINDOW * sizeof(u32);
+}
+
+int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
+		  u32 max_rings)
+{
+	u64 cells = vd_cells(capacity, rows);
+	char *p = mem;
+	int d;
+
+	if (!vd_model_mem_size(capacity, rows, max_rings))
+		return -1;
+	memset(m, 0, sizeof(*m));
+	m->rows = rows;
+	m->cols = vd_model_cols(capacity);
+	m->capacity = capacity;
+	m->nr_rings = vd_pool_rings(capacity, rows, max_rings);
+	for (d = 0; d < VD_NR_DIRS; d++) {
+		m->t[d].cells = (struct vd_cell *)p;
+		p += cells * sizeof(struct vd_cell);
+	}
+	for (d = 0; d < VD_NR_DIRS; d++) {
+		m->t[d].col_mean_sum = (u64 *)p;
+		p += m->cols * sizeof(u64);
+	}
+	m->rings = (u32 (*)[VD_WINDOW])p;
+	p += (size_t)m->nr_rings * VD_WINDOW * sizeof(u32);
+	for (d = 0; d < VD_NR_DIRS; d++) {
+		m->t[d].col_filled = (u32 *)p;
+		p += m->cols * sizeof(u32);
+	}
+	vd_model_reset(m);
+	return 0;
+}
+
+void vd_model_reset(struct vd_model *m)
+{
+	u64 i, cells = (u64)m->rows * m->cols;
+	int d;
+
+	for (d = 0; d < VD_NR_DIRS; d++) {
+		for (i = 0; i < cells; i++) {
+			m->t[d].cells[i].sum = 0;
+			m->t[d].cells[i].ring = VD_NO_RING;
+			m->t[d].cells[i].n = 0;
+			m->t[d].cells[i].head = 0;
+		}
+		memset(m->t[d].col_mean_sum, 0, m->cols * sizeof(u64));
+		memset(m->t[d].col_filled, 0, m->cols * sizeof(u32));
+		m->samples[d] = 0;
+	}
+	m->rings_used = 0;
+	m->cells_filled = 0;
+}
+
+static int vd_fls64(u64 x)
+{
+	int r = 0;
+
+	while (x >>= 1)
+		r++;
+	return r;
+}
+
+u32 vd_model_col(const struct vd_model *m, u64 distance)
+{
+	u64 c;
+
+	if (!distance)
+		return 0;
+	if (distance < VD_GIB_SECTORS)
+		c = distance < VD_ROW_SECTORS ? 1 : 1 + vd_fls64(distance / VD_ROW_SECTORS);
+	else
+		c = VD_POW2_COLS + distance / VD_GIB_SECTORS;
+	return c < m->cols ? (u32)c : m->cols - 1;
+}
+
+u32 vd_model_row(const struct vd_model *m, u32 sectors)
+{
+	u32 r = sectors ? (sectors - 1) / VD_ROW_SECTORS : 0;
+
+	return r < m->rows ? r : m->rows - 1;
+}
+
+static struct vd_cell *vd_cell(const struct vd_model *m, enum vd_dir dir,
+			       u32 row, u32 col)
+{
+	return &m->t[dir].cells[(u64)row * m->cols + col];
+}
+
+static u64 vd_cell_mean(const struct vd_cell *c)
+{
+	return c->n ? rc_div64(c->sum, c->n) : 0;
+}
+
+/* Takes a cell's mean out of its column's summary before a change. */
+static void vd_col_remove(struct vd_model *m, enum vd_dir dir, u32 col,
+			  const struct vd_cell *c)
+{
+	if (!c->n)
+		return;
+	m->t[dir].col_mean_sum[col] -= vd_cell_mean(c);
+	m->t[dir].col_filled[col]--;
+	m->cells_filled--;
+}
+
+static void vd_col_insert(struct vd_model *m, enum vd_dir dir, u32 col,
+			  const struct vd_cell *c)
+{
+	if (!c->n)
+		return;
+	m->t[dir].col_mean_sum[col] += vd_cell_mean(c);
+	m->t[dir].col_filled[col]++;
+	m->cells_filled++;
+}
+
+static void vd_cell_get_ring(struct vd_model *m, struct vd_cell *c)
+{
+	if (c->ring == VD_NO_RING && m->rings_used < m->nr_rings)
+		c->ring = m->rings_used++;
+}
+
+/* Largest request size, in sectors, the last row stands for. */
+static u64 vd_last_row_sectors(const struct vd_model *m)
+{
+	return (u64)m->rows * VD_ROW_SECTORS;
+}
+
+void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
+		  u32 sectors, u64 ns)
+{
+	u32 row = vd_model_row(m, sectors), col = vd_model_col(m, distance);
+	struct vd_cell *c = vd_cell(m, dir, row, col);
+	u64 last = vd_last_row_sectors(m);
+	u32 x;
+
+	if (sectors > last)
+		ns = rc_div64(ns * last, sectors);
+	x = ns > VD_MAX_SAMPLE_NS ? VD_MAX_SAMPLE_NS : (u32)ns;
+
+	vd_col_remove(m, dir, col, c);
+	vd_cell_get_ring(m, c);
+	if (c->ring != VD_NO_RING) {
+		u32 *ring = m->rings[c->ring];
+
+		if (c->n == VD_WINDOW)
+			c->sum -= ring[c->head];
+		else
+			c->n++;
+		ring[c->head] = x;
+		c->head = (c->head + 1) % VD_WINDOW;
+	} else if (c->n == VD_WINDOW) {
+		c->sum -= c->sum / VD_WINDOW;
+	} else {
+		c->n++;
+	}
+	c->sum += x;
+	vd_col_insert(m, dir, col, c);
+	m->samples[dir]++;
+}
+
+static bool vd_col_mean(const struct vd_model *m, enum vd_dir dir, u32 col,
+			u64 *ns)
+{
+	u32 filled = m->t[dir].col_filled[col];
+
+	if (!filled)
+		return false;
+	*ns = rc_div64(m->t[dir].col_mean_sum[col], filled);
+	return true;
+}
+
+bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
+		       u64 distance, u32 sectors, u64 *ns)
+{
+	u32 row = vd_model_row(m, sectors), col = vd_model_col(m, distance);
+	const struct vd_cell *c = vd_cell(m, dir, row, col);
+	u64 last = vd_last_row_sectors(m);
+	bool found = false;
+	u32 d;
+
+	*ns = 0;
+	if (c->n) {
+		*ns = vd_cell_mean(c);
+		found = true;
+	} else {
+		for (d = 0; d < m->cols && !found; d++) {
+			if (d <= col && vd_col_mean(m, dir, col - d, ns))
+				found = true;
+			else if (col + d < m->cols && vd_col_mean(m, dir, col + d, ns))
+				found = true;
+		}
+	}
+	if (found && sectors > last)
+		*ns = rc_div64(*ns * sectors, last);
+	return found;
+}
+
+int vd_model_get_cell(const struct vd_model *m, enum vd_dir dir, u32 row,
+		      u32 col, u32 *n, u64 *sum)
+{
+	const struct vd_cell *c;
+
+	if (dir >= VD_NR_DIRS || row >= m->rows || col >= m->cols)
+		return -1;
+	c = vd_cell(m, dir, row, col);
+	*n = c->n;
+	*sum = c->sum;
+	return 0;
+}
+
+int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
+		      u32 n, u64 sum)
+{
+	struct vd_cell *c;
+	u64 base, rem;
+	u32 i;
+
+	if (dir >= VD_NR_DIRS || row >= m->rows || col >= m->cols ||
+	    n > VD_WINDOW || sum > (u64)n * VD_MAX_SAMPLE_NS)
+		return -1;
+	c = vd_cell(m, dir, row, col);
+	vd_col_remove(m, dir, col, c);
+	c->n = n;
+	c->sum = n ? sum : 0;
+	c->head = n % VD_WINDOW;
+	if (n)
+		vd_cell_get_ring(m, c);
+	if (n && c->ring != VD_NO_RING) {
+		base = rc_div64(sum, n);
+		rem = sum - base * n;
+		for (i = 0; i < n; i++)
+			m->rings[c->ring][i] = (u32)(base + (i < rem));
+	}
+	vd_col_insert(m, dir, col, c);
+	return 0;
+}
+
+void vd_vdisk_init(struct vd_vdisk *v)
+{
+	memset(v, 0, sizeof(*v));
+}
+
+u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
+		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
+{
+	u64 start = now > v->busy_until ? now : v->busy_until;
+	u64 distance = sector > v->next_sector ? sector - v->next_sector :
+						 v->next_sector - sector;
+	u64 ns;
+
+	if (!vd_model_estimate(m, dir, distance, sectors, &ns))
+		v->unestimated++;
+	v->busy_until = start + ns;
+	v->next_sector = sector + sectors;
+	v->requests++;
+	v->busy_ns += ns;
+	return v->busy_until;
+}

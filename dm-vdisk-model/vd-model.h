@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Portable core of the vdisk latency model: read and write tables indexed by
+ * request size x inter-request distance, and the virtual disk that replays a
+ * request stream through them.  Shared by dm-vdisk, dm-redcap and the tests.
+ *
+ * Table geometry (after the virtual-disk paper, section III-A):
+ *  - rows: request size in 4 KiB units, row r holds sizes (r*4, (r+1)*4] KiB;
+ *    a larger request than the last row is scaled from the last row.
+ *  - columns: inter-request distance |start - end of previous request|:
+ *    column 0 is distance 0; columns 1..18 are [4 KiB * 2^(c-1), 4 KiB * 2^c)
+ *    (column 1 also takes distances under 4 KiB); column 18 + g is
+ *    [g GiB, (g+1) GiB) for g >= 1, up to the capacity.
+ *  - each cell averages its last VD_WINDOW samples (ns).
+ *  - an empty cell answers with its column's average (of its cells' means),
+ *    else with the nearest column that has samples (the shorter distance on
+ *    a tie).
+ *
+ * Memory: each cell keeps a 16-byte summary; the 64-sample rings (256 bytes)
+ * come from a pool sized at init and are handed out to cells as they get
+ * their first sample.  A cell that finds the pool empty keeps an exact sum
+ * until it holds VD_WINDOW samples, then forgets 1/VD_WINDOW of it per new
+ * sample (an exponential window of the same length).
+ *
+ * Locking: no locks, no allocation, never sleeps.  The caller serialises
+ * every call on one struct vd_model (the kernel holds a spinlock).
+ */
+#ifndef VD_MODEL_H
+#define VD_MODEL_H
+
+#include "rc-types.h"
+
+#define VD_WINDOW		64	/* samples averaged per cell */
+#define VD_ROW_SECTORS		8	/* 4 KiB per row */
+#define VD_POW2_COLS		18	/* 4 KiB .. 1 GiB */
+#define VD_GIB_SECTORS		(1ULL << 21)
+#define VD_DEFAULT_ROWS		64	/* 4 KiB .. 256 KiB */
+#define VD_MAX_ROWS		2048	/* 8 MiB requests */
+#define VD_MAX_SAMPLE_NS	0xffffffffu	/* samples saturate at ~4.3 s */
+#define VD_NO_RING		0xffffffffu
+
+enum vd_dir {
+	VD_READ = 0,
+	VD_WRITE,
+	VD_NR_DIRS,
+};
+
+struct vd_cell {
+	u64 sum;		/* ns, of the samples in the window */
+	u32 ring;		/* its sample ring in the pool, or VD_NO_RING */
+	u8 n;			/* samples in the window, 0..VD_WINDOW */
+	u8 head;		/* ring slot the next sample overwrites */
+};
+
+struct vd_table {
+	struct vd_cell *cells;	/* rows x cols, row-major */
+	u64 *col_mean_sum;	/* per column: sum of its filled cells' means */
+	u32 *col_filled;	/* per column: cells with samples */
+};
+
+struct vd_model {
+	u32 rows;
+	u32 cols;
+	u64 capacity;		/* sectors; sets the number of columns */
+	struct vd_table t[VD_NR_DIRS];
+	u32 (*rings)[VD_WINDOW];
+	u32 nr_rings;
+	u32 rings_used;
+	u32 cells_filled;	/* cells of both tables with samples */
+	u64 samples[VD_NR_DIRS];	/* samples added since init/reset */
+};
+
+/*
+ * Columns needed for a disk of @capacity sectors (>= 1).
+ */
+u32 vd_model_cols(u64 capacity);
+
+/*
+ * Bytes vd_model_init() needs for this geometry, or 0 if it is invalid
+ * (rows outside 1..VD_MAX_ROWS, capacity 0).  @max_rings caps the ring
+ * pool; the pool never exceeds the number of cells.
+ */
+size_t vd_model_mem_size(u64 capacity, u32 rows, u32 max_rings);
+
+/*
+ * Sets up an empty model in @mem (vd_model_mem_size() bytes, any content,
+ * 8-byte aligned).  Returns 0, or -1 if the geometry is invalid.
+ */
+int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
+		  u32 max_rings);
+
+/* Forgets every sample; geometry and memory stay. */
+void vd_model_reset(struct vd_model *m);
+
+/* Column of an inter-request distance in sectors. */
+u32 vd_model_col(const struct vd_model *m, u64 distance);
+
+/* Row of a request size in sectors (>= 1); oversize requests get the last. */
+u32 vd_model_row(const struct vd_model *m, u32 sectors);
+
+/*
+ * Records that a request of @sectors (>= 1) at @distance took @ns.  A
+ * request larger than the last row is recorded scaled down to that row's
+ * size.
+ */
+void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
+		  u32 sectors, u64 ns);
+
+/*
+ * Estimated service time (ns) of a request, with the fallback rules above.
+ * Returns false, with *ns = 0, when the table of @dir has no sample at all.
+ */
+bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
+		       u64 distance, u32 sectors, u64 *ns);
+
+/*
+ * One cell as saved by a table dump: sample count and sum (ns).
+ * Returns -1 if @row/@col are out of range.
+ */
+int vd_model_get_cell(const struct vd_model *m, enum vd_dir dir, u32 row,
+		      u32 col, u32 *n, u64 *sum);
+
+/*
+ * Replaces one cell with @n samples summing to @sum (the shape a dump
+ * saved): a dump of the result gives back the same n and sum.  n = 0 empties
+ * the cell.  Returns -1 if a value is out of range (row, col, n >
+ * VD_WINDOW, sum > n * VD_MAX_SAMPLE_NS).
+ */
+int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
+		      u32 n, u64 sum);
+
+/*
+ * The virtual disk: a single server fed a request stream in arrival order.
+ * Each request starts when it arrives or when the previous one ends,
+ * whichever is later, and takes the model's estimate for its size and its
+ * distance from the previous virtual request.
+ */
+struct vd_vdisk {
+	u64 busy_until;		/* ns: when the last request completes */
+	u64 next_sector;	/* end of the previous virtual request */
+	u64 requests;
+	u64 busy_ns;		/* sum of service times: the virtual I/O time */
+	u64 unestimated;	/* requests the model could not price (empty) */
+};
+
+/* Starts an idle virtual disk with its head at sector 0. */
+void vd_vdisk_init(struct vd_vdisk *v);
+
+/*
+ * Queues a request arriving at @now (ns) and returns its virtual completion
+ * time.  The model is read, not changed.
+ */
+u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
+		    enum vd_dir dir, u64 sector, u32 sectors, u64 now);
+
+#endif
