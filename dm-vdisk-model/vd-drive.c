@@ -8,8 +8,10 @@
 /*
  * hdd7200: a 7200 rpm SATA drive (seek curve fitted to 1.0 ms track to
  * track, 8.5 ms mean, 14.4 ms full stroke over 100,000 cylinders; 150 MB/s;
- * 8 MiB cache as 16 x 512 KiB).  hdd15k: the IBM Ultrastar 36Z15 of the
- * FOR/HDC paper (3.4 ms mean seek, 2 ms mean rotation, 4 MiB cache).
+ * 8 MiB cache as 16 x 512 KiB reading 256 KiB ahead).  hdd15k: the IBM
+ * Ultrastar 36Z15 of the FOR/HDC paper (3.4 ms mean seek, 2 ms mean
+ * rotation, 4 MiB cache as 16 x 256 KiB reading 128 KiB ahead).  Read-ahead
+ * shorter than a segment keeps what the host just read in the segment.
  */
 const struct vd_drive_profile vd_drive_profiles[] = {
 	{ "hdd7200", {
@@ -18,7 +20,7 @@ const struct vd_drive_profile vd_drive_profiles[] = {
 		.seek_theta = 10000,
 		.seek_gamma_ns = 6000000, .seek_delta_ns = 84,
 		.media_mbps = 150, .bus_mbps = 300, .overhead_ns = 150000,
-		.nr_segs = 16, .seg_sectors = 1024, .ra_sectors = 1024,
+		.nr_segs = 16, .seg_sectors = 1024, .ra_sectors = 512,
 	} },
 	{ "hdd15k", {
 		.rpm = 15000, .cylinders = 10400,
@@ -26,7 +28,7 @@ const struct vd_drive_profile vd_drive_profiles[] = {
 		.seek_theta = 1150,
 		.seek_gamma_ns = 1550300, .seek_delta_ns = 540,
 		.media_mbps = 50, .bus_mbps = 160, .overhead_ns = 100000,
-		.nr_segs = 16, .seg_sectors = 512, .ra_sectors = 512,
+		.nr_segs = 16, .seg_sectors = 512, .ra_sectors = 256,
 	} },
 	{ NULL, { 0 } },
 };

@@ -175,8 +175,10 @@ void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
 	u64 last = vd_last_row_sectors(m);
 	u32 x;
 
+	/* Scale to the last row's size; a product that overflows saturates. */
 	if (sectors > last)
-		ns = rc_div64(ns * last, sectors);
+		ns = ns > rc_div64(~0ULL, last) ? VD_MAX_SAMPLE_NS :
+		     rc_div64(ns * last, sectors);
 	x = ns > VD_MAX_SAMPLE_NS ? VD_MAX_SAMPLE_NS : (u32)ns;
 
 	vd_col_remove(m, dir, col, c);
@@ -275,11 +277,6 @@ int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 	}
 	vd_col_insert(m, dir, col, c);
 	return 0;
-}
-
-void vd_vdisk_init(struct vd_vdisk *v)
-{
-	memset(v, 0, sizeof(*v));
 }
 
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,

@@ -144,7 +144,10 @@ struct vd_vdisk {
 };
 
 /* Starts an idle virtual disk with its head at sector 0. */
-void vd_vdisk_init(struct vd_vdisk *v);
+static inline void vd_vdisk_init(struct vd_vdisk *v)
+{
+	memset(v, 0, sizeof(*v));
+}
 
 /*
  * Queues a request arriving at @now (ns) and returns its virtual completion

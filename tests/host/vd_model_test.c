@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the vdisk latency model (dm-vdisk-model/vd-model.c):
+ * table geometry, 64-sample windows, the ring pool, fallback rules,
+ * oversize scaling, dump/load of cells, counters, memory and the virtual
+ * disk.
+ */
+#include "ctest.h"
+#include "vd-model.h"
+
+#define CAP_1G		VD_GIB_SECTORS
+#define CAP_400G	781250000ULL	/* 400 GB in 512-byte sectors */
+#define MS		1000000ULL
+
+/* --- helpers ------------------------------------------------------------ */
+
+static struct vd_model *mk(u64 capacity, u32 rows, u32 max_rings)
+{
+	struct vd_model *m = malloc(sizeof(*m));
+	size_t sz = vd_model_mem_size(capacity, rows, max_rings);
+	void *mem;
+
+	CHECK(m);
+	CHECK(sz > 0);
+	mem = malloc(sz);
+	CHECK(mem);
+	memset(mem, 0xa5, sz);	/* "any content" */
+	CHECK_EQ(vd_model_init(m, mem, capacity, rows, max_rings), 0);
+	CHECK((void *)m->t[0].cells == mem);
+	return m;
+}
+
+static void rm(struct vd_model *m)
+{
+	free(m->t[0].cells);
+	free(m);
+}
+
+/* A distance that falls in column @c (its first sector distance). */
+static u64 dist_of_col(u32 c)
+{
+	if (!c)
+		return 0;
+	if (c <= VD_POW2_COLS)
+		return 8ULL << (c - 1);
+	return (u64)(c - VD_POW2_COLS) * VD_GIB_SECTORS;
+}
+
+static u64 est(const struct vd_model *m, enum vd_dir dir, u64 distance,
+	       u32 sectors)
+{
+	u64 ns = 12345;
+
+	CHECK(vd_model_estimate(m, dir, distance, sectors, &ns));
+	return ns;
+}
+
+static void cell(const struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
+		 u32 *n, u64 *sum)
+{
+	CHECK_EQ(vd_model_get_cell(m, dir, row, col, n, sum), 0);
+}
+
+static u64 rng_state;
+
+static u64 rnd64(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static u32 rnd(u32 n)
+{
+	return (u32)((rnd64() >> 32) % n);
+}
+
+/* --- geometry ------------------------------------------------------------ */
+
+CTEST(cols_up_to_1gib_is_19)
+{
+	CHECK_EQ(vd_model_cols(1), 19);
+	CHECK_EQ(vd_model_cols(8), 19);
+	CHECK_EQ(vd_model_cols(1000000), 19);
+	CHECK_EQ(vd_model_cols(CAP_1G - 1), 19);
+}
+
+CTEST(cols_exactly_1gib_is_19)
+{
+	CHECK_EQ(vd_model_cols(CAP_1G), 19);
+}
+
+CTEST(cols_1gib_plus_one_sector_is_20)
+{
+	CHECK_EQ(vd_model_cols(CAP_1G + 1), 20);
+	CHECK_EQ(vd_model_cols(2 * CAP_1G), 20);
+	CHECK_EQ(vd_model_cols(2 * CAP_1G + 1), 21);
+}
+
+CTEST(cols_400gb)
+{
+	/* 781250000 sectors = 372.5 GiB: columns 19..390 for 1..372 GiB. */
+	CHECK_EQ(vd_model_cols(CAP_400G), 391);
+}
+
+CTEST(col_distance_0_is_col_0)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+
+	CHECK_EQ(vd_model_col(m, 0), 0);
+	rm(m);
+}
+
+CTEST(col_under_8k_is_col_1)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+	u64 d;
+
+	for (d = 1; d <= 15; d++)
+		CHECK_EQ(vd_model_col(m, d), 1);
+	CHECK_EQ(vd_model_col(m, 8), 1);	/* 4 KiB */
+	CHECK_EQ(vd_model_col(m, 15), 1);
+	CHECK_EQ(vd_model_col(m, 16), 2);	/* 8 KiB */
+	rm(m);
+}
+
+CTEST(col_pow2_edges)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+	u32 k;
+
+	/* Column c is [4 KiB * 2^(c-1), 4 KiB * 2^c): 4 KiB * 2^k opens c = k+1. */
+	CHECK_EQ(vd_model_col(m, 7), 1);
+	CHECK_EQ(vd_model_col(m, 8), 1);
+	for (k = 1; k <= 18; k++) {
+		u64 edge = 8ULL << k;
+
+		CHECK_EQ(vd_model_col(m, edge - 1), k);
+		CHECK_EQ(vd_model_col(m, edge), k + 1);
+		CHECK_EQ(vd_model_col(m, dist_of_col(k + 1)), k + 1);
+	}
+	rm(m);
+}
+
+CTEST(col_gib_columns)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+
+	CHECK_EQ(vd_model_col(m, CAP_1G - 1), 18);
+	CHECK_EQ(vd_model_col(m, CAP_1G), 19);
+	CHECK_EQ(vd_model_col(m, 2 * CAP_1G - 1), 19);
+	CHECK_EQ(vd_model_col(m, 2 * CAP_1G), 20);
+	CHECK_EQ(vd_model_col(m, 3 * CAP_1G), 21);
+	CHECK_EQ(vd_model_col(m, 372 * CAP_1G), 390);
+	CHECK_EQ(vd_model_col(m, CAP_400G - 1), 390);
+	rm(m);
+}
+
+CTEST(col_beyond_capacity_clamps_to_last)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+	struct vd_model *g1 = mk(CAP_1G, 1, 0);
+	struct vd_model *g1p = mk(CAP_1G + 1, 1, 0);
+	struct vd_model *tiny = mk(1000, 1, 0);
+
+	CHECK_EQ(m->cols, 391);
+	CHECK_EQ(vd_model_col(m, CAP_400G), 390);
+	CHECK_EQ(vd_model_col(m, 373 * CAP_1G), 390);
+	CHECK_EQ(vd_model_col(m, 1ULL << 40), 390);
+	CHECK_EQ(vd_model_col(m, ~0ULL), 390);
+	CHECK_EQ(g1->cols, 19);
+	CHECK_EQ(vd_model_col(g1, CAP_1G), 18);
+	CHECK_EQ(vd_model_col(g1, 5 * CAP_1G), 18);
+	CHECK_EQ(g1p->cols, 20);
+	CHECK_EQ(vd_model_col(g1p, CAP_1G), 19);
+	CHECK_EQ(vd_model_col(g1p, 2 * CAP_1G), 19);
+	CHECK_EQ(tiny->cols, 19);
+	CHECK_EQ(vd_model_col(tiny, ~0ULL), 18);
+	rm(tiny);
+	rm(g1p);
+	rm(g1);
+	rm(m);
+}
+
+CTEST(row_boundaries)
+{
+	struct vd_model *m = mk(CAP_1G, VD_DEFAULT_ROWS, 0);
+	u32 s;
+
+	for (s = 1; s <= 8; s++)
+		CHECK_EQ(vd_model_row(m, s), 0);
+	CHECK_EQ(vd_model_row(m, 9), 1);
+	CHECK_EQ(vd_model_row(m, 16), 1);
+	CHECK_EQ(vd_model_row(m, 17), 2);
+	CHECK_EQ(vd_model_row(m, 64 * 8), 63);
+	rm(m);
+}
+
+CTEST(row_oversize_clamps_to_last)
+{
+	struct vd_model *m = mk(CAP_1G, VD_DEFAULT_ROWS, 0);
+	struct vd_model *one = mk(CAP_1G, 1, 0);
+
+	CHECK_EQ(vd_model_row(m, 64 * 8 + 1), 63);
+	CHECK_EQ(vd_model_row(m, 1u << 20), 63);
+	CHECK_EQ(vd_model_row(m, ~0u), 63);
+	CHECK_EQ(vd_model_row(one, 9), 0);
+	CHECK_EQ(vd_model_row(one, 100000), 0);
+	rm(one);
+	rm(m);
+}
+
+/* --- the 64-sample window ------------------------------------------------ */
+
+CTEST(window_64_new_samples_replace_old)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 i, n;
+	u64 sum;
+
+	for (i = 0; i < 64; i++)
+		vd_model_add(m, VD_READ, 100, 8, 1000);
+	for (i = 0; i < 64; i++)
+		vd_model_add(m, VD_READ, 100, 8, 3000);
+	cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 64 * 3000);
+	CHECK_EQ(est(m, VD_READ, 100, 8), 3000);
+	rm(m);
+}
+
+CTEST(window_half_replaced_mean_is_midpoint)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 i, n;
+	u64 sum;
+
+	for (i = 0; i < 64; i++)
+		vd_model_add(m, VD_READ, 100, 8, 1000);
+	for (i = 0; i < 32; i++)
+		vd_model_add(m, VD_READ, 100, 8, 3000);
+	cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 32 * 1000 + 32 * 3000);
+	CHECK_EQ(est(m, VD_READ, 100, 8), (1000 + 3000) / 2);
+	rm(m);
+}
+
+CTEST(window_n_saturates_at_64)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 sum, want = 0;
+	u32 i, n;
+
+	for (i = 1; i <= 200; i++) {
+		vd_model_add(m, VD_WRITE, 0, 16, 10 * i);
+		want += 10 * i;
+		if (i > 64)
+			want -= 10 * (i - 64);
+		cell(m, VD_WRITE, 1, 0, &n, &sum);
+		CHECK_EQ(n, i < 64 ? i : 64);
+		CHECK_EQ(sum, want);
+	}
+	rm(m);
+}
+
+CTEST(sample_saturates_at_max_sample_ns)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 10000000000ULL);
+	cell(m, VD_READ, 0, 0, &n, &sum);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(sum, VD_MAX_SAMPLE_NS);
+	rm(m);
+}
+
+CTEST(estimate_of_filled_cell_is_its_mean)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+
+	vd_model_add(m, VD_READ, 0, 8, 1000);
+	vd_model_add(m, VD_READ, 0, 8, 1003);
+	vd_model_add(m, VD_READ, 0, 8, 1000);
+	/* Another cell of the column must not blend in. */
+	vd_model_add(m, VD_READ, 0, 16, 9000);
+	CHECK_EQ(est(m, VD_READ, 0, 8), 1001);
+	CHECK_EQ(est(m, VD_READ, 0, 16), 9000);
+	rm(m);
+}
+
+/* --- ring pool exhaustion ------------------------------------------------ */
+
+CTEST(pool_exhausted_cell_keeps_exact_sum_until_full)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1);
+	u64 sum, want = 0;
+	u32 i, n;
+
+	CHECK_EQ(m->nr_rings, 1);
+	vd_model_add(m, VD_READ, 0, 8, 500);	/* takes the only ring */
+	CHECK_EQ(m->rings_used, 1);
+	for (i = 0; i < 64; i++) {
+		vd_model_add(m, VD_READ, 100, 8, 1000 + i);
+		want += 1000 + i;
+		cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+		CHECK_EQ(n, i + 1);
+		CHECK_EQ(sum, want);
+		CHECK_EQ(est(m, VD_READ, 100, 8), want / (i + 1));
+	}
+	CHECK_EQ(m->rings_used, 1);
+	rm(m);
+}
+
+CTEST(pool_exhausted_full_cell_is_exponential_window)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1);
+	u64 sum, want = 0;
+	u32 i, n;
+
+	vd_model_add(m, VD_READ, 0, 8, 500);	/* takes the only ring */
+	for (i = 0; i < 64; i++) {
+		vd_model_add(m, VD_READ, 100, 8, 1000 + i);
+		want += 1000 + i;
+	}
+	CHECK_EQ(want, 66016);
+	/* 66016 - 66016 / 64 (1031) + 5000; a ring would drop 1000 instead. */
+	vd_model_add(m, VD_READ, 100, 8, 5000);
+	cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 69985);
+	/* 69985 - 1093 + 0 */
+	vd_model_add(m, VD_READ, 100, 8, 0);
+	cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 68892);
+	CHECK_EQ(est(m, VD_READ, 100, 8), 68892 / 64);
+	rm(m);
+}
+
+CTEST(pool_cell_with_ring_unaffected_by_exhaustion)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1);
+	u32 i, n;
+	u64 sum;
+
+	for (i = 0; i < 64; i++)
+		vd_model_add(m, VD_READ, 0, 8, 1000 + i);
+	vd_model_add(m, VD_READ, 100, 8, 7);	/* no ring left */
+	vd_model_add(m, VD_READ, 0, 8, 5000);	/* drops exactly 1000 */
+	cell(m, VD_READ, 0, 0, &n, &sum);
+	CHECK_EQ(sum, 66016 - 1000 + 5000);
+	rm(m);
+}
+
+/* --- fallback rules ------------------------------------------------------ */
+
+CTEST(fallback_empty_cell_uses_column_average_of_means)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 d5 = dist_of_col(5);
+
+	/* Row 0: three samples of 1000; row 2: one of 3001 (mean of means 2000). */
+	vd_model_add(m, VD_READ, d5, 8, 1000);
+	vd_model_add(m, VD_READ, d5, 8, 1000);
+	vd_model_add(m, VD_READ, d5, 8, 1000);
+	vd_model_add(m, VD_READ, d5, 24, 3001);
+	vd_model_add(m, VD_READ, dist_of_col(6), 16, 99999);	/* other column */
+	CHECK_EQ(est(m, VD_READ, d5, 16), (1000 + 3001) / 2);
+	CHECK_EQ(est(m, VD_READ, d5, 32), (1000 + 3001) / 2);
+	CHECK_EQ(est(m, VD_READ, d5, 8), 1000);
+	CHECK_EQ(est(m, VD_READ, d5, 24), 3001);
+	rm(m);
+}
+
+CTEST(fallback_empty_column_uses_nearest_filled_column)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+
+	vd_model_add(m, VD_READ, dist_of_col(3), 8, 1000);
+	vd_model_add(m, VD_READ, dist_of_col(10), 8, 5000);
+	vd_model_add(m, VD_READ, dist_of_col(10), 16, 7000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(0), 8), 1000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(4), 8), 1000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(5), 32), 1000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(8), 8), 6000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(11), 24), 6000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(18), 8), 6000);
+	rm(m);
+}
+
+CTEST(fallback_tie_prefers_shorter_distance_column)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+
+	vd_model_add(m, VD_READ, dist_of_col(3), 8, 1000);
+	vd_model_add(m, VD_READ, dist_of_col(7), 8, 5000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(5), 8), 1000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(6), 8), 5000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(4), 8), 1000);
+	rm(m);
+}
+
+CTEST(fallback_empty_table_returns_false_and_zero)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 ns = 777;
+
+	CHECK(!vd_model_estimate(m, VD_READ, 0, 8, &ns));
+	CHECK_EQ(ns, 0);
+	ns = 777;
+	CHECK(!vd_model_estimate(m, VD_WRITE, 1ULL << 30, 100000, &ns));
+	CHECK_EQ(ns, 0);
+	rm(m);
+}
+
+CTEST(read_and_write_tables_are_independent)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 ns = 777;
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 1000);
+	CHECK(!vd_model_estimate(m, VD_WRITE, 0, 8, &ns));
+	CHECK_EQ(ns, 0);
+	cell(m, VD_WRITE, 0, 0, &n, &sum);
+	CHECK_EQ(n, 0);
+	vd_model_add(m, VD_WRITE, 0, 8, 4000);
+	CHECK_EQ(est(m, VD_READ, 0, 8), 1000);
+	CHECK_EQ(est(m, VD_WRITE, 0, 8), 4000);
+	/* Fallbacks stay within a table too. */
+	vd_model_add(m, VD_WRITE, dist_of_col(9), 8, 8000);
+	CHECK_EQ(est(m, VD_READ, dist_of_col(9), 8), 1000);
+	rm(m);
+}
+
+/* --- oversize requests --------------------------------------------------- */
+
+CTEST(oversize_request_recorded_at_scaled_time)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);	/* last row: 32 sectors */
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 64, 10000);
+	cell(m, VD_READ, 3, 0, &n, &sum);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(sum, 5000);
+	rm(m);
+}
+
+/* ns * last would wrap 64 bits: the sample saturates instead of wrapping. */
+CTEST(oversize_huge_sample_saturates)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);	/* last row: 32 sectors */
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 64, (1ULL << 59) + 1000);	/* wraps to 32000 */
+	cell(m, VD_READ, 3, 0, &n, &sum);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(sum, VD_MAX_SAMPLE_NS);
+	/* Just under the wrap point it scales, then saturates at the cap. */
+	vd_model_add(m, VD_WRITE, 0, 64, ~0ULL / 32);
+	cell(m, VD_WRITE, 3, 0, &n, &sum);
+	CHECK_EQ(sum, VD_MAX_SAMPLE_NS);
+	/* An ordinary oversize sample right after still scales exactly. */
+	vd_model_add(m, VD_WRITE, 8, 64, 8000);
+	cell(m, VD_WRITE, 3, 1, &n, &sum);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(sum, 4000);
+	rm(m);
+}
+
+CTEST(oversize_request_estimated_at_scaled_time)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 3, 0, 2, 2 * 3000), 0);
+	CHECK_EQ(est(m, VD_READ, 0, 32), 3000);
+	CHECK_EQ(est(m, VD_READ, 0, 64), 6000);
+	/* A recorded 2x request estimates back at its own time. */
+	vd_model_add(m, VD_WRITE, 0, 64, 10000);
+	CHECK_EQ(est(m, VD_WRITE, 0, 64), 10000);
+	CHECK_EQ(est(m, VD_WRITE, 0, 32), 5000);
+	rm(m);
+}
+
+/* --- dump / load --------------------------------------------------------- */
+
+CTEST(set_get_cell_round_trip_random)
+{
+	/* 8 x 391 cells per table, 1000 rings: some cells load without one. */
+	struct vd_model *m = mk(CAP_400G, 8, 1000);
+	u32 cols = m->cols, rows = m->rows, i, d, r, c, n, filled = 0;
+	u32 *wn = calloc((size_t)VD_NR_DIRS * rows * cols, sizeof(u32));
+	u64 *ws = calloc((size_t)VD_NR_DIRS * rows * cols, sizeof(u64));
+	u64 sum, msum;
+	unsigned int undiv = 0;
+
+	CHECK(wn && ws);
+	rng_state = 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < 8000; i++) {
+		u32 idx;
+
+		d = rnd(VD_NR_DIRS);
+		r = rnd(rows);
+		c = rnd(cols);
+		n = rnd(VD_WINDOW + 1);
+		switch (rnd(4)) {
+		case 0:
+			sum = (u64)n * VD_MAX_SAMPLE_NS;
+			break;
+		case 1:
+			sum = (u64)n * rnd(100000) + (n ? rnd(n) : 0);
+			break;
+		default:
+			sum = rnd64() % ((u64)n * VD_MAX_SAMPLE_NS + 1);
+			break;
+		}
+		if (n && sum % n)
+			undiv++;
+		CHECK_EQ(vd_model_set_cell(m, d, r, c, n, sum), 0);
+		idx = (d * rows + r) * cols + c;
+		wn[idx] = n;
+		ws[idx] = sum;
+		cell(m, d, r, c, &n, &sum);
+		CHECK_EQ(n, wn[idx]);
+		CHECK_EQ(sum, ws[idx]);
+	}
+	CHECK(undiv > 1000);
+	CHECK_EQ(m->rings_used, 1000);
+	for (d = 0; d < VD_NR_DIRS; d++) {
+		for (c = 0; c < cols; c++) {
+			u32 cf = 0;
+
+			msum = 0;
+			for (r = 0; r < rows; r++) {
+				u32 idx = (d * rows + r) * cols + c;
+
+				cell(m, d, r, c, &n, &sum);
+				CHECK_EQ(n, wn[idx]);
+				CHECK_EQ(sum, ws[idx]);
+				if (n) {
+					cf++;
+					msum += sum / n;
+					CHECK_EQ(est(m, d, dist_of_col(c), 8 * r + 1),
+						 sum / n);
+				}
+			}
+			filled += cf;
+			CHECK_EQ(m->t[d].col_filled[c], cf);
+			CHECK_EQ(m->t[d].col_mean_sum[c], msum);
+		}
+	}
+	CHECK_EQ(m->cells_filled, filled);
+	free(wn);
+	free(ws);
+	rm(m);
+}
+
+CTEST(set_cell_full_window_evolves_like_ring)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 n;
+	u64 sum;
+
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, 2, 64, 64 * 1000), 0);
+	vd_model_add(m, VD_READ, dist_of_col(2), 16, 2000);
+	cell(m, VD_READ, 1, 2, &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 64 * 1000 - 1000 + 2000);
+	rm(m);
+}
+
+CTEST(set_cell_undivisible_sum_evolves_like_ring)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 sum, s0 = 64 * 1000 + 10;
+	u32 i, n;
+
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 64, s0), 0);
+	for (i = 1; i <= 64; i++) {
+		vd_model_add(m, VD_READ, 0, 8, 0);
+		cell(m, VD_READ, 0, 0, &n, &sum);
+		CHECK_EQ(n, 64);
+		/* Each step drops one loaded value: 1000, or 1001 ten times. */
+		CHECK(sum + 1000ULL * i <= s0);
+		CHECK(sum + 1000ULL * i + (i < 10 ? i : 10) >= s0);
+	}
+	CHECK_EQ(sum, 0);
+	rm(m);
+}
+
+CTEST(set_cell_partial_window_evolves_like_ring)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 i, n;
+	u64 sum;
+
+	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 0, 1, 10, 10 * 500), 0);
+	for (i = 0; i < 54; i++)
+		vd_model_add(m, VD_WRITE, 1, 8, 700);
+	cell(m, VD_WRITE, 0, 1, &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 10 * 500 + 54 * 700);
+	vd_model_add(m, VD_WRITE, 1, 8, 700);	/* drops a loaded 500 */
+	cell(m, VD_WRITE, 0, 1, &n, &sum);
+	CHECK_EQ(sum, 9 * 500 + 55 * 700);
+	for (i = 0; i < 9; i++)
+		vd_model_add(m, VD_WRITE, 1, 8, 700);
+	cell(m, VD_WRITE, 0, 1, &n, &sum);
+	CHECK_EQ(sum, 64 * 700);
+	rm(m);
+}
+
+CTEST(set_cell_rejects_out_of_range)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 n;
+	u64 sum;
+
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 3, 3000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 65, 65), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 3, 3ULL * VD_MAX_SAMPLE_NS + 1), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 0, 1), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 4, 0, 1, 1), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 19, 1, 1), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_NR_DIRS, 0, 0, 1, 1), -1);
+	cell(m, VD_READ, 0, 0, &n, &sum);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(sum, 3000);
+	CHECK_EQ(m->cells_filled, 1);
+	/* The limits themselves are accepted. */
+	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 3, 18, 64, 64ULL * VD_MAX_SAMPLE_NS), 0);
+	cell(m, VD_WRITE, 3, 18, &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 64ULL * VD_MAX_SAMPLE_NS);
+	rm(m);
+}
+
+CTEST(get_cell_rejects_out_of_range)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u32 n = 7;
+	u64 sum = 7;
+
+	CHECK_EQ(vd_model_get_cell(m, VD_READ, 4, 0, &n, &sum), -1);
+	CHECK_EQ(vd_model_get_cell(m, VD_READ, 0, 19, &n, &sum), -1);
+	CHECK_EQ(vd_model_get_cell(m, VD_NR_DIRS, 0, 0, &n, &sum), -1);
+	CHECK_EQ(vd_model_get_cell(m, VD_WRITE, 3, 18, &n, &sum), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(sum, 0);
+	rm(m);
+}
+
+CTEST(set_cell_zero_empties_cell)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 ns = 1;
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 1000);
+	vd_model_add(m, VD_READ, 0, 16, 3000);
+	CHECK_EQ(m->cells_filled, 2);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, 0, 0, 0), 0);
+	CHECK_EQ(m->cells_filled, 1);
+	cell(m, VD_READ, 1, 0, &n, &sum);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(sum, 0);
+	/* The emptied cell now answers with the column's remaining average. */
+	CHECK_EQ(est(m, VD_READ, 0, 16), 1000);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 0, 0), 0);
+	CHECK_EQ(m->cells_filled, 0);
+	CHECK(!vd_model_estimate(m, VD_READ, 0, 8, &ns));
+	/* Emptying an empty cell changes nothing. */
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 0, 0), 0);
+	CHECK_EQ(m->cells_filled, 0);
+	rm(m);
+}
+
+/* --- counters, reset, memory --------------------------------------------- */
+
+CTEST(counters_cells_filled_and_samples)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+
+	CHECK_EQ(m->cells_filled, 0);
+	CHECK_EQ(m->samples[VD_READ], 0);
+	CHECK_EQ(m->samples[VD_WRITE], 0);
+	vd_model_add(m, VD_READ, 0, 8, 1);
+	vd_model_add(m, VD_READ, 0, 8, 2);
+	vd_model_add(m, VD_READ, 0, 8, 3);
+	vd_model_add(m, VD_WRITE, 0, 8, 4);
+	vd_model_add(m, VD_WRITE, 100, 8, 5);
+	vd_model_add(m, VD_READ, 100, 30, 6);
+	CHECK_EQ(m->cells_filled, 4);
+	CHECK_EQ(m->samples[VD_READ], 4);
+	CHECK_EQ(m->samples[VD_WRITE], 2);
+	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 2, 2, 5, 50), 0);
+	CHECK_EQ(m->cells_filled, 5);
+	rm(m);
+}
+
+CTEST(reset_empties_everything)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	u64 ns = 1;
+	u32 r, c, d, n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 1);
+	vd_model_add(m, VD_WRITE, 1000, 24, 2);
+	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 3, 18, 64, 64000), 0);
+	vd_model_reset(m);
+	CHECK_EQ(m->cells_filled, 0);
+	CHECK_EQ(m->samples[VD_READ], 0);
+	CHECK_EQ(m->samples[VD_WRITE], 0);
+	CHECK_EQ(m->rings_used, 0);
+	CHECK_EQ(m->rows, 4);
+	CHECK_EQ(m->cols, 19);
+	for (d = 0; d < VD_NR_DIRS; d++)
+		for (r = 0; r < 4; r++)
+			for (c = 0; c < 19; c++) {
+				cell(m, d, r, c, &n, &sum);
+				CHECK_EQ(n, 0);
+				CHECK_EQ(sum, 0);
+			}
+	CHECK(!vd_model_estimate(m, VD_READ, 0, 8, &ns));
+	CHECK(!vd_model_estimate(m, VD_WRITE, 0, 8, &ns));
+	rm(m);
+}
+
+CTEST(reset_returns_rings_to_pool)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1);
+	u32 i, n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 1);	/* takes the only ring */
+	vd_model_reset(m);
+	for (i = 0; i < 64; i++)
+		vd_model_add(m, VD_READ, 100, 8, 1000 + i);
+	CHECK_EQ(m->rings_used, 1);
+	vd_model_add(m, VD_READ, 100, 8, 5000);	/* ring: drops exactly 1000 */
+	cell(m, VD_READ, 0, vd_model_col(m, 100), &n, &sum);
+	CHECK_EQ(sum, 66016 - 1000 + 5000);
+	rm(m);
+}
+
+CTEST(mem_size_rejects_bad_geometry)
+{
+	struct vd_model m;
+	static u64 mem[1024];
+
+	CHECK_EQ(vd_model_mem_size(CAP_1G, 0, 16), 0);
+	CHECK_EQ(vd_model_mem_size(CAP_1G, VD_MAX_ROWS + 1, 16), 0);
+	CHECK_EQ(vd_model_mem_size(0, 4, 16), 0);
+	CHECK(vd_model_mem_size(CAP_1G, VD_MAX_ROWS, 16) > 0);
+	CHECK(vd_model_mem_size(1, 1, 0) > 0);
+	CHECK_EQ(vd_model_init(&m, mem, CAP_1G, 0, 16), -1);
+	CHECK_EQ(vd_model_init(&m, mem, CAP_1G, VD_MAX_ROWS + 1, 16), -1);
+	CHECK_EQ(vd_model_init(&m, mem, 0, 4, 16), -1);
+}
+
+CTEST(mem_size_pool_capped_by_cells)
+{
+	u64 cells = 2ULL * 4 * 19;
+
+	CHECK_EQ(vd_model_mem_size(CAP_1G, 4, 0xffffffffu),
+		 vd_model_mem_size(CAP_1G, 4, cells));
+	CHECK(vd_model_mem_size(CAP_1G, 4, cells - 1) <
+	      vd_model_mem_size(CAP_1G, 4, cells));
+	CHECK_EQ(vd_model_mem_size(CAP_1G, 4, 10) - vd_model_mem_size(CAP_1G, 4, 0),
+		 10 * VD_WINDOW * sizeof(u32));
+}
+
+CTEST(mem_size_400gb_below_7mb)
+{
+	size_t sz = vd_model_mem_size(CAP_400G, 32, 8192);
+	struct vd_model *m;
+
+	printf("vd_model memory, 400 GB, 32 rows, 8192 rings: %zu bytes (%.2f MB)\n",
+	       sz, sz / 1e6);
+	CHECK(sz > 0);
+	CHECK(sz < 7000000);
+	m = mk(CAP_400G, 32, 8192);
+	CHECK_EQ(m->cols, 391);
+	CHECK_EQ(m->nr_rings, 8192);
+	vd_model_add(m, VD_WRITE, CAP_400G - 1, 256, 12345678);
+	CHECK_EQ(est(m, VD_WRITE, CAP_400G, 256), 12345678);
+	rm(m);
+}
+
+/* --- the virtual disk ---------------------------------------------------- */
+
+/* Reads of up to 8 sectors cost @ns at every distance. */
+static struct vd_model *mk_flat(u64 ns)
+{
+	struct vd_model *m = mk(CAP_400G, 4, 4096);
+	u32 c;
+
+	for (c = 0; c < m->cols; c++)
+		CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, c, 64, 64 * ns), 0);
+	return m;
+}
+
+CTEST(vdisk_init_is_idle_at_sector_0)
+{
+	struct vd_vdisk v;
+
+	memset(&v, 0xa5, sizeof(v));
+	vd_vdisk_init(&v);
+	CHECK_EQ(v.busy_until, 0);
+	CHECK_EQ(v.next_sector, 0);
+	CHECK_EQ(v.requests, 0);
+	CHECK_EQ(v.busy_ns, 0);
+	CHECK_EQ(v.unestimated, 0);
+}
+
+CTEST(vdisk_requests_arriving_together_queue)
+{
+	struct vd_model *m = mk_flat(MS);
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 500000, 8, 0), 2 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, MS / 2), 3 * MS);
+	CHECK_EQ(v.busy_until, 3 * MS);
+	CHECK_EQ(v.requests, 3);
+	rm(m);
+}
+
+CTEST(vdisk_request_after_idle_starts_at_arrival)
+{
+	struct vd_model *m = mk_flat(MS);
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 5 * MS), 6 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 16, 8, 6 * MS), 7 * MS);
+	rm(m);
+}
+
+CTEST(vdisk_distance_from_end_of_previous_request)
+{
+	struct vd_model *m = mk(CAP_400G, 4, 4096);
+	struct vd_vdisk v;
+	u64 t;
+	u32 c;
+
+	/* Column c costs (c + 1) * 100 us. */
+	for (c = 0; c < m->cols; c++)
+		CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, c, 1, (c + 1) * 100000ULL), 0);
+	vd_vdisk_init(&v);
+	/* Head starts at 0: distance 0. */
+	t = vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0);
+	CHECK_EQ(t, 100000);
+	/* From the end (8), not the start: distance 0, not 8 (col 1). */
+	t = vd_vdisk_submit(&v, m, VD_READ, 8, 8, 0);
+	CHECK_EQ(t, 200000);
+	/* End 16 -> 40: distance 24, column 2. */
+	t = vd_vdisk_submit(&v, m, VD_READ, 40, 8, 0);
+	CHECK_EQ(t, 200000 + 300000);
+	/* Backwards, end 48 -> 0: distance 48, column 3. */
+	t = vd_vdisk_submit(&v, m, VD_READ, 0, 4, 0);
+	CHECK_EQ(t, 500000 + 400000);
+	/* End 4 -> 4 + 1 GiB: column 19. */
+	t = vd_vdisk_submit(&v, m, VD_READ, 4 + CAP_1G, 8, 0);
+	CHECK_EQ(t, 900000 + 2000000);
+	CHECK_EQ(v.next_sector, 12 + CAP_1G);
+	/* Forward 2 GiB from there: column 20; then 0 again. */
+	t = vd_vdisk_submit(&v, m, VD_READ, 12 + 3 * CAP_1G, 8, 0);
+	CHECK_EQ(t, 2900000 + 2100000);
+	t = vd_vdisk_submit(&v, m, VD_READ, 20 + 3 * CAP_1G, 8, 0);
+	CHECK_EQ(t, 5000000 + 100000);
+	rm(m);
+}
+
+CTEST(vdisk_busy_ns_sums_service_times)
+{
+	struct vd_model *m = mk_flat(MS);
+	struct vd_vdisk v;
+
+	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 1, 0, 4, 4 * 3 * MS), 0);
+	vd_vdisk_init(&v);
+	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 2000, 8, 100 * MS);
+	vd_vdisk_submit(&v, m, VD_WRITE, 2008, 16, 100 * MS);
+	CHECK_EQ(v.busy_ns, 3 * MS + 3 * MS);
+	CHECK_EQ(v.busy_until, 100 * MS + 4 * MS);
+	CHECK_EQ(v.requests, 4);
+	CHECK_EQ(v.unestimated, 0);
+	rm(m);
+}
+
+CTEST(vdisk_unpriced_request_counts_and_costs_zero)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 100, 8, 5 * MS), 5 * MS);
+	CHECK_EQ(v.unestimated, 1);
+	CHECK_EQ(v.busy_ns, 0);
+	CHECK_EQ(v.requests, 1);
+	CHECK_EQ(v.next_sector, 108);
+	/* A read-only model cannot price writes either. */
+	vd_model_add(m, VD_READ, 0, 8, MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 0, 8, 6 * MS), 6 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 6 * MS), 7 * MS);
+	CHECK_EQ(v.unestimated, 2);
+	CHECK_EQ(v.busy_ns, MS);
+	rm(m);
+}
+
+CTEST(vdisk_does_not_change_model)
+{
+	struct vd_model *m = mk_flat(MS);
+	struct vd_vdisk v;
+	u64 sum;
+	u32 n;
+
+	vd_vdisk_init(&v);
+	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 77777, 8, 0);
+	CHECK_EQ(m->samples[VD_READ], 0);
+	cell(m, VD_READ, 0, 0, &n, &sum);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(sum, 64 * MS);
+	rm(m);
+}
