@@ -104,8 +104,8 @@ struct vdisk_pb {
 
 /* --- the shared model ---------------------------------------------------- */
 
+/* Called by kref_put_mutex() with vdisk_models_lock held; drops it. */
 static void vdisk_model_release(struct kref *kref)
-	__releases(&vdisk_models_lock)
 {
 	struct vdisk_model *vm = container_of(kref, struct vdisk_model, kref);
 
@@ -862,11 +862,11 @@ static int vdisk_estimate_msg(struct vdisk_c *vc, char **argv, char *result,
 
 	if (dir < 0 || kstrtou64(argv[2], 10, &distance) ||
 	    kstrtou32(argv[3], 10, &sectors) || !sectors) {
-		DMWARN("estimate: usage: estimate <r|w> <distance sectors> <size sectors>");
+		DMERR("estimate: usage: estimate <r|w> <distance sectors> <size sectors>");
 		return -EINVAL;
 	}
 	if (!vdisk_model_estimate(vc->vm, dir, distance, sectors, &ns)) {
-		DMWARN("estimate: no %s samples yet", dir == VD_READ ? "read" : "write");
+		DMERR("estimate: no %s samples yet", dir == VD_READ ? "read" : "write");
 		return -ENODATA;
 	}
 	DMEMIT("%llu\n", vdisk_us(ns));
@@ -887,7 +887,7 @@ static int vdisk_table_msg(struct vdisk_c *vc, char **argv, char *result,
 	if (dir < 0 || kstrtou32(argv[2], 10, &first) ||
 	    kstrtou32(argv[3], 10, &nr) || first >= vm->m.rows ||
 	    nr > vm->m.rows - first) {
-		DMWARN("table: usage: table <r|w> <first row> <nr rows> (rows 0..%u)",
+		DMERR("table: usage: table <r|w> <first row> <nr rows> (rows 0..%u)",
 		       vm->m.rows - 1);
 		return -EINVAL;
 	}
@@ -925,14 +925,14 @@ static int vdisk_load_msg(struct vdisk_c *vc, unsigned int argc, char **argv)
 	u64 sum;
 
 	if (dir < 0 || kstrtou32(argv[2], 10, &row) || row >= vm->m.rows) {
-		DMWARN("load: usage: load <r|w> <row> [<col>:<n>:<sum ns>]...");
+		DMERR("load: usage: load <r|w> <row> [<col>:<n>:<sum ns>]...");
 		return -EINVAL;
 	}
 	for (i = 3; i < argc; i++)
 		if (vdisk_parse_cell(argv[i], &col, &n, &sum) ||
 		    col >= vm->m.cols || n > VD_WINDOW ||
 		    sum > (u64)n * VD_MAX_SAMPLE_NS) {
-			DMWARN("load: bad cell %s", argv[i]);
+			DMERR("load: bad cell '%s'", argv[i]);
 			return -EINVAL;
 		}
 
@@ -956,7 +956,7 @@ static int vdisk_mode_msg(struct vdisk_c *vc, const char *arg)
 	} else if (!strcasecmp(arg, "emulate")) {
 		mode = VDISK_EMULATE;
 	} else {
-		DMWARN("mode: unknown mode %s", arg);
+		DMERR("mode: unknown mode '%s'", arg);
 		return -EINVAL;
 	}
 	spin_lock_irq(&vc->lock);
@@ -970,7 +970,7 @@ static int vdisk_train_msg(struct vdisk_c *vc, const char *arg)
 	bool on;
 
 	if (kstrtobool(arg, &on)) {
-		DMWARN("train: expected on or off, not %s", arg);
+		DMERR("train: expected on or off, not '%s'", arg);
 		return -EINVAL;
 	}
 	spin_lock_irq(&vc->vm->lock);
@@ -993,35 +993,65 @@ static void vdisk_reset(struct vdisk_c *vc)
 	spin_unlock_irq(&vc->lock);
 }
 
+enum vdisk_msg {
+	VMSG_STATS, VMSG_RESET, VMSG_RESET_STATS, VMSG_MODE, VMSG_TRAIN,
+	VMSG_ESTIMATE, VMSG_TABLE, VMSG_LOAD, VMSG_NR,
+};
+
+static const struct {
+	const char *verb;
+	unsigned int min_args, max_args;
+} vdisk_messages[VMSG_NR] = {
+	[VMSG_STATS] = { "stats", 0, 0 },
+	[VMSG_RESET] = { "reset", 0, 0 },
+	[VMSG_RESET_STATS] = { "reset_stats", 0, 0 },
+	[VMSG_MODE] = { "mode", 1, 1 },
+	[VMSG_TRAIN] = { "train", 1, 1 },
+	[VMSG_ESTIMATE] = { "estimate", 3, 3 },
+	[VMSG_TABLE] = { "table", 3, 3 },
+	[VMSG_LOAD] = { "load", 2, UINT_MAX },
+};
+
 static int vdisk_message(struct dm_target *ti, unsigned int argc, char **argv,
 			 char *result, unsigned int maxlen)
 {
 	struct vdisk_c *vc = ti->private;
 	const char *cmd = argv[0];
+	enum vdisk_msg i;
 
-	if (argc == 1 && !strcasecmp(cmd, "stats"))
+	for (i = 0; i < VMSG_NR; i++)
+		if (!strcasecmp(cmd, vdisk_messages[i].verb))
+			break;
+	if (i == VMSG_NR) {
+		DMERR("Unrecognised message '%s'", cmd);
+		return -EINVAL;
+	}
+	if (argc - 1 < vdisk_messages[i].min_args ||
+	    argc - 1 > vdisk_messages[i].max_args) {
+		DMERR("%s: wrong number of arguments", vdisk_messages[i].verb);
+		return -EINVAL;
+	}
+
+	switch (i) {
+	case VMSG_STATS:
 		return vdisk_stats(vc, result, maxlen);
-	if (argc == 1 && !strcasecmp(cmd, "reset")) {
+	case VMSG_RESET:
 		vdisk_reset(vc);
 		return 0;
-	}
-	if (argc == 1 && !strcasecmp(cmd, "reset_stats")) {
+	case VMSG_RESET_STATS:
 		vdisk_reset_stats(vc);
 		return 0;
-	}
-	if (argc == 2 && !strcasecmp(cmd, "mode"))
+	case VMSG_MODE:
 		return vdisk_mode_msg(vc, argv[1]);
-	if (argc == 2 && !strcasecmp(cmd, "train"))
+	case VMSG_TRAIN:
 		return vdisk_train_msg(vc, argv[1]);
-	if (argc == 4 && !strcasecmp(cmd, "estimate"))
+	case VMSG_ESTIMATE:
 		return vdisk_estimate_msg(vc, argv, result, maxlen);
-	if (argc == 4 && !strcasecmp(cmd, "table"))
+	case VMSG_TABLE:
 		return vdisk_table_msg(vc, argv, result, maxlen);
-	if (argc >= 3 && !strcasecmp(cmd, "load"))
+	default:
 		return vdisk_load_msg(vc, argc, argv);
-
-	DMWARN("Unrecognised message received: %s (%u arguments)", cmd, argc - 1);
-	return -EINVAL;
+	}
 }
 
 static int vdisk_iterate_devices(struct dm_target *ti,
