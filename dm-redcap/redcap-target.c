@@ -13,8 +13,10 @@
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <linux/delay.h>
+#include <linux/blkdev.h>
 
 #include "rc-core.h"
+#include "vdisk.h"
 
 #define DM_MSG_PREFIX "redcap"
 
@@ -53,6 +55,16 @@ struct redcap_c {
 	struct llist_head fills_done;
 	atomic_t fills_inflight;
 	wait_queue_head_t drain_wq;
+
+	/*
+	 * The latency model of the disk below (dm-vdisk), or NULL, and the
+	 * virtual disk fed every read and write redcap receives: what they
+	 * would have cost on the bare disk.  vdisk is under rc->lock.
+	 */
+	struct vdisk_model *vm;
+	dev_t model_dev;
+	bool model_explicit;		/* named by the model feature */
+	struct vd_vdisk vdisk;
 };
 
 enum redcap_pb_kind {
@@ -231,6 +243,14 @@ static void redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
 	submit_bio_noacct(fill);
 }
 
+/* The bare disk's time for what redcap received; rc->lock held. */
+static void redcap_feed_vdisk(struct redcap_c *rc, struct bio *bio, enum vd_dir dir)
+{
+	if (rc->vm)
+		vdisk_model_vdisk_submit(rc->vm, &rc->vdisk, dir, bio->bi_iter.bi_sector,
+					 bio_sectors(bio), ktime_get_ns());
+}
+
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_pb *pb = redcap_pb(bio);
@@ -240,6 +260,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	u32 idx = RC_NONE;
 
 	spin_lock_irqsave(&rc->lock, flags);
+	redcap_feed_vdisk(rc, bio, VD_READ);
 	act = rc_read(&rc->cache, seg, &idx);
 	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
 		pb->kind = PB_CACHE;
@@ -291,6 +312,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		pb->seg = rc_sector_to_seg(&rc->cache, bio->bi_iter.bi_sector);
 		pb->saved_iter = bio->bi_iter;
 		spin_lock_irqsave(&rc->lock, flags);
+		redcap_feed_vdisk(rc, bio, VD_WRITE);
 		pb->cookie = rc_write_start(&rc->cache, pb->seg, bio_sectors(bio), true);
 		spin_unlock_irqrestore(&rc->lock, flags);
 		break;
@@ -375,6 +397,8 @@ static void redcap_dtr(struct dm_target *ti)
 	redcap_free_pages(rc);
 	kvfree(rc->ents);
 	kvfree(rc->core_mem);
+	if (rc->vm)
+		vdisk_model_put(rc->vm);
 	if (rc->origin)
 		dm_put_device(ti, rc->origin);
 	kfree(rc);
@@ -390,10 +414,11 @@ static int redcap_parse_write_policy(const char *name)
 }
 
 static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
-				 enum rc_policy *policy, enum rc_write_policy *wpolicy)
+				 enum rc_policy *policy, enum rc_write_policy *wpolicy,
+				 const char **model)
 {
 	static const struct dm_arg _args[] = {
-		{0, 4, "Invalid number of feature args"},
+		{0, 6, "Invalid number of feature args"},
 	};
 	bool seen_policy = false, seen_write = false;
 	unsigned int argc;
@@ -448,6 +473,20 @@ static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
 			continue;
 		}
 
+		if (!strcasecmp(name, "model")) {
+			if (!argc) {
+				ti->error = "Feature model requires a device";
+				return -EINVAL;
+			}
+			if (*model) {
+				ti->error = "Feature model duplicated";
+				return -EINVAL;
+			}
+			*model = dm_shift_arg(as);
+			argc--;
+			continue;
+		}
+
 		ti->error = "Unrecognised feature requested";
 		return -EINVAL;
 	}
@@ -486,8 +525,33 @@ nomem:
 }
 
 /*
+ * The vdisk model named by the model feature, else the origin's if the
+ * origin is a vdisk device; none is fine.
+ */
+static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
+			     const char *path)
+{
+	dev_t dev = rc->origin->bdev->bd_dev;
+
+	vd_vdisk_init(&rc->vdisk);
+	if (path && lookup_bdev(path, &dev)) {
+		ti->error = "Model device lookup failed";
+		return -ENODEV;
+	}
+	rc->vm = vdisk_model_get(dev);
+	if (path && !rc->vm) {
+		ti->error = "Model device is not a vdisk device";
+		return -EINVAL;
+	}
+	rc->model_dev = dev;
+	rc->model_explicit = path;
+	return 0;
+}
+
+/*
  * redcap <origin dev> <segment sectors> <nr segments> [<#features> <feature>*]
- *   features: policy always|off, write_policy invalidate|update
+ *   features: policy always|off, write_policy invalidate|update,
+ *             model <vdisk dev>
  */
 static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
@@ -498,7 +562,7 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
 	enum rc_write_policy wpolicy = RC_WRITE_INVALIDATE;
 	enum rc_policy policy = RC_POLICY_ALWAYS;
-	const char *devname;
+	const char *devname, *model = NULL;
 	struct redcap_c *rc;
 	int r;
 
@@ -535,7 +599,7 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 
 	if (as.argc) {
-		r = redcap_parse_features(&as, ti, &policy, &wpolicy);
+		r = redcap_parse_features(&as, ti, &policy, &wpolicy, &model);
 		if (r)
 			goto bad;
 	}
@@ -550,6 +614,10 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		ti->error = "Device lookup failed";
 		goto bad;
 	}
+
+	r = redcap_find_model(rc, ti, model);
+	if (r)
+		goto bad;
 
 	rc->pages_per_seg = (rc->seg_sectors << SECTOR_SHIFT) >> PAGE_SHIFT;
 	r = redcap_alloc_cache(rc, ti);
@@ -695,6 +763,7 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 	case STATUSTYPE_TABLE:
 		nfeat += rc->cache.policy != RC_POLICY_ALWAYS ? 2 : 0;
 		nfeat += rc->cache.write_policy != RC_WRITE_INVALIDATE ? 2 : 0;
+		nfeat += rc->model_explicit ? 2 : 0;
 		DMEMIT("%s %u %u", rc->origin->name, rc->seg_sectors, rc->nr_segs);
 		if (nfeat)
 			DMEMIT(" %u", nfeat);
@@ -702,6 +771,8 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 			DMEMIT(" policy %s", rc_policy_name(rc->cache.policy));
 		if (rc->cache.write_policy != RC_WRITE_INVALIDATE)
 			DMEMIT(" write_policy %s", redcap_write_policy_name(rc));
+		if (rc->model_explicit)
+			DMEMIT(" model %u:%u", MAJOR(rc->model_dev), MINOR(rc->model_dev));
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
@@ -715,6 +786,7 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxlen)
 {
 	struct rc_counters c;
+	struct vd_vdisk v;
 	u32 valid, filling;
 	unsigned int sz = 0;
 	unsigned long flags;
@@ -723,6 +795,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	c = rc->cache.ctr;
 	valid = rc->cache.nr_valid;
 	filling = rc->cache.nr_filling;
+	v = rc->vdisk;
 	spin_unlock_irqrestore(&rc->lock, flags);
 
 	DMEMIT("state=%s\npolicy=%s\nwrite_policy=%s\n", redcap_state(rc),
@@ -738,6 +811,12 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
 	DMEMIT("evictions=%llu\n", c.evictions);
+	if (rc->vm)
+		DMEMIT("model=%u:%u\n", MAJOR(rc->model_dev), MINOR(rc->model_dev));
+	else
+		DMEMIT("model=none\n");
+	DMEMIT("vdisk_requests=%llu\nvdisk_time_us=%llu\nvdisk_unestimated=%llu\n",
+	       v.requests, div_u64(v.busy_ns, NSEC_PER_USEC), v.unestimated);
 	return 1;
 }
 
@@ -778,6 +857,9 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	if (!strcasecmp(argv[0], "reset_stats") && argc == 1) {
 		spin_lock_irqsave(&rc->lock, flags);
 		rc_reset_counters(&rc->cache);
+		rc->vdisk.requests = 0;
+		rc->vdisk.busy_ns = 0;
+		rc->vdisk.unestimated = 0;
 		spin_unlock_irqrestore(&rc->lock, flags);
 		return 0;
 	}
