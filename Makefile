@@ -43,7 +43,7 @@ modules:
 	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= modules
 
 userspace:
-	@true
+	$(MAKE) -C userspace
 
 host-tests:
 	$(MAKE) -s -C tests/host
@@ -56,15 +56,17 @@ demo: deps
 		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/lkr.tar
 
 checkpatch:
-	@$(TOP)/tests/checkpatch
+	@$(PYTHON) -m pytest -p no:cacheprovider -q $(TOP)/tests/host/test_style.py -k checkpatch
 
 sparse: modules
 	@mkdir -p $(KBUILD_OUT)
 	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) C=2 modules
 
-install: modules
+install: modules userspace
 	$(MAKE) -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) \
 		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+	install -D -m 755 build/userspace/vdiskctl $(DESTDIR)$(PREFIX)/sbin/vdiskctl
+	install -D -m 644 userspace/vdiskctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
 	$(if $(DESTDIR),,depmod -a $(KREL))
