@@ -136,7 +136,7 @@ BAD_TABLES = [
     ("nr_segments_zero", "{dev} 256 0", "Invalid number of segments (-EINVAL)"),
     ("nr_segments_not_a_number", "{dev} 256 x", "Invalid number of segments (-EINVAL)"),
     ("nr_segments_too_many", "{dev} 256 16777217", "Invalid number of segments (-EINVAL)"),
-    ("nr_features_too_big", "{dev} 256 16 5 policy off write_policy update x",
+    ("nr_features_too_big", "{dev} 256 16 7 policy off write_policy update model x y",
      "Invalid number of feature args (-EINVAL)"),
     ("nr_features_not_a_number", "{dev} 256 16 x", "Invalid number of feature args (-EINVAL)"),
     ("nr_features_exceeds_args", "{dev} 256 16 2 policy",

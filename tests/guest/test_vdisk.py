@@ -1,0 +1,435 @@
+# SPDX-License-Identifier: GPL-2.0
+"""vdisk: the hard-disk emulator (emulate), the timing sidecar (measure),
+the latency tables and their messages, and redcap finding the model.
+
+Timing: nothing here asserts on wall-clock speed.  The emulated drive's own
+accounting (emu_* counters: the modelled service times) is deterministic for
+a request stream and seed, so the acceptance figures of the emulator are
+checked on it; what fio measured is printed, and it must never be *faster*
+than the model (a bio cannot complete before its modelled time)."""
+import json
+import os
+import re
+import subprocess
+import threading
+
+import pytest
+
+from dmtest import (Dm, brd_device, dev_sectors, dm_major_minor, kmsg, read_pattern, sh,
+                    write_stamped)
+
+TABLE_ERR = re.compile(r"^device-mapper: table: \d+:\d+: vdisk: (.*)$")
+VDISK_ERR = re.compile(r"^device-mapper: vdisk: (.*)$")
+REDCAP_TABLE_ERR = re.compile(r"^device-mapper: table: \d+:\d+: redcap: (.*)$")
+
+BRD_MIB = 256
+
+
+@pytest.fixture(scope="module")
+def ram():
+    """One RAM disk for the module (reloading brd costs seconds per test);
+    every test writes what it reads back."""
+    with brd_device(BRD_MIB) as dev:
+        yield dev
+
+
+@pytest.fixture
+def emu(ram, dmname):
+    """An emulated hdd7200 over a 256 MiB RAM disk (whole-stroke scaling)."""
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 4 mode emulate profile hdd7200") as d:
+        d.message("reset")
+        yield d
+
+
+def fio(dev, *args):
+    """Runs one fio job on @dev; returns the job's read or write stats."""
+    cmd = ["fio", "--name=job", f"--filename={dev}", "--direct=1", "--ioengine=psync",
+           "--output-format=json", "--randrepeat=1", "--randseed=7", *args]
+    out = sh(*cmd, check=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    rw = job["read"] if job["read"]["io_bytes"] else job["write"]
+    return {"ios": rw["total_ios"], "bw_mbs": rw["bw_bytes"] / 1e6,
+            "lat_us": rw["lat_ns"]["mean"] / 1e3}
+
+
+def model_mean_us(st):
+    return st["emu_busy_us"] / st["emu_requests"]
+
+
+def errors(regex, lines):
+    return [m.group(1) for m in map(regex.match, lines) if m]
+
+
+def exists(name):
+    return sh("dmsetup", "info", name, check=False).returncode == 0
+
+
+# --------------------------------------------------------------------------
+# 1. The emulated drive
+
+
+def test_emulate_sequential_128k_reads_run_at_media_rate(emu):
+    """The stream never moves the head and never beats the 150 MB/s media:
+    what fio sees is the media rate less the host's own gaps (printed; the
+    figure for the docs comes from the benchmark run)."""
+    r = fio(emu.path, "--rw=read", "--bs=128k", "--size=32m")
+    st = emu.stats()
+    print(f"seq 128 KiB: fio {r['bw_mbs']:.1f} MB/s, mean {r['lat_us']:.0f} us; "
+          f"drive busy {st['emu_busy_us']} us")
+    assert st["emu_requests"] == 256
+    assert st["emu_seeks"] == 0, "a sequential stream should not move the head"
+    assert st["emu_ra_hits"] + st["emu_cache_hits"] == 255
+    assert r["bw_mbs"] <= 150 * 1.02
+    assert r["lat_us"] >= 0.99 * model_mean_us(st)
+
+
+def test_emulate_random_4k_reads_take_a_seek_and_a_rotation(emu):
+    r = fio(emu.path, "--rw=randread", "--bs=4k", "--number_ios=300", "--size=100%")
+    st = emu.stats()
+    print(f"random 4 KiB: fio mean {r['lat_us']:.0f} us; model {model_mean_us(st):.0f} us")
+    assert st["emu_requests"] == 300
+    assert 8000 <= model_mean_us(st) <= 16000
+    assert st["emu_seeks"] >= 290
+    assert st["emu_cache_hits"] <= 5
+    assert r["lat_us"] >= 0.99 * model_mean_us(st)
+
+
+def test_emulate_rereads_are_served_from_the_drive_cache(emu):
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=64k", "--offset=8m")
+    emu.message("reset_stats")
+    r = fio(emu.path, "--rw=read", "--bs=4k", "--size=64k", "--offset=8m", "--loops=10")
+    st = emu.stats()
+    print(f"re-read 4 KiB: fio mean {r['lat_us']:.0f} us; model {model_mean_us(st):.0f} us")
+    assert st["emu_requests"] == 160
+    assert st["emu_cache_hits"] == 160
+    assert st["emu_seeks"] == 0
+    assert model_mean_us(st) < 1000
+    assert r["lat_us"] >= 0.99 * model_mean_us(st)
+
+
+def test_emulate_is_deterministic_for_a_seed(ram, dmname):
+    """Same stream and seed, same drive time; another seed, other rotations.
+    Without read-ahead, so that how long the host paused between requests
+    (how far the drive read ahead meanwhile) cannot move the head."""
+    runs = []
+    for seed in (42, 42, 43):
+        with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 8 mode emulate seed {seed} "
+                          "profile hdd15k readahead 0") as d:
+            d.message("reset")
+            fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=50", "--size=100%")
+            st = d.stats()
+            runs.append((st["emu_busy_us"], st["emu_rotation_us"], st["emu_seeks"]))
+    assert runs[0] == runs[1]
+    assert runs[2][1] != runs[0][1]
+    assert runs[2][2] == runs[0][2]
+
+
+def test_emulate_writes_go_to_the_media_and_drop_cached_segments(emu):
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=16k", "--offset=4m")
+    write_stamped(emu.path, 1024, 1, seed=5)     # block 1024 = 4 MiB
+    emu.message("reset_stats")
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=4k", "--offset=4m")
+    st = emu.stats()
+    assert (st["emu_requests"], st["emu_cache_hits"], st["emu_ra_hits"]) == (1, 0, 0)
+    read_pattern(emu.path, [1024], seed=5)
+
+
+# --------------------------------------------------------------------------
+# 2. Data integrity through both modes
+
+
+def test_data_written_through_emulate_and_measure_reads_back(emu, ram, dmname):
+    write_stamped(emu.path, 0, 512, seed=21)
+    read_pattern(emu.path, range(512), seed=21)
+    read_pattern(ram, range(512), seed=21)
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {emu.path}") as meas:
+        write_stamped(meas.path, 512, 512, seed=22)
+        read_pattern(meas.path, range(512, 1024), seed=22)
+        read_pattern(meas.path, range(512), seed=21)
+        read_pattern(ram, range(512, 1024), seed=22)
+        st = meas.stats()
+        assert st["mode"] == "measure"
+        assert st["read_samples"] >= 1024 and st["write_samples"] >= 1
+
+
+def test_mode_switches_and_suspends_under_verifying_fio_lose_nothing(emu):
+    cmd = ["fio", "--name=v", f"--filename={emu.path}", "--direct=1", "--ioengine=libaio",
+           "--iodepth=4", "--rw=randrw", "--bs=4k", "--size=8m", "--verify=crc32c",
+           "--verify_backlog=64", "--verify_fatal=1", "--time_based=1", "--runtime=15",
+           "--randseed=3", "--verify_state_save=0"]
+    fio_p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, cwd="/tmp")
+    switches = 0
+    try:
+        while fio_p.poll() is None:     # each switch starts while fio runs
+            emu.message("mode", "measure" if switches % 2 == 0 else "emulate")
+            switches += 1
+            if switches % 5 == 0:
+                emu.suspend()
+                emu.resume()
+        out, _ = fio_p.communicate(timeout=300)
+    finally:
+        if fio_p.poll() is None:
+            fio_p.kill()
+            fio_p.wait()
+    assert fio_p.returncode == 0, out
+    assert switches >= 10, f"only {switches} switches while fio ran"
+    st = emu.stats()
+    assert st["inflight"] == 0 and st["queued"] == 0
+    assert st["errors"] == 0
+
+
+# --------------------------------------------------------------------------
+# 3. The model: measure on emulate
+
+
+def test_measure_on_emulate_estimates_random_reads_within_15_percent(emu, ram, dmname):
+    n = dev_sectors(ram)
+    with Dm(dmname(), f"0 {n} vdisk {emu.path}") as meas:
+        meas.message("reset")
+        r = fio(meas.path, "--rw=randread", "--bs=4k", "--number_ios=2000", "--size=100%")
+        st = meas.stats()
+        est = int(meas.query("estimate", "r", str(n // 3), "8"))
+        print(f"measured mean {st['mean_read_us']} us (fio {r['lat_us']:.0f} us), "
+              f"estimate {est} us; busy {st['busy_us']} us, virtual {st['virtual_busy_us']} us")
+        assert st["read_samples"] == 2000
+        assert abs(est - st["mean_read_us"]) <= 0.15 * st["mean_read_us"]
+        assert st["virtual_unestimated"] == 1     # only the very first request
+        assert st["cells_filled"] > 5
+
+
+def test_table_dump_and_load_round_trip(emu, ram, dmname):
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {emu.path}") as meas:
+        fio(meas.path, "--rw=randrw", "--bsrange=4k-64k", "--number_ios=300",
+            "--size=100%")
+        st = meas.stats()
+        rows = st["rows"]
+        dump = {d: meas.query("table", d, "0", str(rows)) for d in "rw"}
+        assert len(dump["r"].splitlines()) == rows
+        assert st["cells_filled"] > 0
+        meas.message("reset")
+        assert meas.stats()["cells_filled"] == 0
+        for d in "rw":      # the rows holding cells (all are empty now)
+            for line in dump[d].splitlines():
+                if len(line.split()) > 1:
+                    meas.message("load", d, *line.split())
+        assert {d: meas.query("table", d, "0", str(rows)) for d in "rw"} == dump
+        assert meas.stats()["cells_filled"] == st["cells_filled"]
+
+
+def test_train_off_freezes_the_tables(emu, ram, dmname):
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {emu.path}") as meas:
+        fio(meas.path, "--rw=randread", "--bs=4k", "--number_ios=50", "--size=100%")
+        meas.message("train", "off")
+        before = meas.query("table", "r", "0", "4")
+        fio(meas.path, "--rw=randread", "--bs=8k", "--number_ios=50", "--size=100%")
+        assert meas.query("table", "r", "0", "4") == before
+        assert meas.stats()["train"] == "off"
+        meas.message("train", "on")
+        fio(meas.path, "--rw=randread", "--bs=8k", "--number_ios=50", "--size=100%")
+        assert meas.query("table", "r", "0", "4") != before
+
+
+def test_estimate_before_any_sample_fails_with_enodata(emu):
+    emu.message("reset")
+    with kmsg() as k:
+        r = emu.message("estimate", "w", "0", "8", check=False)
+        lines = k.lines()
+    assert r.returncode != 0
+    assert "No data available" in r.stderr
+    assert errors(VDISK_ERR, lines) == ["estimate: no write samples yet"]
+
+
+def test_a_reload_of_the_same_geometry_keeps_what_was_learnt(ram, dmname):
+    n = dev_sectors(ram)
+    with Dm(dmname(), f"0 {n} vdisk {ram}") as d:
+        fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%")
+        before = d.stats()
+        assert before["model_read_samples"] >= 100
+        d.reload(f"0 {n} vdisk {ram} 2 mode emulate")
+        d.suspend()
+        d.resume()
+        st = d.stats()
+        assert st["mode"] == "emulate"
+        assert st["model_read_samples"] >= before["model_read_samples"]
+        assert st["cells_filled"] >= before["cells_filled"]
+        # Another geometry: a new model.  udev's probe after the resume may
+        # already have fed it a few reads, never the 100 above.
+        d.reload(f"0 {n} vdisk {ram} 2 rows 32")
+        d.suspend()
+        d.resume()
+        st = d.stats()
+        assert st["rows"] == 32
+        assert st["model_read_samples"] < 100
+
+
+# --------------------------------------------------------------------------
+# 4. Table lines, status, bad input
+
+
+@pytest.mark.parametrize("features", [
+    "",
+    "2 mode emulate",
+    "4 mode emulate profile hdd15k",
+    "6 capacity 976773168 seed 9 rows 32",
+    "23 mode emulate rpm 5400 cylinders 50000 seek 1000000 60000 5000 5000000 90 "
+    "media_mbps 100 bus_mbps 300 overhead_us 200 cache 8 512 readahead 256",
+], ids=["none", "mode", "mode_profile", "capacity_seed_rows", "explicit_drive"])
+def test_table_line_round_trips(ram, dmname, features):
+    n = dev_sectors(ram)
+    given = f"0 {n} vdisk {ram} {features}".rstrip()
+    expected = given.replace(ram, dm_major_minor(ram), 1)
+    with Dm(dmname(), given) as d:
+        assert d.table() == expected
+        with Dm(dmname(), d.table()) as again:
+            assert again.table() == expected
+            write_stamped(again.path, 0, 4, seed=1)
+            read_pattern(again.path, range(4), seed=1)
+
+
+def test_status_info_fields(emu):
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=16k")
+    st = emu.status()[3:]
+    s = emu.stats()
+    assert st == ["emulate", str(s["read_samples"]), "0", str(s["cells_filled"]),
+                  str(s["mean_read_us"]), "0", str(s["emu_requests"]),
+                  str(s["emu_cache_hits"]), str(s["emu_seeks"])]
+    # The first read goes to the media; the drive's read-ahead serves the rest.
+    assert s["read_samples"] == 4
+    assert s["emu_cache_hits"] + s["emu_ra_hits"] == 3
+
+
+BAD_TABLES = [
+    ("no_device", "", "Missing device argument (-EINVAL)"),
+    ("feature_count_too_big", "{dev} 3 mode emulate", "Invalid number of feature args (-EINVAL)"),
+    ("unknown_feature", "{dev} 1 turbo", "Unrecognised feature requested (-EINVAL)"),
+    ("bad_mode", "{dev} 2 mode fast", "Invalid mode (-EINVAL)"),
+    ("unknown_profile", "{dev} 2 profile ssd", "Unknown profile (-EINVAL)"),
+    ("duplicate_feature", "{dev} 4 mode emulate mode measure", "Duplicate feature (-EINVAL)"),
+    ("zero_capacity", "{dev} 2 capacity 0", "Invalid capacity (-EINVAL)"),
+    ("capacity_below_device", "{dev} 2 capacity 1024", "Capacity smaller than the device (-EINVAL)"),
+    ("rows_zero", "{dev} 2 rows 0", "Invalid rows (-EINVAL)"),
+    ("rows_too_many", "{dev} 2 rows 4096", "Invalid rows (-EINVAL)"),
+    ("rpm_zero", "{dev} 2 rpm 0", "Invalid rpm (-EINVAL)"),
+    ("seek_missing_values", "{dev} 3 seek 1 2", "Invalid seek curve (-EINVAL)"),
+    ("seek_not_a_number", "{dev} 6 seek 1 2 3 4 x", "Invalid seek curve (-EINVAL)"),
+    ("too_many_cache_segments", "{dev} 3 cache 65 512", "Invalid cache geometry (-EINVAL)"),
+    ("cache_without_segment_size", "{dev} 3 cache 4 0", "Invalid cache geometry (-EINVAL)"),
+    ("media_zero", "{dev} 2 media_mbps 0", "Invalid media_mbps (-EINVAL)"),
+    ("trailing_argument", "{dev} 2 mode emulate extra", "Too many arguments (-EINVAL)"),
+    ("no_such_device", "/dev/vdisk-no-such-device", None),
+]
+
+
+@pytest.mark.parametrize("args,expected", [c[1:] for c in BAD_TABLES],
+                         ids=[c[0] for c in BAD_TABLES])
+def test_bad_table_line_is_refused_with_exact_error(ram, dmname, args, expected):
+    name = dmname()
+    line = f"0 {dev_sectors(ram)} vdisk {args.format(dev=ram)}".rstrip()
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=line + "\n", check=False)
+        lines = k.lines()
+    assert r.returncode != 0, f"'{line}' was accepted"
+    got = errors(TABLE_ERR, lines)
+    if expected is None:
+        assert len(got) == 1 and got[0].startswith("Device lookup failed"), lines
+    else:
+        assert got == [expected], lines
+    assert not exists(name)
+
+
+BAD_MESSAGES = [
+    ("unknown_verb", "frobnicate", "Unrecognised message 'frobnicate'"),
+    ("stats_with_argument", "stats now", "stats: wrong number of arguments"),
+    ("mode_without_name", "mode", "mode: wrong number of arguments"),
+    ("unknown_mode", "mode fast", "mode: unknown mode 'fast'"),
+    ("train_maybe", "train maybe", "train: expected on or off, not 'maybe'"),
+    ("estimate_bad_dir", "estimate x 0 8",
+     "estimate: usage: estimate <r|w> <distance sectors> <size sectors>"),
+    ("estimate_zero_size", "estimate r 0 0",
+     "estimate: usage: estimate <r|w> <distance sectors> <size sectors>"),
+    ("table_past_last_row", "table r 64 1",
+     "table: usage: table <r|w> <first row> <nr rows> (rows 0..63)"),
+    ("table_too_many_rows", "table r 60 5",
+     "table: usage: table <r|w> <first row> <nr rows> (rows 0..63)"),
+    ("load_bad_row", "load r 64", "load: usage: load <r|w> <row> [<col>:<n>:<sum ns>]..."),
+    ("load_too_many_samples", "load r 0 1:65:100", "load: bad cell '1:65:100'"),
+    ("load_column_out_of_range", "load r 0 19:1:100", "load: bad cell '19:1:100'"),
+    ("load_sum_too_big", "load r 0 1:1:4294967296", "load: bad cell '1:1:4294967296'"),
+    ("load_garbage", "load r 0 1:1:100x", "load: bad cell '1:1:100x'"),
+]
+
+
+@pytest.mark.parametrize("msg,expected", [c[1:] for c in BAD_MESSAGES],
+                         ids=[c[0] for c in BAD_MESSAGES])
+def test_bad_message_is_refused_and_changes_nothing(emu, msg, expected):
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=16k")
+    before = (emu.stats(), emu.query("table", "r", "0", "64"), emu.table())
+    with kmsg() as k:
+        r = emu.message(*msg.split(), check=False)
+        lines = k.lines()
+    assert r.returncode != 0, f"message '{msg}' was accepted"
+    assert errors(VDISK_ERR, lines) == [expected], lines
+    assert (emu.stats(), emu.query("table", "r", "0", "64"), emu.table()) == before
+
+
+# --------------------------------------------------------------------------
+# 5. redcap finds the model
+
+
+def test_redcap_over_a_vdisk_uses_its_model(emu, ram, dmname):
+    n = dev_sectors(ram)
+    fio(emu.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%")
+    with Dm(dmname(), f"0 {n} redcap {emu.path} 256 16") as rc:
+        rc.cold()
+        st = rc.stats()
+        assert st["model"] == dm_major_minor(emu.path)
+        fio(rc.path, "--rw=randread", "--bs=4k", "--number_ios=20", "--size=100%")
+        st = rc.stats()
+        assert st["vdisk_requests"] == 20
+        assert st["vdisk_unestimated"] == 0
+        assert st["vdisk_time_us"] > 20 * 1000     # 20 random reads on a hard disk
+        assert rc.table() == f"0 {n} redcap {dm_major_minor(emu.path)} 256 16"
+
+
+def test_redcap_model_feature_names_the_vdisk_explicitly(emu, ram, dmname):
+    n = dev_sectors(ram)
+    with Dm(dmname(), f"0 {n} redcap {ram} 256 16 2 model {emu.path}") as rc:
+        assert rc.stats()["model"] == dm_major_minor(emu.path)
+        assert rc.table() == \
+            f"0 {n} redcap {dm_major_minor(ram)} 256 16 2 model {dm_major_minor(emu.path)}"
+
+
+def test_redcap_without_a_vdisk_below_has_no_model(ram, dmname):
+    with Dm(dmname(), f"0 {dev_sectors(ram)} redcap {ram} 256 16") as rc:
+        st = rc.stats()
+        assert (st["model"], st["vdisk_requests"], st["vdisk_time_us"]) == ("none", 0, 0)
+
+
+@pytest.mark.parametrize("model,expected", [
+    ("{ram}", "Model device is not a vdisk device (-EINVAL)"),
+    ("/dev/no-such-vdisk", "Model device lookup failed (-ENODEV)"),
+], ids=["not_a_vdisk", "no_such_device"])
+def test_redcap_model_feature_refuses_what_is_not_a_vdisk(ram, dmname, model, expected):
+    name = dmname()
+    line = f"0 {dev_sectors(ram)} redcap {ram} 256 16 2 model {model.format(ram=ram)}"
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=line + "\n", check=False)
+        lines = k.lines()
+    assert r.returncode != 0
+    assert errors(REDCAP_TABLE_ERR, lines) == [expected], lines
+    assert not exists(name)
+
+
+def test_model_outlives_the_vdisk_device_redcap_holds(ram, dmname):
+    """redcap keeps its model reference after the vdisk table is replaced by
+    one of another geometry (a new model): no use after free, stats work."""
+    n = dev_sectors(ram)
+    with Dm(dmname(), f"0 {n} vdisk {ram}") as vd:
+        fio(vd.path, "--rw=randread", "--bs=4k", "--number_ios=20", "--size=100%")
+        with Dm(dmname(), f"0 {n} redcap {vd.path} 256 16") as rc:
+            vd.reload(f"0 {n} vdisk {ram} 2 rows 16")
+            vd.suspend()
+            vd.resume()
+            fio(rc.path, "--rw=randread", "--bs=4k", "--number_ios=10", "--size=100%")
+            assert rc.stats()["vdisk_requests"] >= 10
