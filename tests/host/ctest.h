@@ -6,6 +6,7 @@
 #ifndef REDCAP_CTEST_H
 #define REDCAP_CTEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,5 +61,22 @@ extern int ctest_count;
 			exit(1);					\
 		}							\
 	} while (0)
+
+/* xorshift64: the tests' reproducible random numbers; seed by setting ctest_rng. */
+static uint64_t ctest_rng = 0x9e3779b97f4a7c15ull;
+
+static inline uint64_t ctest_rand64(void)
+{
+	ctest_rng ^= ctest_rng << 13;
+	ctest_rng ^= ctest_rng >> 7;
+	ctest_rng ^= ctest_rng << 17;
+	return ctest_rng;
+}
+
+/* Uniform enough in 0..n-1, n < 2^56. */
+static inline uint64_t ctest_rand(uint64_t n)
+{
+	return (ctest_rand64() >> 8) % n;
+}
 
 #endif

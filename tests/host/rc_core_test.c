@@ -1173,26 +1173,16 @@ CTEST(million_entries_all_hit)
 #define ST_MAXP		1024
 #define ST_HELD_HITS	24	/* read hits holding their pin at once */
 
-static u64 st_rng = 0x9e3779b97f4a7c15ull;
-
-static u32 rnd(u32 n)
-{
-	st_rng ^= st_rng << 13;
-	st_rng ^= st_rng >> 7;
-	st_rng ^= st_rng << 17;
-	return (u32)((st_rng >> 32) % n);
-}
-
 /* Skewed: a few very hot segments, a warm set, and the cold rest. */
 static u64 st_pick_seg(void)
 {
-	u32 r = rnd(8);
+	u32 r = ctest_rand(8);
 
 	if (r < 2)
-		return rnd(4);
+		return ctest_rand(4);
 	if (r < 6)
-		return rnd(32);
-	return rnd(ST_SEGS);
+		return ctest_rand(32);
+	return ctest_rand(ST_SEGS);
 }
 
 struct st_write {
@@ -1279,7 +1269,7 @@ static void st_read(struct st *s)
 		if (!s->incomplete[seg])
 			CHECK_EQ(s->data[idx], s->disk[seg]);
 		s->want.read_hits++;
-		if (s->np < ST_HELD_HITS && rnd(4))
+		if (s->np < ST_HELD_HITS && ctest_rand(4))
 			st_add_pin(s, idx, seg, ST_PIN_HIT, 0);
 		else
 			rc_unpin(s->c, idx);
@@ -1319,7 +1309,7 @@ static void st_read(struct st *s)
 
 static u32 st_pick_fill(struct st *s, bool unread)
 {
-	u32 i, k = rnd(ST_ENTRIES);
+	u32 i, k = ctest_rand(ST_ENTRIES);
 
 	for (i = 0; i < ST_ENTRIES; i++) {
 		u32 j = (k + i) % ST_ENTRIES;
@@ -1340,7 +1330,7 @@ static void st_fill_read(struct st *s, u32 i)
 static void st_fill_done(struct st *s, u32 i)
 {
 	u64 seg = s->c->entries[i].seg;
-	int err = rnd(20) ? 0 : -5;
+	int err = ctest_rand(20) ? 0 : -5;
 	enum rc_fill_action a;
 
 	if (!s->fill[i].read)
@@ -1385,7 +1375,7 @@ static void st_unpin(struct st *s, u32 k)
 static void st_write_start(struct st *s)
 {
 	u64 seg = st_pick_seg();
-	bool may_update = rnd(4) != 0;
+	bool may_update = ctest_rand(4) != 0;
 	u32 before = st_seg_idx(s, seg), i;
 	struct st_write *w;
 
@@ -1421,7 +1411,7 @@ static void st_write_land(struct st_write *w, struct st *s)
 static void st_write_done(struct st *s, u32 k)
 {
 	struct st_write w = s->w[k];
-	int err = rnd(20) ? 0 : -5;
+	int err = ctest_rand(20) ? 0 : -5;
 	u32 before, i, idx = RC_NONE;
 	enum rc_write_action a;
 
@@ -1482,7 +1472,7 @@ static void st_new_phase(u32 *weight)
 	u32 k;
 
 	for (k = 0; k < ST_NR_OPS; k++)
-		weight[k] = 1 + rnd(10);
+		weight[k] = 1 + ctest_rand(10);
 	weight[ST_READ] += 10;
 }
 
@@ -1492,7 +1482,7 @@ static enum st_op st_pick_op(const u32 *weight)
 
 	for (k = 0; k < ST_NR_OPS; k++)
 		total += weight[k];
-	r = rnd(total);
+	r = ctest_rand(total);
 	for (k = 0; r >= weight[k]; k++)
 		r -= weight[k];
 	return (enum st_op)k;
@@ -1518,21 +1508,21 @@ static void st_step(struct st *s, enum st_op op)
 		break;
 	case ST_UNPIN:
 		if (s->np)
-			st_unpin(s, rnd(s->np));
+			st_unpin(s, ctest_rand(s->np));
 		break;
 	case ST_WRITE_START:
 		st_write_start(s);
 		break;
 	case ST_WRITE_LAND:
 		if (s->nw) {
-			k = rnd(s->nw);
+			k = ctest_rand(s->nw);
 			if (!s->w[k].landed)
 				st_write_land(&s->w[k], s);
 		}
 		break;
 	case ST_WRITE_DONE:
 		if (s->nw)
-			st_write_done(s, rnd(s->nw));
+			st_write_done(s, ctest_rand(s->nw));
 		break;
 	default:
 		CHECK(0);
@@ -1549,12 +1539,12 @@ CTEST(stress_random_model)
 	for (op = 0; op < ST_OPS; op++) {
 		if (!(op % 4096)) {
 			st_new_phase(weight);
-			s.c->write_policy = rnd(2) ? RC_WRITE_UPDATE :
+			s.c->write_policy = ctest_rand(2) ? RC_WRITE_UPDATE :
 						     RC_WRITE_INVALIDATE;
-			s.c->policy = rnd(16) ? RC_POLICY_ALWAYS :
+			s.c->policy = ctest_rand(16) ? RC_POLICY_ALWAYS :
 						RC_POLICY_OFF;
 		}
-		if (!rnd(2000)) {
+		if (!ctest_rand(2000)) {
 			u32 busy = rc_drop_all(s.c);
 
 			CHECK_EQ(busy, s.c->nr_pinned);

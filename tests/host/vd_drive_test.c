@@ -50,21 +50,6 @@ static u64 sub(struct vd_drive *d, enum vd_dir dir, u64 sector, u32 sectors,
 	return svc;
 }
 
-static u64 rng_state;
-
-static u64 rnd64(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static u64 rnd(u64 n)
-{
-	return (rnd64() >> 8) % n;
-}
-
 /* |got - want| within 0.5% of want. */
 static void check_near_at(int line, u64 got, double want)
 {
@@ -94,9 +79,9 @@ static double random_4k_mean(const char *name, u32 n)
 	u32 i;
 
 	mk(&d, name, 42);
-	rng_state = 0x12345678abcdefULL;
+	ctest_rng = 0x12345678abcdefULL;
 	for (i = 0; i < n; i++)
-		total += sub(&d, VD_READ, rnd(CAP / 8) * 8, 8, now, &now);
+		total += sub(&d, VD_READ, ctest_rand(CAP / 8) * 8, 8, now, &now);
 	CHECK_EQ(d.st.requests, n);
 	CHECK_EQ(d.st.busy_ns, total);
 	return (double)total / n;
@@ -220,15 +205,15 @@ static void det_run(struct vd_drive *d, u64 *svc, u64 *done)
 	u64 now = 0;
 	u32 i;
 
-	rng_state = 0xfeedfacecafebeefULL;
+	ctest_rng = 0xfeedfacecafebeefULL;
 	for (i = 0; i < DET_N; i++) {
-		enum vd_dir dir = rnd(4) ? VD_READ : VD_WRITE;
-		u64 sector = rnd(CAP - 512);
-		u32 n = 1 + rnd(256);
+		enum vd_dir dir = ctest_rand(4) ? VD_READ : VD_WRITE;
+		u64 sector = ctest_rand(CAP - 512);
+		u32 n = 1 + ctest_rand(256);
 
-		if (rnd(3) == 0 && d->head + n <= CAP)
+		if (ctest_rand(3) == 0 && d->head + n <= CAP)
 			sector = d->head;	/* some sequential ones */
-		now += rnd(3) ? 0 : rnd(20 * MS);
+		now += ctest_rand(3) ? 0 : ctest_rand(20 * MS);
 		svc[i] = sub(d, dir, sector, n, now, &done[i]);
 	}
 }
@@ -650,10 +635,10 @@ CTEST(random_requests_have_rotation)
 	u32 i, with = 0;
 
 	mk(&d, "hdd7200", 17);
-	rng_state = 0xabcdef1234567ULL;
+	ctest_rng = 0xabcdef1234567ULL;
 	for (i = 0; i < 100; i++) {
 		rot = d.st.rotation_ns;
-		sub(&d, i & 1 ? VD_WRITE : VD_READ, rnd(CAP / 8) * 8, 8, now, &now);
+		sub(&d, i & 1 ? VD_WRITE : VD_READ, ctest_rand(CAP / 8) * 8, 8, now, &now);
 		with += d.st.rotation_ns > rot;
 	}
 	CHECK(with >= 1);
@@ -667,10 +652,10 @@ CTEST(rotation_is_under_one_revolution_and_uniform)
 	u32 i;
 
 	mk(&d, "hdd7200", 19);
-	rng_state = 0x5555aaaa1234ULL;
+	ctest_rng = 0x5555aaaa1234ULL;
 	for (i = 0; i < n; i++) {
 		rot = d.st.rotation_ns;
-		sub(&d, VD_WRITE, rnd(CAP / 8) * 8, 8, now, &now);
+		sub(&d, VD_WRITE, ctest_rand(CAP / 8) * 8, 8, now, &now);
 		r = d.st.rotation_ns - rot;
 		CHECK(r < REV_7200 + 1);
 		total += r;
@@ -687,10 +672,10 @@ CTEST(stats_add_up)
 	u32 i;
 
 	mk(&d, "hdd7200", 23);
-	rng_state = 0x777ULL;
+	ctest_rng = 0x777ULL;
 	for (i = 0; i < 500; i++)
-		total += sub(&d, rnd(2) ? VD_WRITE : VD_READ, rnd(CAP / 8) * 8,
-			     8 * (1 + rnd(32)), now, &now);
+		total += sub(&d, ctest_rand(2) ? VD_WRITE : VD_READ, ctest_rand(CAP / 8) * 8,
+			     8 * (1 + ctest_rand(32)), now, &now);
 	CHECK_EQ(d.st.requests, 500);
 	CHECK_EQ(d.st.busy_ns, total);
 	/* Every request pays the overhead on top of these parts. */

@@ -61,21 +61,6 @@ static void cell(const struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 	CHECK_EQ(vd_model_get_cell(m, dir, row, col, n, sum), 0);
 }
 
-static u64 rng_state;
-
-static u64 rnd64(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static u32 rnd(u32 n)
-{
-	return (u32)((rnd64() >> 32) % n);
-}
-
 /* --- geometry ------------------------------------------------------------ */
 
 CTEST(cols_up_to_1gib_is_19)
@@ -503,23 +488,23 @@ CTEST(set_get_cell_round_trip_random)
 	unsigned int undiv = 0;
 
 	CHECK(wn && ws);
-	rng_state = 0x9e3779b97f4a7c15ULL;
+	ctest_rng = 0x9e3779b97f4a7c15ULL;
 	for (i = 0; i < 8000; i++) {
 		u32 idx;
 
-		d = rnd(VD_NR_DIRS);
-		r = rnd(rows);
-		c = rnd(cols);
-		n = rnd(VD_WINDOW + 1);
-		switch (rnd(4)) {
+		d = ctest_rand(VD_NR_DIRS);
+		r = ctest_rand(rows);
+		c = ctest_rand(cols);
+		n = ctest_rand(VD_WINDOW + 1);
+		switch (ctest_rand(4)) {
 		case 0:
 			sum = (u64)n * VD_MAX_SAMPLE_NS;
 			break;
 		case 1:
-			sum = (u64)n * rnd(100000) + (n ? rnd(n) : 0);
+			sum = (u64)n * ctest_rand(100000) + (n ? ctest_rand(n) : 0);
 			break;
 		default:
-			sum = rnd64() % ((u64)n * VD_MAX_SAMPLE_NS + 1);
+			sum = ctest_rand64() % ((u64)n * VD_MAX_SAMPLE_NS + 1);
 			break;
 		}
 		if (n && sum % n)
