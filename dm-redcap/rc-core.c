@@ -95,8 +95,10 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 	c->seg_shift = seg_shift;
 	c->hash_mask = nr_hash - 1;
 	c->wb_mask = nr_wb - 1;
-	c->policy = RC_POLICY_ALWAYS;
 	c->write_policy = RC_WRITE_INVALIDATE;
+	rc_adapt_init(&c->adapt);
+	rc_caware_init(&c->caware, 0);
+	rc_set_policy(c, RC_POLICY_ALWAYS);
 
 	c->entries = (struct rc_entry *)p;
 	p += rc_align8((size_t)nr_entries * sizeof(struct rc_entry));
@@ -252,6 +254,39 @@ static void rc_invalidate(struct rc_cache *c, u32 idx)
 	rc_free_push(c, idx);
 }
 
+/* Drop GHOST entry @idx (out of the index and the LRU) to the free list. */
+static void rc_ghost_drop(struct rc_cache *c, u32 idx)
+{
+	rc_hash_del(c, idx);
+	rc_lru_del(c, idx);
+	c->nr_ghost--;
+	rc_free_push(c, idx);
+}
+
+/*
+ * An entry for a new segment: a free one, else the least recently used
+ * VALID or GHOST one, taken out of the index.  RC_NONE if all are busy.
+ */
+static u32 rc_take_entry(struct rc_cache *c)
+{
+	u32 i = rc_free_pop(c);
+
+	if (i != RC_NONE)
+		return i;
+	i = c->lru_tail;
+	if (i == RC_NONE)
+		return RC_NONE;
+	rc_lru_del(c, i);
+	rc_hash_del(c, i);
+	if (c->entries[i].state == RC_GHOST) {
+		c->nr_ghost--;
+	} else {
+		c->nr_valid--;
+		c->ctr.evictions++;
+	}
+	return i;
+}
+
 /* Release FILLING entry @idx (the fill's pin included) to the free list. */
 static void rc_fill_release(struct rc_cache *c, u32 idx)
 {
@@ -262,17 +297,53 @@ static void rc_fill_release(struct rc_cache *c, u32 idx)
 
 /* --- the operations of rc-core.h ---------------------------------------- */
 
+/* Inactive: bypass every read, and play it on the simulated cache. */
+static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
+{
+	struct rc_entry *e;
+	u32 b;
+
+	if (i != RC_NONE) {
+		e = &c->entries[i];
+		c->sim = RC_SIM_HIT;
+		c->ctr.sim_hits++;
+		if (e->on_list) {	/* VALID unpinned or GHOST: now most recent */
+			rc_lru_del(c, i);
+			rc_lru_add_head(c, i);
+		}
+	} else {
+		/* As rc_read() active: no fill while a write to the bucket flies. */
+		b = rc_wb_bucket(c, seg);
+		i = c->wb_inflight[b] || c->range_inflight ? RC_NONE : rc_take_entry(c);
+		if (i == RC_NONE) {
+			c->sim = RC_SIM_BYPASS;
+		} else {
+			c->sim = RC_SIM_MISS;
+			c->ctr.sim_misses++;
+			e = &c->entries[i];
+			e->seg = seg;
+			e->state = RC_GHOST;
+			rc_hash_add(c, i);
+			rc_lru_add_head(c, i);
+			c->nr_ghost++;
+		}
+	}
+	c->ctr.read_bypassed++;
+	return RC_READ_BYPASS;
+}
+
 enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 {
 	struct rc_entry *e;
 	u32 i, b;
 
 	c->ctr.reads++;
-	if (c->policy != RC_POLICY_ALWAYS)
-		goto bypass;
-
+	c->sim = RC_SIM_NONE;
 	i = rc_lookup(c, seg);
-	if (i != RC_NONE) {
+	if (!rc_active(c))
+		return rc_read_simulate(c, seg, i);
+
+	if (i != RC_NONE && c->entries[i].state != RC_GHOST) {
 		*idx = i;
 		if (c->entries[i].state == RC_FILLING)
 			return RC_READ_WAIT;
@@ -286,17 +357,19 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 	if (c->wb_inflight[b] || c->range_inflight)
 		goto bypass;
 
-	i = rc_free_pop(c);
+	if (rc_policy_caware(c->policy) &&
+	    !rc_caware_caches(rc_caware_rule(&c->caware, false,
+					     c->free_head == RC_NONE))) {
+		c->ctr.read_bypassed_caware++;
+		goto bypass;
+	}
+
+	if (i != RC_NONE)
+		rc_ghost_drop(c, i);	/* the simulated segment becomes real */
+	i = rc_take_entry(c);
 	if (i == RC_NONE) {
-		i = c->lru_tail;
-		if (i == RC_NONE) {
-			c->ctr.read_bypassed_busy++;
-			goto bypass;
-		}
-		rc_lru_del(c, i);
-		rc_hash_del(c, i);
-		c->nr_valid--;
-		c->ctr.evictions++;
+		c->ctr.read_bypassed_busy++;
+		goto bypass;
 	}
 
 	e = &c->entries[i];
@@ -383,10 +456,13 @@ static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
 
 	/* A FILLING entry is left alone: its fill will see the new gen. */
 	i = rc_lookup(c, seg);
-	if (i != RC_NONE && c->entries[i].state == RC_VALID &&
-	    (c->write_policy != RC_WRITE_UPDATE || !may_update)) {
-		c->ctr.invalidations++;
-		rc_invalidate(c, i);
+	if (i != RC_NONE && (c->write_policy != RC_WRITE_UPDATE || !may_update)) {
+		if (c->entries[i].state == RC_VALID) {
+			c->ctr.invalidations++;
+			rc_invalidate(c, i);
+		} else if (c->entries[i].state == RC_GHOST) {
+			rc_ghost_drop(c, i);	/* as the real cache would */
+		}
 	}
 	return c->wb_gen[b];
 }
@@ -422,6 +498,8 @@ void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
 		} else if (e->state == RC_VALID) {
 			c->ctr.invalidations++;
 			rc_invalidate(c, i);
+		} else if (e->state == RC_GHOST) {
+			rc_ghost_drop(c, i);
 		}
 	}
 }
@@ -478,6 +556,10 @@ u32 rc_drop_all(struct rc_cache *c)
 	u32 i;
 
 	while ((i = c->lru_tail) != RC_NONE) {
+		if (c->entries[i].state == RC_GHOST) {
+			rc_ghost_drop(c, i);
+			continue;
+		}
 		rc_lru_del(c, i);
 		rc_hash_del(c, i);
 		c->nr_valid--;
@@ -494,21 +576,16 @@ bool rc_idle(const struct rc_cache *c)
 void rc_reset_counters(struct rc_cache *c)
 {
 	memset(&c->ctr, 0, sizeof(c->ctr));
+	rc_adapt_reset_stats(&c->adapt);
+	rc_caware_reset_stats(&c->caware);
 }
 
-static char rc_lower(char ch)
+void rc_set_policy(struct rc_cache *c, enum rc_policy p)
 {
-	return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
-}
-
-/* ASCII case-insensitive, like the strcasecmp() dm uses for keywords. */
-static bool rc_streq(const char *a, const char *b)
-{
-	while (*a && rc_lower(*a) == rc_lower(*b)) {
-		a++;
-		b++;
-	}
-	return rc_lower(*a) == rc_lower(*b);
+	c->policy = p;
+	c->adapt.switching = p == RC_POLICY_ADAPTIVE || p == RC_POLICY_ADAPTIVE_CAWARE;
+	if (!c->adapt.switching)
+		rc_adapt_set_active(&c->adapt, p != RC_POLICY_OFF);
 }
 
 int rc_policy_parse(const char *name)

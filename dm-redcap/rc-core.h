@@ -19,6 +19,7 @@
 #define RC_CORE_H
 
 #include "rc-types.h"
+#include "rc-policy.h"
 
 #define RC_NONE		0xffffffffu	/* "no entry" index */
 
@@ -28,11 +29,15 @@ enum rc_state {
 	RC_FILLING,		/* in the index, its disk segment being read */
 	RC_VALID,		/* in the index, buffer holds the segment */
 	RC_DEAD,		/* out of the index, pinned; freed at unpin */
+	RC_GHOST,		/* indexed, on the LRU, no data: simulated */
 };
 
 enum rc_policy {
 	RC_POLICY_ALWAYS = 0,	/* cache every read miss */
-	RC_POLICY_OFF,		/* pass every read to the origin */
+	RC_POLICY_OFF,		/* pass every read to the origin, simulate the cache */
+	RC_POLICY_ADAPTIVE,	/* activation-deactivation (rc_adapt) */
+	RC_POLICY_CAWARE,	/* C-Aware placement of every miss (rc_caware) */
+	RC_POLICY_ADAPTIVE_CAWARE, /* both */
 	RC_POLICY_NR,
 };
 
@@ -69,6 +74,9 @@ struct rc_counters {
 	u64 read_misses;	/* started a fill */
 	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
 	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
+	u64 read_bypassed_caware; /* ... of which placed on the disk by C-Aware */
+	u64 sim_hits;		/* inactive: reads the cache would have served */
+	u64 sim_misses;		/* inactive: reads that would have filled */
 	u64 fill_ios;		/* fills completed (success or error) */
 	u64 fill_sectors;	/* sectors read by fills */
 	u64 fill_errors;	/* fills that failed */
@@ -99,11 +107,14 @@ struct rc_cache {
 	u32 wb_mask;		/* write buckets - 1 */
 	u32 lru_head, lru_tail;	/* head = most recent; tail = victim */
 	u32 free_head;
-	u32 nr_valid, nr_filling;
+	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
+	enum rc_sim sim;	/* what the last rc_read() simulated */
+	struct rc_adapt adapt;	/* its .active is the cache's state */
+	struct rc_caware caware;
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -131,6 +142,12 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * wait, fill or bypass and updates the counters.  On HIT and FILL the
  * entry is pinned for the caller; on WAIT the caller queues the bio on the
  * entry, whose fill holds the pin.  @idx is set except on BYPASS.
+ *
+ * Inactive (rc_active() false), every read bypasses and the cache is
+ * simulated: the index and LRU go on as if the segment were cached, with
+ * GHOST entries standing for segments that hold no data, and c->sim says
+ * what the cache would have done.  Active, a GHOST entry is a miss, and
+ * with a C-Aware policy rc_caware_rule() decides whether a miss fills.
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
 
@@ -192,6 +209,19 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  */
 u32 rc_drop_all(struct rc_cache *c);
 
+/* Set the policy; the state follows (adaptive keeps the current one). */
+void rc_set_policy(struct rc_cache *c, enum rc_policy p);
+
+static inline bool rc_active(const struct rc_cache *c)
+{
+	return c->adapt.active;
+}
+
+static inline bool rc_policy_caware(enum rc_policy p)
+{
+	return p == RC_POLICY_CAWARE || p == RC_POLICY_ADAPTIVE_CAWARE;
+}
+
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);
 
@@ -204,7 +234,9 @@ static inline u64 rc_sector_to_seg(const struct rc_cache *c, u64 sector)
 
 static inline const char *rc_policy_name(enum rc_policy p)
 {
-	static const char * const names[RC_POLICY_NR] = { "always", "off" };
+	static const char * const names[RC_POLICY_NR] = {
+		"always", "off", "adaptive", "caware", "adaptive+caware",
+	};
 
 	return p < RC_POLICY_NR ? names[p] : "?";
 }

@@ -3,6 +3,7 @@
 wrappers, LBA-stamped data that can be verified later, kernel log checks.
 Runs inside the guest as root (tests/vm/run)."""
 import contextlib
+import json
 import mmap
 import os
 import re
@@ -112,6 +113,17 @@ class Dm:
 
     def resume(self):
         sh("dmsetup", "resume", self.name)
+
+
+def fio(dev, *args):
+    """Runs one fio job on @dev; returns the job's read or write stats."""
+    cmd = ["fio", "--name=job", f"--filename={dev}", "--direct=1", "--ioengine=psync",
+           "--output-format=json", "--randrepeat=1", "--randseed=7", *args]
+    out = sh(*cmd, check=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    rw = job["read"] if job["read"]["io_bytes"] else job["write"]
+    return {"ios": rw["total_ios"], "bw_mbs": rw["bw_bytes"] / 1e6,
+            "lat_us": rw["lat_ns"]["mean"] / 1e3}
 
 
 def _num(v):

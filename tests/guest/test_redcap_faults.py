@@ -20,13 +20,16 @@ SEED = 7                        # stamp of the shared origin's data
 STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 
 COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
-            "read_bypassed_busy", "fill_ios", "fill_sectors", "fill_errors", "fill_stale",
-            "writes", "write_sectors", "invalidations", "updates", "evictions")
+            "read_bypassed_busy", "caware_bypassed", "sim_hits", "sim_misses", "fill_ios",
+            "fill_sectors", "fill_errors", "fill_stale", "writes", "write_sectors",
+            "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
+            "cache_time_us", "est_disk_time_us", "caware_rule1", "caware_rule2",
+            "caware_rule3", "caware_rule4", "caware_rule5", "caware_rule6", "caware_decays")
 
 # STATUSTYPE_INFO after "<start> <len> redcap", in the order redcap_status() emits.
 INFO_FIELDS = ("state", "policy", "valid/segments", "segments_filling", "read_hits",
                "read_hits_waited", "read_misses", "read_bypassed", "fill_ios",
-               "fill_sectors", "fill_errors", "writes", "invalidations")
+               "fill_sectors", "fill_errors", "writes", "invalidations", "switches")
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 
@@ -136,7 +139,8 @@ BAD_TABLES = [
     ("nr_segments_zero", "{dev} 256 0", "Invalid number of segments (-EINVAL)"),
     ("nr_segments_not_a_number", "{dev} 256 x", "Invalid number of segments (-EINVAL)"),
     ("nr_segments_too_many", "{dev} 256 16777217", "Invalid number of segments (-EINVAL)"),
-    ("nr_features_too_big", "{dev} 256 16 7 policy off write_policy update model x y",
+    ("nr_features_too_big",
+     "{dev} 256 16 9 policy off write_policy update estimator spk model x y",
      "Invalid number of feature args (-EINVAL)"),
     ("nr_features_not_a_number", "{dev} 256 16 x", "Invalid number of feature args (-EINVAL)"),
     ("nr_features_exceeds_args", "{dev} 256 16 2 policy",
@@ -152,6 +156,13 @@ BAD_TABLES = [
      "Unknown write_policy (-EINVAL)"),
     ("duplicate_write_policy", "{dev} 256 16 4 write_policy update write_policy invalidate",
      "Feature write_policy duplicated (-EINVAL)"),
+    ("estimator_without_name", "{dev} 256 16 1 estimator",
+     "Feature estimator requires a name (-EINVAL)"),
+    ("unknown_estimator", "{dev} 256 16 2 estimator bogus", "Unknown estimator (-EINVAL)"),
+    ("duplicate_estimator", "{dev} 256 16 4 estimator spk estimator spk",
+     "Feature estimator duplicated (-EINVAL)"),
+    ("estimator_vdisk_without_a_model", "{dev} 256 16 4 policy adaptive estimator vdisk",
+     "Estimator vdisk needs a vdisk model (-EINVAL)"),
     ("trailing_args_after_features", "{dev} 256 16 2 policy off extra",
      "Too many arguments (-EINVAL)"),
     # dm core's errno: dm_get_device() passes lookup_bdev()'s on since 6.5.
@@ -205,6 +216,18 @@ BAD_MESSAGES = [
     ("stats_with_argument", "stats extra", "stats: wrong number of arguments"),
     ("reset_stats_with_argument", "reset_stats now", "reset_stats: wrong number of arguments"),
     ("drop_cache_with_argument", "drop_cache now", "drop_cache: wrong number of arguments"),
+    ("estimator_without_name", "estimator", "estimator: wrong number of arguments"),
+    ("unknown_estimator", "estimator bogus", "estimator: unknown estimator 'bogus'"),
+    ("estimator_vdisk_without_a_model", "estimator vdisk",
+     "estimator: no vdisk model below or named"),
+    ("set_without_value", "set window", "set: wrong number of arguments"),
+    ("set_unknown_key", "set bogus 1", "set: unknown key 'bogus'"),
+    ("set_window_zero", "set window 0", "set: window must be 1..1000000"),
+    ("set_window_too_big", "set window 1000001", "set: window must be 1..1000000"),
+    ("set_margin_100", "set margin 100", "set: margin must be 0..99"),
+    ("set_dwell_not_a_number", "set dwell x", "set: dwell must be 0..1000"),
+    ("set_decay_too_long", "set decay_ms 3600001", "set: decay_ms must be 0..3600000"),
+    ("set_not_decimal", "set margin 0x10", "set: margin must be 0..99"),
 ]
 
 
@@ -244,6 +267,9 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
         assert st["read_hits"] == 0
         assert st["fill_ios"] == 0
         assert st["segments_valid"] == 0
+        # The cache is simulated meanwhile: what it would have done.
+        assert (st["sim_misses"], st["sim_hits"]) == (2, 2 * SEG_BLOCKS - 2)
+        assert st["segments_ghost"] == 2
 
         rc.message("policy", "always")
         st = rc.stats()
@@ -254,6 +280,7 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
         assert st["read_misses"] == 2
         assert st["read_hits"] == 2 * SEG_BLOCKS - 2
         assert st["segments_valid"] == 2
+        assert st["segments_ghost"] == 0
 
 
 def test_write_policy_update_updates_cached_segment_in_place(loop64, dmname):
@@ -340,8 +367,10 @@ def test_drop_cache_empties_the_cache(origin, dmname):
         assert (st["read_misses"], st["segments_valid"]) == (5, 1)
 
 
-@pytest.mark.parametrize("features", ["", "2 policy off", "4 policy off write_policy update"],
-                         ids=["no_features", "policy_off", "policy_off_write_policy_update"])
+@pytest.mark.parametrize("features", ["", "2 policy off", "4 policy off write_policy update",
+                                      "2 policy adaptive+caware"],
+                         ids=["no_features", "policy_off", "policy_off_write_policy_update",
+                              "policy_adaptive_caware"])
 def test_table_line_round_trips(origin, dmname, features):
     n = dev_sectors(origin)
     given = f"0 {n} redcap {origin} {SEG} {NSEGS} {features}".rstrip()
@@ -352,7 +381,7 @@ def test_table_line_round_trips(origin, dmname, features):
         with Dm(dmname(), emitted) as again:
             assert again.table() == expected
             st = again.stats()
-            assert st["policy"] == ("off" if "policy off" in features else "always")
+            assert st["policy"] == (features.split()[2] if "policy" in features else "always")
             assert st["write_policy"] == ("update" if "update" in features else "invalidate")
             read_pattern(again.path, range(0, 64, 3), SEED)
 
@@ -368,7 +397,7 @@ def test_status_info_fields_count_a_known_pattern(loop64, dmname):
         rc.cold()
         status = rc.status()
         assert status[:3] == ["0", str(n), "redcap"]
-        assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 10
+        assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 11
         with BlockFd(rc.path, write=True) as f:
             for b in range(2 * SEG_BLOCKS):       # 2 misses, 62 hits
                 assert f.read(b) == stamp(b, 1)
@@ -384,7 +413,7 @@ def test_status_info_fields_count_a_known_pattern(loop64, dmname):
             "segments_filling": "0", "read_hits": str(2 * SEG_BLOCKS - 2),
             "read_hits_waited": "0", "read_misses": "2", "read_bypassed": "1",
             "fill_ios": "2", "fill_sectors": str(2 * SEG), "fill_errors": "0",
-            "writes": "1", "invalidations": "1",
+            "writes": "1", "invalidations": "1", "switches": "0",
         }
         # The same numbers as the stats message.
         for field in INFO_FIELDS[3:]:

@@ -7,7 +7,6 @@ accounting (emu_* counters: the modelled service times) is deterministic for
 a request stream and seed, so the acceptance figures of the emulator are
 checked on it; what fio measured is printed, and it must never be *faster*
 than the model (a bio cannot complete before its modelled time)."""
-import json
 import os
 import re
 import subprocess
@@ -15,7 +14,7 @@ import threading
 
 import pytest
 
-from dmtest import (Dm, brd_device, dev_sectors, dm_major_minor, kmsg, read_pattern, sh,
+from dmtest import (Dm, brd_device, dev_sectors, dm_major_minor, fio, kmsg, read_pattern, sh,
                     write_stamped)
 
 TABLE_ERR = re.compile(r"^device-mapper: table: \d+:\d+: vdisk: (.*)$")
@@ -39,17 +38,6 @@ def emu(ram, dmname):
     with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 4 mode emulate profile hdd7200") as d:
         d.message("reset")
         yield d
-
-
-def fio(dev, *args):
-    """Runs one fio job on @dev; returns the job's read or write stats."""
-    cmd = ["fio", "--name=job", f"--filename={dev}", "--direct=1", "--ioengine=psync",
-           "--output-format=json", "--randrepeat=1", "--randseed=7", *args]
-    out = sh(*cmd, check=True).stdout
-    job = json.loads(out[out.index("{"):])["jobs"][0]
-    rw = job["read"] if job["read"]["io_bytes"] else job["write"]
-    return {"ios": rw["total_ios"], "bw_mbs": rw["bw_bytes"] / 1e6,
-            "lat_us": rw["lat_ns"]["mean"] / 1e3}
 
 
 def model_mean_us(st):

@@ -94,13 +94,13 @@ static u32 free_len(const struct rc_cache *c)
 
 /*
  * Structural invariants: every entry is on exactly one of the free list, the
- * LRU or neither (busy); the hash holds exactly the FILLING/VALID entries;
- * the summary counts match.
+ * LRU or neither (busy); the LRU holds VALID and GHOST entries, the hash
+ * exactly the FILLING/VALID/GHOST ones; the summary counts match.
  */
 static void check_invariants(const struct rc_cache *c)
 {
 	u32 n = c->nr_entries, i, b, cnt, prev;
-	u32 nv = 0, nf = 0, np = 0, hashed = 0;
+	u32 nv = 0, nf = 0, np = 0, ng = 0, hashed = 0;
 	unsigned char *seen = calloc(n, 1);
 	const struct rc_entry *e;
 
@@ -122,7 +122,7 @@ static void check_invariants(const struct rc_cache *c)
 		CHECK(!seen[i]);
 		seen[i] = 2;
 		e = &c->entries[i];
-		CHECK_EQ(e->state, RC_VALID);
+		CHECK(e->state == RC_VALID || e->state == RC_GHOST);
 		CHECK_EQ(e->pins, 0);
 		CHECK(e->on_list);
 		CHECK_EQ(e->prev, prev);
@@ -135,7 +135,8 @@ static void check_invariants(const struct rc_cache *c)
 			CHECK(!(seen[i] & 4));
 			seen[i] |= 4;
 			e = &c->entries[i];
-			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
+			CHECK(e->state == RC_FILLING || e->state == RC_VALID ||
+			      e->state == RC_GHOST);
 			CHECK(++hashed <= n);
 		}
 	}
@@ -149,18 +150,23 @@ static void check_invariants(const struct rc_cache *c)
 		}
 		if (e->state == RC_FILLING)
 			CHECK_EQ(e->pins, 1);
-		if (e->state == RC_FILLING || e->state == RC_VALID)
+		if (e->state == RC_FILLING || e->state == RC_VALID ||
+		    e->state == RC_GHOST)
 			CHECK(seen[i] & 4);
+		if (e->state == RC_GHOST)
+			CHECK_EQ(seen[i], 2 | 4);
 		if (e->updating)
 			CHECK(e->pins > 0);
 		nv += e->state == RC_VALID;
 		nf += e->state == RC_FILLING;
+		ng += e->state == RC_GHOST;
 		np += e->pins > 0;
 	}
 	CHECK_EQ(nv, c->nr_valid);
+	CHECK_EQ(ng, c->nr_ghost);
 	CHECK_EQ(nf, c->nr_filling);
 	CHECK_EQ(np, c->nr_pinned);
-	CHECK_EQ(hashed, nv + nf);
+	CHECK_EQ(hashed, nv + nf + ng);
 	CHECK_EQ(rc_idle(c), np == 0);
 	/* One hashed entry per segment (quadratic: small caches only). */
 	if (n <= 64)
@@ -194,6 +200,10 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed);
 	check_ctr_field(line, "read_bypassed_busy", g->read_bypassed_busy,
 			w->read_bypassed_busy);
+	check_ctr_field(line, "read_bypassed_caware", g->read_bypassed_caware,
+			w->read_bypassed_caware);
+	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
+	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
 	check_ctr_field(line, "fill_sectors", g->fill_sectors, w->fill_sectors);
 	check_ctr_field(line, "fill_errors", g->fill_errors, w->fill_errors);
@@ -206,7 +216,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 15 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 18 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -510,7 +520,7 @@ CTEST(policy_off_bypasses_everything)
 	u32 a, idx;
 
 	a = fill_seg(c, 5);
-	c->policy = RC_POLICY_OFF;
+	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* even a cached one */
 	CHECK_EQ(rc_read(c, 6, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->entries[a].pins, 0);
@@ -519,9 +529,10 @@ CTEST(policy_off_bypasses_everything)
 	CHECK_EQ(hashed_idx(c, 5), RC_NONE);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2,
+		  .sim_hits = 1, .sim_misses = 1,
 		  .fill_ios = 1, .fill_sectors = 256, .writes = 1,
 		  .write_sectors = 8, .invalidations = 1);
-	c->policy = RC_POLICY_ALWAYS;
+	rc_set_policy(c, RC_POLICY_ALWAYS);
 	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
@@ -1240,23 +1251,51 @@ static void st_add_pin(struct st *s, u32 idx, u64 seg,
 	s->p[s->np++] = (struct st_pin){ idx, version, seg, kind };
 }
 
+static u32 st_ghost_idx(const struct st *s, u64 seg)
+{
+	u32 i;
+
+	for (i = 0; i < s->c->nr_entries; i++)
+		if (s->c->entries[i].state == RC_GHOST && s->c->entries[i].seg == seg)
+			return i;
+	return RC_NONE;
+}
+
 static void st_read(struct st *s)
 {
 	u64 seg = st_pick_seg();
 	u32 expect = st_seg_idx(s, seg), nfree = free_len(s->c), idx = RC_NONE;
+	u32 ghost = st_ghost_idx(s, seg), tail = s->c->lru_tail;
 	u64 busy = s->c->ctr.read_bypassed_busy;
-	bool no_victim = !nfree && s->c->lru_tail == RC_NONE;
+	bool no_victim = !nfree && tail == RC_NONE;
+	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
 	enum rc_read_action a;
 
 	a = rc_read(s->c, seg, &idx);
 	busy = s->c->ctr.read_bypassed_busy - busy;
 	s->want.reads++;
-	if (s->c->policy == RC_POLICY_OFF) {
+	if (!rc_active(s->c)) {
+		/* Inactive: bypass, and the simulated cache moves on. */
 		CHECK_EQ(a, RC_READ_BYPASS);
 		CHECK_EQ(busy, 0);
 		s->want.read_bypassed++;
+		if (expect != RC_NONE || ghost != RC_NONE) {
+			CHECK_EQ(s->c->sim, RC_SIM_HIT);
+			s->want.sim_hits++;
+		} else if (no_victim || s->inflight[seg]) {
+			CHECK_EQ(s->c->sim, RC_SIM_BYPASS);
+		} else if (s->c->sim == RC_SIM_BYPASS) {
+			CHECK(s->nw > 0);	/* a write to the bucket flies */
+		} else {
+			CHECK_EQ(s->c->sim, RC_SIM_MISS);
+			CHECK(st_ghost_idx(s, seg) != RC_NONE);
+			s->want.sim_misses++;
+			if (!nfree && tail_valid)
+				s->want.evictions++;
+		}
 		return;
 	}
+	CHECK_EQ(s->c->sim, RC_SIM_NONE);
 	if (a != RC_READ_BYPASS)
 		CHECK_EQ(busy, 0);
 	if (s->inflight[seg] && expect == RC_NONE)
@@ -1286,8 +1325,9 @@ static void st_read(struct st *s)
 		CHECK(!s->fill[idx].active);
 		s->fill[idx] = (struct st_fill){ .active = true };
 		s->want.read_misses++;
-		if (!nfree)
+		if (!nfree && ghost == RC_NONE && tail_valid)
 			s->want.evictions++;
+		CHECK_EQ(st_ghost_idx(s, seg), RC_NONE);
 		break;
 	case RC_READ_BYPASS:
 		CHECK_EQ(expect, RC_NONE);
@@ -1541,8 +1581,8 @@ CTEST(stress_random_model)
 			st_new_phase(weight);
 			s.c->write_policy = ctest_rand(2) ? RC_WRITE_UPDATE :
 						     RC_WRITE_INVALIDATE;
-			s.c->policy = ctest_rand(16) ? RC_POLICY_ALWAYS :
-						RC_POLICY_OFF;
+			rc_set_policy(s.c, ctest_rand(4) ? RC_POLICY_ALWAYS :
+					   RC_POLICY_OFF);
 		}
 		if (!ctest_rand(2000)) {
 			u32 busy = rc_drop_all(s.c);
@@ -1577,6 +1617,8 @@ CTEST(stress_random_model)
 	CHECK(s.want.invalidations > 1000);
 	CHECK(s.want.updates > 100);
 	CHECK(s.want.read_bypassed_busy > 0);
+	CHECK(s.want.sim_hits > 100);
+	CHECK(s.want.sim_misses > 100);
 	CHECK_EQ(rc_drop_all(s.c), 0);
 	CHECK_EQ(free_len(s.c), ST_ENTRIES);
 	rm(s.c);
@@ -1665,5 +1707,305 @@ CTEST(large_range_keeps_pinned_entry_until_unpin)
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
 	rc_range_done(c, 0, 1ull << 40);
 	check_invariants(c);
+	rm(c);
+}
+
+/* --- the simulated cache of the inactive state (GHOST entries) ------------ */
+
+/* Ghost entries on the simulated cache's LRU, by count. */
+static u32 ghosts_on_lru(const struct rc_cache *c)
+{
+	u32 i, n = 0;
+
+	for (i = c->lru_head; i != RC_NONE; i = c->entries[i].next)
+		n += c->entries[i].state == RC_GHOST;
+	return n;
+}
+
+/* Inactive: a miss bypasses and leaves a GHOST; ghosts and valid segments sim-hit. */
+CTEST(sim_miss_makes_ghost_and_hits_bypass)
+{
+	struct rc_cache *c = mk(4);
+	u32 a, g, idx;
+
+	a = fill_seg(c, 5);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK(!rc_active(c));
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->nr_ghost, 1);
+	g = hashed_idx(c, 7);
+	CHECK(g != RC_NONE && g != a);
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	CHECK_EQ(c->entries[g].pins, 0);
+	CHECK_EQ(c->lru_head, g);
+	CHECK_EQ(c->nr_pinned, 0);
+	check_invariants(c);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(hashed_idx(c, 7), g);
+	/* A VALID segment: a simulated hit, bypassed, not pinned, now most recent. */
+	CHECK_EQ(c->lru_tail, a);
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_EQ(c->entries[a].pins, 0);
+	CHECK_EQ(c->lru_head, a);
+	CHECK_EQ(c->lru_tail, g);
+	CHECK_EQ(c->nr_valid, 1);
+	CHECK_EQ(free_len(c), 2);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3,
+		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
+	/* Active again: the valid segment hits for real, nothing simulated. */
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	hit_seg(c, 5, a);
+	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
+		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
+	rm(c);
+}
+
+/* Inactive: a filling segment sim-hits; with every entry busy the sim is BUSY. */
+CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
+{
+	struct rc_cache *c = mk(1);
+	u32 f, idx;
+
+	CHECK_EQ(rc_read(c, 1, &f), RC_READ_FILL);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(c->entries[f].state, RC_FILLING);
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(c->nr_ghost, 0);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .sim_hits = 1);
+	/* The fill lands; the next simulated miss evicts it (a VALID victim). */
+	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, f);
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->entries[f].state, RC_GHOST);
+	CHECK_EQ(c->entries[f].seg, 2);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3, .sim_hits = 1,
+		  .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256, .evictions = 1);
+	rm(c);
+}
+
+/* A simulated miss on a full cache takes the LRU tail: VALID counts an eviction, GHOST not. */
+CTEST(sim_miss_full_cache_evicts_lru_tail)
+{
+	struct rc_cache *c = mk(2);
+	u32 a, b, idx;
+
+	a = fill_seg(c, 1);
+	b = fill_seg(c, 2);
+	rc_set_policy(c, RC_POLICY_OFF);
+	rc_reset_counters(c);
+	CHECK_EQ(c->lru_tail, a);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);	/* takes a: seg 1 */
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(hashed_idx(c, 1), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 3), a);
+	CHECK_EQ(c->nr_valid, 1);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .evictions = 1);
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_BYPASS);	/* takes b: seg 2 */
+	CHECK_EQ(hashed_idx(c, 4), b);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(c->nr_ghost, 2);
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .sim_misses = 2, .evictions = 2);
+	CHECK_EQ(c->lru_tail, a);			/* ghost of seg 3 */
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* takes the ghost */
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 5), a);
+	CHECK_EQ(c->nr_ghost, 2);
+	CHECK_EQ(ghosts_on_lru(c), 2);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .sim_misses = 3, .evictions = 2);
+	rm(c);
+}
+
+/* Active again: a read of a ghost fills, reusing the ghost's entry; nothing evicted. */
+CTEST(active_read_of_ghost_fills_in_its_entry)
+{
+	struct rc_cache *c = mk(2);
+	u32 g7, g8, idx;
+
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);	/* 7 most recent, 8 the tail */
+	g7 = hashed_idx(c, 7);
+	g8 = hashed_idx(c, 8);
+	CHECK_EQ(c->lru_tail, g8);
+	CHECK_EQ(free_len(c), 0);
+	CHECK_EQ(c->nr_ghost, 2);
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_FILL);
+	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(idx, g7);
+	CHECK_EQ(c->entries[g7].state, RC_FILLING);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(c->entries[g8].state, RC_GHOST);	/* the other ghost is left */
+	check_invariants(c);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	hit_seg(c, 7, g7);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
+		  .sim_hits = 1, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
+	/* A new segment now reuses the remaining ghost, not the valid entry. */
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, g8);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(c->ctr.evictions, 0);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	rm(c);
+}
+
+/* Writes drop a ghost as they would the segment; update keeps it; ranges and drop_all drop. */
+CTEST(writes_ranges_and_drop_all_drop_ghosts)
+{
+	struct rc_cache *c = mk(8);
+	u32 idx, ck;
+
+	/* Invalidate policy: dropped at write start, no invalidation counted. */
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->nr_ghost, 1);
+	ck = rc_write_start(c, 7, 8, true);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(hashed_idx(c, 7), RC_NONE);
+	CHECK_EQ(free_len(c), 8);
+	CHECK_EQ(rc_write_done(c, 7, ck, 0, true, &idx), RC_WRITE_DONE);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .writes = 1,
+		  .write_sectors = 8);
+	rm(c);
+
+	/* Update policy: the real cache would update in place, so the ghost stays ... */
+	c = mk_policy(8, RC_WRITE_UPDATE);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	ck = rc_write_start(c, 7, 8, true);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(rc_write_done(c, 7, ck, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(c->entries[hashed_idx(c, 7)].state, RC_GHOST);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .writes = 1,
+		  .write_sectors = 8);
+	/* ... but a discard (no update) drops it. */
+	ck = rc_write_start(c, 7, 8, false);
+	CHECK_EQ(c->nr_ghost, 0);
+	rc_write_done(c, 7, ck, 0, false, &idx);
+	check_invariants(c);
+	rm(c);
+
+	/* Ranges: a small one and a large one drop the ghosts they cover. */
+	c = mk(8);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 10, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1000, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1000 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1001 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 5000, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->nr_ghost, 6);
+	rc_range_start(c, 11, 2, 16);				/* small: 11, 12 */
+	CHECK_EQ(c->nr_ghost, 5);
+	CHECK_EQ(hashed_idx(c, 11), RC_NONE);
+	CHECK(hashed_idx(c, 10) != RC_NONE);
+	rc_range_done(c, 11, 2);
+	rc_range_start(c, 1000, RC_RANGE_SMALL + 1, 8 * (RC_RANGE_SMALL + 1));	/* large */
+	CHECK_EQ(c->range_inflight, 1);
+	CHECK_EQ(c->nr_ghost, 3);
+	CHECK_EQ(hashed_idx(c, 1000), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 1000 + RC_RANGE_SMALL), RC_NONE);
+	CHECK(hashed_idx(c, 1001 + RC_RANGE_SMALL) != RC_NONE);
+	CHECK(hashed_idx(c, 5000) != RC_NONE);
+	rc_range_done(c, 1000, RC_RANGE_SMALL + 1);
+	check_invariants(c);
+	CHECK_EQ(c->ctr.invalidations, 0);
+	CHECK_EQ(c->ctr.writes, 2);
+
+	/* drop_all drops the remaining ghosts and every valid segment. */
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	fill_seg(c, 20);
+	CHECK_EQ(c->nr_ghost, 3);
+	CHECK_EQ(rc_drop_all(c), 0);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(free_len(c), 8);
+	CHECK_EQ(c->lru_head, RC_NONE);
+	CHECK_EQ(c->ctr.invalidations, 0);
+	check_invariants(c);
+	rm(c);
+}
+
+/* C-Aware in rc_read: a bypass decision counts read_bypassed_caware and keeps a ghost. */
+CTEST(caware_bypass_counts_and_keeps_ghost)
+{
+	struct rc_cache *c = mk(2);
+	u32 g, idx;
+
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	g = hashed_idx(c, 9);
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(rc_active(c));
+	/* One free entry: rules 3/6, the direct cache read slower than the disk. */
+	rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, 3000000, 0);
+	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 1000000, 0);
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(c->caware.rule[3], 1);
+	CHECK_EQ(hashed_idx(c, 9), g);
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(rc_read(c, 10, &idx), RC_READ_BYPASS);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_caware = 2,
+		  .sim_misses = 1);
+	/* The disk slows down: rule 6 fills, in the ghost's entry. */
+	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 50000000, 0);
+	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(idx, g);
+	CHECK_EQ(c->caware.rule[6], 1);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 4, .read_bypassed = 3, .read_bypassed_caware = 2,
+		  .read_misses = 1, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
+	rm(c);
+}
+
+/* Inactive, a miss while a write to its bucket flies would have bypassed: no ghost. */
+CTEST(sim_miss_during_write_bypasses_without_ghost)
+{
+	struct rc_cache *c = mk(4);
+	u32 cookie, idx;
+
+	rc_set_policy(c, RC_POLICY_OFF);
+	cookie = rc_write_start(c, 8, 8, true);
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->nr_ghost, 1);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .sim_misses = 1, .writes = 1,
+		  .write_sectors = 8);
 	rm(c);
 }

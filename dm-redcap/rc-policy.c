@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Portable core of redcap's adaptive policies: activation-deactivation
+ * (REDCAP) and C-Aware placement.  See rc-policy.h and docs/redcap.rst.
+ */
+#include "rc-policy.h"
+
+#define RC_U32_MAX		0xffffffffu
+#define RC_MAX_SAMPLE_NS	1000000000000ull	/* 1000 s: beyond is a stall */
+#define RC_COPY_HALVE_SECTORS	(1ull << 24)
+
+static u64 rc_clamp_ns(u64 ns)
+{
+	return ns > RC_MAX_SAMPLE_NS ? RC_MAX_SAMPLE_NS : ns;
+}
+
+/* --- seconds per KiB -------------------------------------------------- */
+
+void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns)
+{
+	ns = rc_clamp_ns(ns);
+	if (s->count == RC_SPK_DEPTH) {
+		s->sum_ns -= s->ns[s->next];
+		s->sum_sectors -= s->sectors[s->next];
+	} else {
+		s->count++;
+	}
+	s->ns[s->next] = ns;
+	s->sectors[s->next] = sectors;
+	s->sum_ns += ns;
+	s->sum_sectors += sectors;
+	s->next = (s->next + 1) % RC_SPK_DEPTH;
+}
+
+bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns)
+{
+	if (!s->sum_sectors) {
+		*ns = 0;
+		return false;
+	}
+	*ns = rc_div64(s->sum_ns * sectors, s->sum_sectors);
+	return true;
+}
+
+/* The estimate from @first, else from @second (the paper's single pool). */
+static bool rc_spk_either(const struct rc_spk *first, const struct rc_spk *second,
+			  u32 sectors, u64 *ns)
+{
+	return rc_spk_estimate(first, sectors, ns) ||
+	       rc_spk_estimate(second, sectors, ns);
+}
+
+/* --- activation-deactivation ------------------------------------------- */
+
+static void rc_adapt_new_window(struct rc_adapt *a)
+{
+	a->reads = 0;
+	a->unpriced = 0;
+	a->cache_ns = 0;
+	a->disk_ns = 0;
+}
+
+void rc_adapt_init(struct rc_adapt *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->window = RC_ADAPT_WINDOW;
+	a->margin = RC_ADAPT_MARGIN;
+	a->dwell = RC_ADAPT_DWELL;
+	a->estimator = RC_EST_SPK;
+	a->active = true;
+	a->since_switch = RC_U32_MAX;	/* the first window may switch */
+}
+
+void rc_adapt_reset_stats(struct rc_adapt *a)
+{
+	rc_adapt_new_window(a);
+	a->switches = 0;
+	a->windows = 0;
+	a->windows_unjudged = 0;
+	a->total_cache_ns = 0;
+	a->total_disk_ns = 0;
+	a->last_cache_ns = 0;
+	a->last_disk_ns = 0;
+}
+
+void rc_adapt_set_active(struct rc_adapt *a, bool active)
+{
+	if (a->active != active)
+		a->since_switch = 0;
+	a->active = active;
+	rc_adapt_new_window(a);
+}
+
+/* The learnt RAM copy time of @sectors (0 until a hit was timed). */
+static u64 rc_adapt_copy_estimate(const struct rc_adapt *a, u32 sectors)
+{
+	return a->copy_sectors ? rc_div64(a->copy_ns * sectors, a->copy_sectors) : 0;
+}
+
+/*
+ * spk prices reads that reach the disk as received with the rate of such
+ * reads (the bare pool).  The paper's v1 used the rate of whatever reached
+ * the disk last, i.e. the fills while active, which the drive's own
+ * read-ahead makes cheap: strided reads then look cheaper on the bare disk
+ * than they are, the cache goes off, and comes back on once the bare reads
+ * are measured; the state flaps.  The fills' rate is the fallback only
+ * until a bare read was seen (and the reverse for the fills).
+ */
+
+static bool rc_adapt_judge(struct rc_adapt *a)
+{
+	bool sw = false;
+
+	a->windows++;
+	if (a->since_switch < RC_U32_MAX)
+		a->since_switch++;
+	if (a->unpriced * 2 > a->reads || !a->disk_ns) {
+		a->windows_unjudged++;
+	} else {
+		a->last_cache_ns = a->cache_ns;
+		a->last_disk_ns = a->disk_ns;
+		a->total_cache_ns += a->cache_ns;
+		a->total_disk_ns += a->disk_ns;
+		if (a->switching && a->since_switch > a->dwell) {
+			if (a->active)
+				sw = a->cache_ns * 100 > a->disk_ns * (100 + a->margin);
+			else
+				sw = a->cache_ns * 100 < a->disk_ns * (100 - a->margin);
+		}
+	}
+	if (sw) {
+		a->active = !a->active;
+		a->switches++;
+		a->since_switch = 0;
+	}
+	rc_adapt_new_window(a);
+	return sw;
+}
+
+/*
+ * Estimator vdisk: both sides are priced by the same latency model, the
+ * bare disk on the stream redcap received and the cache on the stream the
+ * cache sends down (real while active, simulated while inactive), so a
+ * bias of the model, or of where it measures, falls on both alike.
+ */
+static bool rc_adapt_read_vdisk(struct rc_adapt *a, u32 sectors, enum rc_sim sim,
+				u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
+{
+	a->disk_ns += vd_ns;
+	a->cache_ns += cvd_ns;
+	if (sim == RC_SIM_HIT || sim == RC_SIM_MISS)
+		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
+	return vd_ok && cvd_ok;
+}
+
+/*
+ * Estimator spk: the side the state lets happen is measured (the disk
+ * reads in rc_adapt_disk_done(), the copies in rc_adapt_copy()); the
+ * other is priced with the learnt rates.
+ */
+static bool rc_adapt_read_spk(struct rc_adapt *a, u32 sectors, u32 seg_sectors,
+			      enum rc_sim sim)
+{
+	bool ok = true;
+	u64 ns = 0;
+
+	switch (sim) {
+	case RC_SIM_NONE:	/* active: the cache side is measured */
+		ok = rc_spk_either(&a->bare, &a->fill, sectors, &ns);
+		a->disk_ns += ns;
+		break;
+	case RC_SIM_HIT:	/* inactive: the disk side is measured */
+		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
+		break;
+	case RC_SIM_MISS:
+		ok = rc_spk_either(&a->fill, &a->bare, seg_sectors, &ns);
+		a->cache_ns += ns + rc_adapt_copy_estimate(a, sectors);
+		break;
+	case RC_SIM_BYPASS:	/* would have gone to the disk as received */
+		ok = rc_spk_either(&a->bare, &a->fill, sectors, &ns);
+		a->cache_ns += ns;
+		break;
+	}
+	return ok;
+}
+
+bool rc_adapt_read(struct rc_adapt *a, u32 sectors, u32 seg_sectors, enum rc_sim sim,
+		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
+{
+	bool ok;
+
+	if (a->estimator == RC_EST_VDISK)
+		ok = rc_adapt_read_vdisk(a, sectors, sim, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	else
+		ok = rc_adapt_read_spk(a, sectors, seg_sectors, sim);
+	if (!ok)
+		a->unpriced++;
+	if (++a->reads < a->window)
+		return false;
+	return rc_adapt_judge(a);
+}
+
+void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind,
+			u32 sectors, u64 ns)
+{
+	ns = rc_clamp_ns(ns);
+	rc_spk_add(kind == RC_DISK_FILL ? &a->fill : &a->bare, sectors, ns);
+	if (a->estimator == RC_EST_VDISK)
+		return;		/* both sides come from the model */
+	if (a->active)
+		a->cache_ns += ns;	/* all the cache made the disk do */
+	else if (kind == RC_DISK_BARE)
+		a->disk_ns += ns;	/* the bare disk at work */
+}
+
+void rc_adapt_copy(struct rc_adapt *a, u32 sectors, u64 ns)
+{
+	ns = rc_clamp_ns(ns);
+	if (a->copy_sectors >= RC_COPY_HALVE_SECTORS) {
+		a->copy_ns >>= 1;
+		a->copy_sectors >>= 1;
+	}
+	a->copy_ns += ns;
+	a->copy_sectors += sectors;
+	if (a->active)
+		a->cache_ns += ns;
+}
+
+static const char * const rc_estimator_names[RC_EST_NR] = { "spk", "vdisk" };
+
+const char *rc_estimator_name(enum rc_estimator e)
+{
+	return e < RC_EST_NR ? rc_estimator_names[e] : "?";
+}
+
+static char rc_lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+
+/* ASCII case-insensitive, like the strcasecmp() dm uses for keywords. */
+bool rc_streq(const char *a, const char *b)
+{
+	while (*a && rc_lower(*a) == rc_lower(*b)) {
+		a++;
+		b++;
+	}
+	return rc_lower(*a) == rc_lower(*b);
+}
+
+int rc_estimator_parse(const char *name)
+{
+	int e;
+
+	for (e = 0; e < RC_EST_NR; e++)
+		if (rc_streq(name, rc_estimator_names[e]))
+			return e;
+	return -1;
+}
+
+/* --- C-Aware ---------------------------------------------------------- */
+
+void rc_caware_init(struct rc_caware *w, u64 now)
+{
+	int i;
+
+	memset(w, 0, sizeof(*w));
+	w->interval_ns = (u64)RC_CAWARE_DECAY_MS * 1000000;
+	for (i = 0; i < RC_CL_NR; i++)
+		w->cl[i].stamp = now;
+}
+
+void rc_caware_reset_stats(struct rc_caware *w)
+{
+	memset(w->rule, 0, sizeof(w->rule));
+	w->decays = 0;
+}
+
+void rc_caware_record(struct rc_caware *w, enum rc_class cl, u64 ns, u64 now)
+{
+	struct rc_trace *t = &w->cl[cl];
+
+	ns = rc_clamp_ns(ns);
+	t->totaltime = (7 * t->totaltime + 256 * ns) / 8;		/* (1) */
+	t->samples = (7 * t->samples + 256) / 8;			/* (2) */
+	t->meantime = rc_div64(t->totaltime + 128, t->samples);	/* (3) */
+	t->n++;
+	t->stamp = now;
+}
+
+void rc_caware_decay(struct rc_caware *w, u64 now)
+{
+	u64 steps;
+	int i;
+
+	if (!w->interval_ns)
+		return;
+	for (i = 0; i < RC_CL_NR; i++) {
+		struct rc_trace *t = &w->cl[i];
+
+		if (now <= t->stamp || now - t->stamp < w->interval_ns)
+			continue;
+		steps = rc_div64(now - t->stamp, w->interval_ns);
+		t->stamp += steps * w->interval_ns;
+		if (!t->n)
+			continue;	/* never measured: nothing to halve */
+		w->decays += steps;
+		if (steps > 63)
+			steps = 63;
+		t->totaltime >>= steps;
+		t->meantime >>= steps;
+	}
+}
+
+int rc_caware_rule(struct rc_caware *w, bool write, bool full)
+{
+	const struct rc_trace *t = w->cl;
+	int rule;
+
+	if (!write && full)
+		rule = t[RC_CL_CACHE_READ].meantime < t[RC_CL_SOURCE_READ].meantime ? 1 : 5;
+	else if (write && full)
+		rule = t[RC_CL_CACHE_WRITE].meantime < t[RC_CL_SOURCE_WRITE].meantime ? 2 : 5;
+	else if (!write)
+		rule = t[RC_CL_DIRECT_CACHE_READ].meantime > t[RC_CL_SOURCE_READ].meantime ? 3 : 6;
+	else
+		rule = t[RC_CL_DIRECT_CACHE_WRITE].meantime > t[RC_CL_SOURCE_WRITE].meantime ? 4 : 6;
+	w->rule[rule]++;
+	return rule;
+}
+
+const char *rc_class_name(enum rc_class cl)
+{
+	static const char * const names[RC_CL_NR] = {
+		"cache_read", "direct_cache_read", "source_read",
+		"cache_write", "direct_cache_write", "source_write",
+	};
+
+	return cl < RC_CL_NR ? names[cl] : "?";
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Portable core of redcap's adaptive policies, shared by the kernel
+ * target, the simulator and the host tests:
+ *
+ *  - rc_adapt: the REDCAP activation-deactivation algorithm.  Over windows
+ *    of reads it compares the time the reads cost through the cache with
+ *    the time they would cost on the bare disk; one side of each pair is
+ *    measured and the other estimated, depending on the state.
+ *  - rc_caware: the C-Aware tracer (EWMA response times per request class)
+ *    and its rules 1-6, which place each miss in the cache or bypass it.
+ *
+ * Like rc-core, nothing here locks, sleeps or allocates: the caller holds
+ * its cache lock and passes times in ns from one monotonic clock.
+ */
+#ifndef RC_POLICY_H
+#define RC_POLICY_H
+
+#include "rc-types.h"
+
+/* --- activation-deactivation --------------------------------------------- */
+
+enum rc_estimator {
+	RC_EST_SPK = 0,		/* seconds per KiB of recent disk reads */
+	RC_EST_VDISK,		/* the virtual disk of dm-vdisk's latency model */
+	RC_EST_NR,
+};
+
+/* Seconds per KiB, kept as ns and sectors over the last RC_SPK_DEPTH reads. */
+#define RC_SPK_DEPTH	100
+struct rc_spk {
+	u64 ns[RC_SPK_DEPTH];
+	u32 sectors[RC_SPK_DEPTH];
+	u32 next, count;
+	u64 sum_ns, sum_sectors;
+};
+
+/* What the simulated cache did with a read while the cache is inactive. */
+enum rc_sim {
+	RC_SIM_NONE = 0,	/* the cache is active: nothing simulated */
+	RC_SIM_HIT,		/* the segment would have been cached */
+	RC_SIM_MISS,		/* the segment would have been filled */
+	RC_SIM_BYPASS,		/* it would have bypassed (all busy, or a write) */
+};
+
+/* Where the time of a finished disk read goes. */
+enum rc_disk_kind {
+	RC_DISK_FILL,		/* a segment fill */
+	RC_DISK_BARE,		/* a read passed to the disk as received */
+};
+
+#define RC_ADAPT_WINDOW		128	/* reads per judgement */
+#define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
+#define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
+#define RC_ADAPT_MAX_WINDOW	1000000u
+#define RC_ADAPT_MAX_MARGIN	100u
+#define RC_ADAPT_MAX_DWELL	1000u
+
+struct rc_adapt {
+	/* tunables */
+	u32 window, margin, dwell;
+	enum rc_estimator estimator;
+	bool switching;		/* the policy lets the state change */
+	bool active;		/* the state */
+
+	/* the window being filled */
+	u32 reads;
+	u32 unpriced;		/* reads the estimator could not price */
+	u64 cache_ns;		/* the reads' time with the cache */
+	u64 disk_ns;		/* the same reads' time on the bare disk */
+	u32 since_switch;	/* windows judged since the last switch */
+
+	/* learnt */
+	struct rc_spk bare;	/* reads that went to the disk as received */
+	struct rc_spk fill;	/* segment fills */
+	u64 copy_ns, copy_sectors;	/* RAM copies of hits (halved when large) */
+
+	/* totals */
+	u64 switches, windows, windows_unjudged;
+	u64 total_cache_ns, total_disk_ns;
+	u64 last_cache_ns, last_disk_ns;	/* the last window judged */
+};
+
+void rc_adapt_init(struct rc_adapt *a);
+
+/* Forget the windows and totals (not the tunables, state or learnt rates). */
+void rc_adapt_reset_stats(struct rc_adapt *a);
+
+/* The spk estimate of @sectors in ns; false while @s has no sample. */
+bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns);
+void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns);
+
+/*
+ * A read of @sectors arrived and rc_read() handled it; @sim is what it
+ * simulated (NONE while active).  Closes and judges the window after
+ * @window reads; returns true if the state changed.
+ *
+ * Estimator spk uses only the learnt rates and the measured times fed by
+ * rc_adapt_disk_done() and rc_adapt_copy().  Estimator vdisk takes both
+ * sides from the caller's virtual disks: @vd_ns / @vd_ok, the price of
+ * this read on the bare disk; @cvd_ns / @cvd_ok, the price of what the
+ * cache sent (or would have sent) down for it: a segment fill on a miss,
+ * the read itself on a bypass, 0 on a hit.  A false @..._ok means the
+ * model could not price it.
+ */
+bool rc_adapt_read(struct rc_adapt *a, u32 sectors, u32 seg_sectors, enum rc_sim sim,
+		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
+
+/* A disk read of @sectors finished after @ns of service. */
+void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind,
+			u32 sectors, u64 ns);
+
+/* A hit of @sectors was copied from RAM in @ns. */
+void rc_adapt_copy(struct rc_adapt *a, u32 sectors, u64 ns);
+
+/* Set the state by hand (a policy change); starts a new window. */
+void rc_adapt_set_active(struct rc_adapt *a, bool active);
+
+const char *rc_estimator_name(enum rc_estimator e);
+int rc_estimator_parse(const char *name);
+
+/* ASCII case-insensitive equality, like the strcasecmp() dm uses. */
+bool rc_streq(const char *a, const char *b);
+
+/* --- C-Aware placement -------------------------------------------------- */
+
+enum rc_class {
+	RC_CL_CACHE_READ = 0,	/* reads served by the cache: hits, waits, misses */
+	RC_CL_DIRECT_CACHE_READ, /* ... of which hits copied without waiting */
+	RC_CL_SOURCE_READ,	/* reads sent to the disk */
+	RC_CL_CACHE_WRITE,	/* writes that also allocated a segment */
+	RC_CL_DIRECT_CACHE_WRITE, /* ... their copy into the segment */
+	RC_CL_SOURCE_WRITE,	/* writes that went to the disk only */
+	RC_CL_NR,
+};
+
+/* One class of the tracer, formulas (1)-(3) of the C-Aware paper. */
+struct rc_trace {
+	u64 samples;		/* EWMA count, 256 per request (settles at 249) */
+	u64 totaltime;		/* EWMA of 256 x time, ns */
+	u64 meantime;		/* ns */
+	u64 n;			/* requests recorded (not decayed) */
+	u64 stamp;		/* last refresh: a request or a decay step */
+};
+
+#define RC_CAWARE_DECAY_MS	1000
+#define RC_CAWARE_MAX_DECAY_MS	3600000u
+
+struct rc_caware {
+	struct rc_trace cl[RC_CL_NR];
+	u64 interval_ns;	/* halve a mean not refreshed for this long */
+	u64 rule[7];		/* times each rule 1..6 decided */
+	u64 decays;
+};
+
+void rc_caware_init(struct rc_caware *w, u64 now);
+
+/* Forget the rule counters and decays (not the means). */
+void rc_caware_reset_stats(struct rc_caware *w);
+
+/* One request of class @cl took @ns. */
+void rc_caware_record(struct rc_caware *w, enum rc_class cl, u64 ns, u64 now);
+
+/* Halve every mean not refreshed for an interval, once per interval. */
+void rc_caware_decay(struct rc_caware *w, u64 now);
+
+/*
+ * The rule (1..6) that places a miss: a read or a write, with the cache
+ * @full (no free segment) or not.  Rules 1, 2 and 6 cache; 3, 4 and 5
+ * bypass (rc_caware_caches()).  Counts the rule.
+ */
+int rc_caware_rule(struct rc_caware *w, bool write, bool full);
+
+static inline bool rc_caware_caches(int rule)
+{
+	return rule == 1 || rule == 2 || rule == 6;
+}
+
+const char *rc_class_name(enum rc_class cl);
+
+#endif
