@@ -378,6 +378,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 	e->pins = 1;
 	e->updating = 0;
 	e->stale = 0;
+	e->walloc = 0;
 	e->wgen = c->wb_gen[b];
 	rc_hash_add(c, i);
 	c->nr_filling++;
@@ -395,14 +396,19 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 				 u32 sectors)
 {
 	struct rc_entry *e;
+	bool walloc;
 
 	/* Misuse (not a filling entry): touch nothing, fail the waiters. */
 	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING)
 		return RC_FILL_ERROR;
 	e = &c->entries[idx];
 
-	c->ctr.fill_ios++;
-	c->ctr.fill_sectors += sectors;
+	walloc = e->walloc;
+	e->walloc = 0;
+	if (!walloc) {
+		c->ctr.fill_ios++;
+		c->ctr.fill_sectors += sectors;
+	}
 	c->nr_filling--;
 
 	if (error) {
@@ -416,6 +422,8 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 		rc_fill_release(c, idx);
 		return RC_FILL_STALE;
 	}
+	if (walloc)
+		c->ctr.write_allocs++;
 	e->state = RC_VALID;
 	c->nr_valid++;
 	return RC_FILL_SERVE;
@@ -549,6 +557,42 @@ enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
 	c->ctr.invalidations++;
 	rc_invalidate(c, i);
 	return RC_WRITE_DONE;
+}
+
+bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
+{
+	u32 b = rc_wb_bucket(c, seg);
+	struct rc_entry *e;
+	u32 i;
+
+	if (!rc_active(c) || !rc_policy_caware(c->policy))
+		return false;
+	i = rc_lookup(c, seg);
+	if (i != RC_NONE && c->entries[i].state != RC_GHOST)
+		return false;
+	if (c->wb_inflight[b] || c->range_inflight || c->wb_gen[b] != cookie)
+		return false;
+	if (!rc_caware_caches(rc_caware_rule(&c->caware, true, c->free_head == RC_NONE)))
+		return false;
+	if (i != RC_NONE)
+		rc_ghost_drop(c, i);
+	i = rc_take_entry(c);
+	if (i == RC_NONE)
+		return false;
+
+	e = &c->entries[i];
+	e->seg = seg;
+	e->state = RC_FILLING;
+	e->pins = 1;
+	e->updating = 0;
+	e->stale = 0;
+	e->walloc = 1;
+	e->wgen = cookie;
+	rc_hash_add(c, i);
+	c->nr_filling++;
+	c->nr_pinned++;
+	*idx = i;
+	return true;
 }
 
 u32 rc_drop_all(struct rc_cache *c)

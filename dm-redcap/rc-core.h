@@ -83,6 +83,7 @@ struct rc_counters {
 	u64 fill_stale;		/* fills dropped because a write raced them */
 	u64 writes;		/* write/discard/write-zeroes bios seen */
 	u64 write_sectors;
+	u64 write_allocs;	/* segments filled from a whole-segment write */
 	u64 invalidations;	/* segments dropped by writes */
 	u64 updates;		/* segments updated in place by writes */
 	u64 evictions;		/* valid segments reused by LRU */
@@ -98,6 +99,7 @@ struct rc_entry {
 	u8 on_list;		/* linked on the LRU or free list */
 	u8 updating;		/* an update copy was handed out; cleared at last unpin */
 	u8 stale;		/* FILLING: a range write overlapped the fill */
+	u8 walloc;		/* FILLING: from a write (rc_write_allocate()) */
 };
 
 struct rc_cache {
@@ -188,6 +190,18 @@ u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update);
  */
 enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
 				   int error, bool may_update, u32 *idx);
+
+/*
+ * A write covering all of @seg completed without error, and
+ * rc_write_done() returned DONE.  With a C-Aware policy and the cache
+ * active, when nothing of @seg is cached or being filled, no other write
+ * to its bucket is in flight and @cookie is the newest, C-Aware's write
+ * rules (2, 4, 5, 6) decide whether the written data becomes the
+ * segment's.  On true, entry *idx is FILLING and pinned: the caller copies
+ * the data in and completes it with rc_fill_done() like a fill (counted in
+ * write_allocs, not fill_ios); readers arriving meanwhile wait on it.
+ */
+bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx);
 
 /*
  * A discard / write-zeroes / secure-erase over @nr segments from @first

@@ -42,12 +42,23 @@ bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns)
 	return true;
 }
 
-/* The estimate from @first, else from @second (the paper's single pool). */
-static bool rc_spk_either(const struct rc_spk *first, const struct rc_spk *second,
-			  u32 sectors, u64 *ns)
+/* The pool of a request at @sector after one that ended at @next. */
+static int rc_spk_pool(u64 next, u64 sector)
 {
-	return rc_spk_estimate(first, sectors, ns) ||
-	       rc_spk_estimate(second, sectors, ns);
+	return sector >= next && sector - next <= RC_SPK_NEAR ? RC_SPK_NEAR_POOL : RC_SPK_FAR_POOL;
+}
+
+/*
+ * Price @sectors with pool @p of @mine; while it has no sample, the other
+ * distance of @mine, then the same and the other distance of @other.
+ */
+static bool rc_spk_price(const struct rc_spk *mine, const struct rc_spk *other, int p,
+			 u32 sectors, u64 *ns)
+{
+	return rc_spk_estimate(&mine[p], sectors, ns) ||
+	       rc_spk_estimate(&mine[!p], sectors, ns) ||
+	       rc_spk_estimate(&other[p], sectors, ns) ||
+	       rc_spk_estimate(&other[!p], sectors, ns);
 }
 
 /* --- activation-deactivation ------------------------------------------- */
@@ -99,12 +110,13 @@ static u64 rc_adapt_copy_estimate(const struct rc_adapt *a, u32 sectors)
 
 /*
  * spk prices reads that reach the disk as received with the rate of such
- * reads (the bare pool).  The paper's v1 used the rate of whatever reached
- * the disk last, i.e. the fills while active, which the drive's own
- * read-ahead makes cheap: strided reads then look cheaper on the bare disk
- * than they are, the cache goes off, and comes back on once the bare reads
- * are measured; the state flaps.  The fills' rate is the fallback only
- * until a bare read was seen (and the reverse for the fills).
+ * reads (the bare pools), fills with the rate of fills, each at its
+ * distance.  The paper's v1 used the rate of whatever reached the disk
+ * last, i.e. the fills while active, which the drive's own read-ahead
+ * makes cheap: strided reads then look cheaper on the bare disk than they
+ * are, the cache goes off, and comes back on once the bare reads are
+ * measured; the state flaps.  A pool with no sample yet borrows as
+ * rc_spk_price() says.
  */
 
 static bool rc_adapt_judge(struct rc_adapt *a)
@@ -158,41 +170,48 @@ static bool rc_adapt_read_vdisk(struct rc_adapt *a, u32 sectors, enum rc_sim sim
  * reads in rc_adapt_disk_done(), the copies in rc_adapt_copy()); the
  * other is priced with the learnt rates.
  */
-static bool rc_adapt_read_spk(struct rc_adapt *a, u32 sectors, u32 seg_sectors,
+static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 seg_sectors,
 			      enum rc_sim sim)
 {
+	u64 start = sector & ~(u64)(seg_sectors - 1);
 	bool ok = true;
 	u64 ns = 0;
 
 	switch (sim) {
 	case RC_SIM_NONE:	/* active: the cache side is measured */
-		ok = rc_spk_either(&a->bare, &a->fill, sectors, &ns);
+		ok = rc_spk_price(a->bare, a->fill, rc_spk_pool(a->recv_next, sector),
+				  sectors, &ns);
 		a->disk_ns += ns;
 		break;
 	case RC_SIM_HIT:	/* inactive: the disk side is measured */
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
 		break;
 	case RC_SIM_MISS:
-		ok = rc_spk_either(&a->fill, &a->bare, seg_sectors, &ns);
+		ok = rc_spk_price(a->fill, a->bare, rc_spk_pool(a->sim_next, start),
+				  seg_sectors, &ns);
 		a->cache_ns += ns + rc_adapt_copy_estimate(a, sectors);
+		a->sim_next = start + seg_sectors;
 		break;
 	case RC_SIM_BYPASS:	/* would have gone to the disk as received */
-		ok = rc_spk_either(&a->bare, &a->fill, sectors, &ns);
+		ok = rc_spk_price(a->bare, a->fill, rc_spk_pool(a->sim_next, sector),
+				  sectors, &ns);
 		a->cache_ns += ns;
+		a->sim_next = sector + sectors;
 		break;
 	}
 	return ok;
 }
 
-bool rc_adapt_read(struct rc_adapt *a, u32 sectors, u32 seg_sectors, enum rc_sim sim,
-		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
+bool rc_adapt_read(struct rc_adapt *a, u64 sector, u32 sectors, u32 seg_sectors,
+		   enum rc_sim sim, u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
 	bool ok;
 
 	if (a->estimator == RC_EST_VDISK)
 		ok = rc_adapt_read_vdisk(a, sectors, sim, vd_ns, vd_ok, cvd_ns, cvd_ok);
 	else
-		ok = rc_adapt_read_spk(a, sectors, seg_sectors, sim);
+		ok = rc_adapt_read_spk(a, sector, sectors, seg_sectors, sim);
+	a->recv_next = sector + sectors;
 	if (!ok)
 		a->unpriced++;
 	if (++a->reads < a->window)
@@ -200,11 +219,14 @@ bool rc_adapt_read(struct rc_adapt *a, u32 sectors, u32 seg_sectors, enum rc_sim
 	return rc_adapt_judge(a);
 }
 
-void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind,
+void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind, u64 sector,
 			u32 sectors, u64 ns)
 {
+	int p = rc_spk_pool(a->disk_next, sector);
+
 	ns = rc_clamp_ns(ns);
-	rc_spk_add(kind == RC_DISK_FILL ? &a->fill : &a->bare, sectors, ns);
+	a->disk_next = sector + sectors;
+	rc_spk_add(kind == RC_DISK_FILL ? &a->fill[p] : &a->bare[p], sectors, ns);
 	if (a->estimator == RC_EST_VDISK)
 		return;		/* both sides come from the model */
 	if (a->active)

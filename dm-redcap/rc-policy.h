@@ -43,6 +43,16 @@ enum rc_sim {
 	RC_SIM_BYPASS,		/* it would have bypassed (all busy, or a write) */
 };
 
+/*
+ * spk keeps its rates per kind of request and per distance: "near" is a
+ * request starting at most RC_SPK_NEAR sectors after the end of the one
+ * before it (the drive's read-ahead or a short seek serves it), "far" any
+ * other.  Without the split, a few seeks among sequential fills (a probe
+ * at device creation, the first fill of a run) make every fill look dear.
+ */
+#define RC_SPK_NEAR	2048	/* 1 MiB */
+enum { RC_SPK_NEAR_POOL = 0, RC_SPK_FAR_POOL, RC_SPK_POOLS };
+
 /* Where the time of a finished disk read goes. */
 enum rc_disk_kind {
 	RC_DISK_FILL,		/* a segment fill */
@@ -71,8 +81,11 @@ struct rc_adapt {
 	u32 since_switch;	/* windows judged since the last switch */
 
 	/* learnt */
-	struct rc_spk bare;	/* reads that went to the disk as received */
-	struct rc_spk fill;	/* segment fills */
+	struct rc_spk bare[RC_SPK_POOLS];	/* reads sent to the disk as received */
+	struct rc_spk fill[RC_SPK_POOLS];	/* segment fills */
+	u64 disk_next;		/* end of the last disk read measured */
+	u64 recv_next;		/* end of the last read received */
+	u64 sim_next;		/* end of the last read the simulated cache sent */
 	u64 copy_ns, copy_sectors;	/* RAM copies of hits (halved when large) */
 
 	/* totals */
@@ -91,7 +104,7 @@ bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns);
 void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns);
 
 /*
- * A read of @sectors arrived and rc_read() handled it; @sim is what it
+ * A read of @sectors at @sector arrived and rc_read() handled it; @sim is what it
  * simulated (NONE while active).  Closes and judges the window after
  * @window reads; returns true if the state changed.
  *
@@ -103,11 +116,11 @@ void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns);
  * the read itself on a bypass, 0 on a hit.  A false @..._ok means the
  * model could not price it.
  */
-bool rc_adapt_read(struct rc_adapt *a, u32 sectors, u32 seg_sectors, enum rc_sim sim,
-		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
+bool rc_adapt_read(struct rc_adapt *a, u64 sector, u32 sectors, u32 seg_sectors,
+		   enum rc_sim sim, u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
 
-/* A disk read of @sectors finished after @ns of service. */
-void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind,
+/* A disk read of @sectors at @sector finished after @ns of service. */
+void rc_adapt_disk_done(struct rc_adapt *a, enum rc_disk_kind kind, u64 sector,
 			u32 sectors, u64 ns);
 
 /* A hit of @sectors was copied from RAM in @ns. */

@@ -85,10 +85,9 @@ struct redcap_pb {
 	enum redcap_pb_kind kind;
 	u32 cookie;
 	u64 start_ns;		/* when map saw the bio */
-	u32 sectors;		/* its size (a completed bio's iter is spent) */
 	u64 seg;
 	u64 nr_segs;
-	struct bvec_iter saved_iter;
+	struct bvec_iter saved_iter;	/* as map saw it (a completed bio's is spent) */
 };
 
 /* Every live context, so a reloaded table can take over its predecessor's cache. */
@@ -146,13 +145,13 @@ static void redcap_remap(struct redcap_c *rc, struct bio *bio)
  * queued behind the previous completion.  rc->lock held.
  */
 static u64 redcap_disk_done(struct redcap_c *rc, enum rc_disk_kind kind,
-			    u32 sectors, u64 start)
+			    sector_t sector, u32 sectors, u64 start)
 {
 	u64 now = ktime_get_ns();
 	u64 ns = now - max(start, min(rc->disk_last_done, now));
 
 	rc->disk_last_done = max(rc->disk_last_done, now);
-	rc_adapt_disk_done(&rc->cache->adapt, kind, sectors, ns);
+	rc_adapt_disk_done(&rc->cache->adapt, kind, sector, sectors, ns);
 	return now;
 }
 
@@ -164,7 +163,9 @@ static void redcap_fill_endio(struct bio *fill)
 
 	if (!fill->bi_status) {
 		spin_lock_irqsave(&rc->lock, flags);
-		redcap_disk_done(rc, RC_DISK_FILL, e->fill_sectors, e->fill_start_ns);
+		redcap_disk_done(rc, RC_DISK_FILL,
+				 redcap_seg_start(rc, rc->cache->entries[e - rc->ents].seg),
+				 e->fill_sectors, e->fill_start_ns);
 		spin_unlock_irqrestore(&rc->lock, flags);
 	}
 	e->fill_status = fill->bi_status;
@@ -181,6 +182,7 @@ static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
 	struct bio_list waiters;
 	unsigned long flags;
 	struct bio *bio;
+	bool from_write = !e->fill_bio;
 	sector_t start;
 	u64 now;
 	u32 n = 0;
@@ -196,7 +198,8 @@ static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
 		DMERR_LIMIT("%s: fill of sectors %llu+%u failed: %d", rc->origin->name,
 			    (unsigned long long)start,
 			    e->fill_sectors, error);
-	bio_put(e->fill_bio);
+	if (!from_write)
+		bio_put(e->fill_bio);
 	e->fill_bio = NULL;
 
 	while ((bio = bio_list_pop(&waiters))) {
@@ -230,8 +233,9 @@ static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
 
 	if (act == RC_FILL_SERVE) {
 		spin_lock_irqsave(&rc->lock, flags);
-		if (n > 1)
-			rc_count_waited(rc->cache, n - 1);
+		/* The first waiter of a read fill is its miss; a write's has none. */
+		if (n > !from_write)
+			rc_count_waited(rc->cache, n - !from_write);
 		rc_unpin(rc->cache, idx);
 		spin_unlock_irqrestore(&rc->lock, flags);
 	}
@@ -332,8 +336,8 @@ static void redcap_adapt_read(struct redcap_c *rc, struct bio *bio, enum rc_read
 		cvd_ok = redcap_vdisk_submit(rc, &rc->vdisk_cache, VD_READ,
 					     bio->bi_iter.bi_sector, bio_sectors(bio),
 					     now, &cvd_ns);
-	rc_adapt_read(&c->adapt, bio_sectors(bio), rc->seg_sectors, c->sim,
-		      vd_ns, vd_ok, cvd_ns, cvd_ok);
+	rc_adapt_read(&c->adapt, bio->bi_iter.bi_sector, bio_sectors(bio), rc->seg_sectors,
+		      c->sim, vd_ns, vd_ok, cvd_ns, cvd_ok);
 }
 
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
@@ -395,7 +399,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 	pb->kind = PB_ORIGIN;
 	pb->start_ns = ktime_get_ns();
-	pb->sectors = bio_sectors(bio);
+	pb->saved_iter = bio->bi_iter;
 
 	if (!bio_sectors(bio)) {	/* empty flush */
 		redcap_remap(rc, bio);
@@ -408,7 +412,6 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	case REQ_OP_WRITE:
 		pb->kind = PB_WRITE;
 		pb->seg = rc_sector_to_seg(rc->cache, bio->bi_iter.bi_sector);
-		pb->saved_iter = bio->bi_iter;
 		spin_lock_irqsave(&rc->lock, flags);
 		redcap_vdisk_write(rc, bio, pb->start_ns);
 		pb->cookie = rc_write_start(rc->cache, pb->seg, bio_sectors(bio), true);
@@ -432,12 +435,48 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	return DM_MAPIO_REMAPPED;
 }
 
+/* A write of exactly one whole segment, whose data can fill an entry. */
+static bool redcap_whole_segment(struct redcap_c *rc, struct redcap_pb *pb)
+{
+	return pb->saved_iter.bi_size == rc->seg_sectors << SECTOR_SHIFT &&
+	       !(pb->saved_iter.bi_sector & (rc->seg_sectors - 1));
+}
+
+/*
+ * Entry @idx was allocated for the whole-segment write @bio (C-Aware's
+ * write rules): copy the data in now, while the bio still holds it, and
+ * complete the entry like a fill, from the fill worker (waiting readers
+ * may have to be re-sent to the origin, which is not done from end_io).
+ */
+static void redcap_write_fill(struct redcap_c *rc, struct bio *bio, struct redcap_pb *pb,
+			      u32 idx)
+{
+	struct redcap_entry *e = &rc->ents[idx];
+	unsigned long flags;
+	u64 copied, now = ktime_get_ns();
+
+	redcap_copy(rc, idx, bio, pb->saved_iter, false);
+	copied = ktime_get_ns();
+	spin_lock_irqsave(&rc->lock, flags);
+	rc_caware_record(&rc->cache->caware, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
+	rc_caware_record(&rc->cache->caware, RC_CL_CACHE_WRITE, copied - pb->start_ns, copied);
+	spin_unlock_irqrestore(&rc->lock, flags);
+
+	e->fill_bio = NULL;
+	e->fill_sectors = rc->seg_sectors;
+	e->fill_status = BLK_STS_OK;
+	atomic_inc(&rc->fills_inflight);
+	llist_add(&e->done, &rc->fills_done);
+	queue_work(rc->wq, &rc->fill_work);
+}
+
 static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 {
 	struct redcap_c *rc = ti->private;
 	struct redcap_pb *pb = redcap_pb(bio);
 	enum rc_write_action act;
 	unsigned long flags;
+	bool alloc = false;
 	u64 now;
 	u32 idx;
 
@@ -449,7 +488,8 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		if (*error)
 			break;
 		spin_lock_irqsave(&rc->lock, flags);
-		now = redcap_disk_done(rc, RC_DISK_BARE, pb->sectors, pb->start_ns);
+		now = redcap_disk_done(rc, RC_DISK_BARE, pb->saved_iter.bi_sector,
+				       pb->saved_iter.bi_size >> SECTOR_SHIFT, pb->start_ns);
 		rc_caware_record(&rc->cache->caware, RC_CL_SOURCE_READ, now - pb->start_ns, now);
 		spin_unlock_irqrestore(&rc->lock, flags);
 		break;
@@ -458,10 +498,14 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		spin_lock_irqsave(&rc->lock, flags);
 		act = rc_write_done(rc->cache, pb->seg, pb->cookie,
 				    blk_status_to_errno(*error), true, &idx);
-		if (!*error)
+		if (act == RC_WRITE_DONE && !*error && redcap_whole_segment(rc, pb))
+			alloc = rc_write_allocate(rc->cache, pb->seg, pb->cookie, &idx);
+		if (!*error && !alloc)
 			rc_caware_record(&rc->cache->caware, RC_CL_SOURCE_WRITE,
 					 now - pb->start_ns, now);
 		spin_unlock_irqrestore(&rc->lock, flags);
+		if (alloc)
+			redcap_write_fill(rc, bio, pb, idx);
 		if (act == RC_WRITE_COPY) {
 			redcap_copy(rc, idx, bio, pb->saved_iter, false);
 			spin_lock_irqsave(&rc->lock, flags);
@@ -982,6 +1026,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
 	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
+	DMEMIT("write_allocs=%llu\n", c.write_allocs);
 	DMEMIT("evictions=%llu\n", c.evictions);
 	if (rc->vm)
 		DMEMIT("model=%u:%u\n", MAJOR(rc->model_dev), MINOR(rc->model_dev));

@@ -22,7 +22,7 @@ STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
             "read_bypassed_busy", "caware_bypassed", "sim_hits", "sim_misses", "fill_ios",
             "fill_sectors", "fill_errors", "fill_stale", "writes", "write_sectors",
-            "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
+            "write_allocs", "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
             "cache_time_us", "est_disk_time_us", "caware_rule1", "caware_rule2",
             "caware_rule3", "caware_rule4", "caware_rule5", "caware_rule6", "caware_decays")
 
@@ -515,7 +515,8 @@ def test_remove_while_open_fails_and_device_keeps_working(origin, dmname):
 # --------------------------------------------------------------------------
 # 7. Suspend, resume and reload under load
 
-FIO_RUNTIME = 20
+# Long enough for 3 suspends and 3 reloads on a guest slowed by a busy host.
+FIO_RUNTIME = 45
 
 
 def test_suspend_resume_and_reload_under_fio_keep_data_consistent(loop64, dmname):

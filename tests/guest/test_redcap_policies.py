@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, fio, sh
+from dmtest import Dm, brd_device, dev_sectors, fio, read_pattern, sh, write_stamped
 
 BRD_MIB = 256
 SEG, NSEGS = 256, 64            # 64 x 128 KiB, the paper's best LKR geometry
@@ -142,6 +142,47 @@ def test_caware_caches_strided_reads(disk, redcap):
     assert st["state"] == "active"
     assert st["read_hits"] > 8 * st["read_misses"]
     assert cached <= 0.70 * bare
+
+
+def settled(rc):
+    """Stats once no fill is in flight (write fills complete in a worker)."""
+    for _ in range(100):
+        st = rc.stats()
+        if not st["segments_filling"]:
+            return st
+        time.sleep(0.02)
+    raise AssertionError(f"fills still in flight: {st}")
+
+
+def test_caware_whole_segment_writes_fill_free_segments(ram, dmname):
+    """Rules 6 and 4 for writes: with free segments, a write of a whole
+    segment fills it with its own data; later reads hit without a fill, and
+    read back what was written.  A partial write only invalidates.  64 KiB
+    segments, each written by its own bio: brd's bios stop at 127 KiB
+    (max_sectors_kb), so a larger write would reach redcap cut elsewhere
+    than at segment boundaries."""
+    n = dev_sectors(ram)
+    seg = 128
+    blocks = seg // 8                                  # 4 KiB blocks a segment
+    with Dm(dmname(), f"0 {n} redcap {ram} {seg} 16 2 policy caware") as rc:
+        rc.cold()
+        # One partial write first: with source_write never timed (mean 0),
+        # rule 4 would leave the first whole write after an allocation alone.
+        write_stamped(rc.path, 8 * blocks, 1, seed=5)
+        for s in range(8):
+            write_stamped(rc.path, s * blocks, blocks, seed=5)
+        st = settled(rc)
+        assert (st["write_allocs"], st["caware_rule6"], st["segments_valid"]) == (8, 8, 8)
+        assert st["caware_cache_write_n"] == 8 and st["caware_source_write_n"] == 1
+        read_pattern(rc.path, range(8 * blocks), 5)
+        st = rc.stats()
+        assert (st["read_hits"], st["read_misses"], st["fill_ios"]) == (8 * blocks, 0, 0)
+        write_stamped(rc.path, 3, 1, seed=6)            # 4 KiB into segment 0
+        st = settled(rc)
+        assert (st["write_allocs"], st["invalidations"], st["segments_valid"]) == (8, 1, 7)
+        assert st["caware_source_write_n"] == 2
+        read_pattern(rc.path, [0, 1, 2, 4], 5)
+        read_pattern(rc.path, [3], 6)
 
 
 def test_policy_switches_under_fio_verify_lose_no_data(ram, dmname):

@@ -211,12 +211,13 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "writes", g->writes, w->writes);
 	check_ctr_field(line, "write_sectors", g->write_sectors,
 			w->write_sectors);
+	check_ctr_field(line, "write_allocs", g->write_allocs, w->write_allocs);
 	check_ctr_field(line, "invalidations", g->invalidations,
 			w->invalidations);
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 18 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 19 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -2007,5 +2008,116 @@ CTEST(sim_miss_during_write_bypasses_without_ghost)
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .sim_misses = 1, .writes = 1,
 		  .write_sectors = 8);
+	rm(c);
+}
+
+/* --- whole-segment writes filling entries (C-Aware rules 2, 4, 5, 6) ------- */
+
+/* A completed whole-segment write of @seg, asked to allocate. */
+static bool write_whole(struct rc_cache *c, u64 seg, u32 *idx)
+{
+	u32 cookie = rc_write_start(c, seg, 256, true);
+
+	CHECK_EQ(rc_write_done(c, seg, cookie, 0, true, idx), RC_WRITE_DONE);
+	return rc_write_allocate(c, seg, cookie, idx);
+}
+
+/* Not full: rule 6 fills the entry from the write; readers wait, then hit. */
+CTEST(write_allocate_fills_from_the_write)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx = RC_NONE, r;
+
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(write_whole(c, 9, &idx));
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK_EQ(c->caware.rule[6], 1);
+	CHECK_EQ(rc_read(c, 9, &r), RC_READ_WAIT);
+	CHECK_EQ(r, idx);
+	check_invariants(c);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_count_waited(c, 1);
+	rc_unpin(c, idx);
+	hit_seg(c, 9, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 2, .read_hits = 1, .read_hits_waited = 1, .writes = 1,
+		  .write_sectors = 256, .write_allocs = 1);
+	rm(c);
+}
+
+/* Only C-Aware policies, active, allocate; and never over another write. */
+CTEST(write_allocate_only_when_safe_and_asked)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx, c1, c2;
+
+	CHECK(!write_whole(c, 1, &idx));		/* always */
+	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	rc_adapt_set_active(&c->adapt, false);
+	CHECK(!write_whole(c, 1, &idx));		/* inactive */
+	rc_adapt_set_active(&c->adapt, true);
+	/* Another write to the bucket in flight: its data may land later. */
+	c1 = rc_write_start(c, 1, 256, true);
+	c2 = rc_write_start(c, 1, 256, true);
+	CHECK_EQ(rc_write_done(c, 1, c1, 0, true, &idx), RC_WRITE_DONE);
+	CHECK(!rc_write_allocate(c, 1, c1, &idx));
+	CHECK_EQ(rc_write_done(c, 1, c2, 0, true, &idx), RC_WRITE_DONE);
+	CHECK(!rc_write_allocate(c, 1, c1, &idx));	/* not the newest */
+	CHECK(rc_write_allocate(c, 1, c2, &idx));	/* the newest, alone */
+	/* Cached or filling already: no second entry. */
+	CHECK(!write_whole(c, 1, &idx));
+	check_invariants(c);
+	rm(c);
+}
+
+/* A write issued while the entry is being filled from a write makes it stale. */
+CTEST(write_allocate_raced_by_a_write_is_stale)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx, c2, j;
+
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(write_whole(c, 3, &idx));
+	c2 = rc_write_start(c, 3, 8, true);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_write_done(c, 3, c2, 0, true, &j), RC_WRITE_DONE);
+	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
+	check_invariants(c);
+	CHECK_CTR(c, .writes = 2, .write_sectors = 264, .fill_stale = 1);
+	rm(c);
+}
+
+/* Full: rule 5 unless a cache write is cheaper than a source write (rule 2). */
+CTEST(write_allocate_when_full_follows_rules_2_and_5)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, g;
+
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	fill_seg(c, 0);
+	fill_seg(c, 1);
+	rc_caware_record(&c->caware, RC_CL_CACHE_WRITE, 900, 0);
+	rc_caware_record(&c->caware, RC_CL_SOURCE_WRITE, 800, 0);
+	CHECK(!write_whole(c, 7, &idx));
+	CHECK_EQ(c->caware.rule[5], 1);
+	rc_caware_record(&c->caware, RC_CL_SOURCE_WRITE, 5000, 0);
+	CHECK(write_whole(c, 7, &idx));
+	CHECK_EQ(c->caware.rule[2], 1);
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_EQ(c->ctr.evictions, 1);
+	CHECK_EQ(c->ctr.write_allocs, 1);
+	/* A ghost of the segment is taken over, not duplicated. */
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
+	g = hashed_idx(c, 11);
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(write_whole(c, 11, &idx));
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(hashed_idx(c, 11), idx);
+	check_invariants(c);
 	rm(c);
 }

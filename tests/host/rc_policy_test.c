@@ -474,11 +474,11 @@ static bool adapt_window(struct rc_adapt *a, u64 cache, u64 disk)
 	for (i = 0; i < a->window; i++) {
 		CHECK(!sw);
 		if (a->active) {
-			rc_adapt_disk_done(a, RC_DISK_FILL, 256, 7777);
-			sw = rc_adapt_read(a, 8, 256, RC_SIM_NONE, disk, true, cache, true);
+			rc_adapt_disk_done(a, RC_DISK_FILL, 0, 256, 7777);
+			sw = rc_adapt_read(a, 0, 8, 256, RC_SIM_NONE, disk, true, cache, true);
 		} else {
-			rc_adapt_disk_done(a, RC_DISK_BARE, 8, 7777);
-			sw = rc_adapt_read(a, 8, 256, RC_SIM_MISS, disk, true, cache, true);
+			rc_adapt_disk_done(a, RC_DISK_BARE, 0, 8, 7777);
+			sw = rc_adapt_read(a, 0, 8, 256, RC_SIM_MISS, disk, true, cache, true);
 		}
 	}
 	CHECK_EQ(a->reads, 0);
@@ -597,7 +597,7 @@ CTEST(adapt_unpriced_window_not_judged)
 	/* 6 of 10 not priced on the bare disk: the cache is far worse, but no judgement. */
 	for (i = 0; i < 10; i++) {
 		ok = i >= 6;
-		CHECK(!rc_adapt_read(&a, 8, 256, RC_SIM_NONE, ok ? 1000 : 0, ok, 1000000, true));
+		CHECK(!rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, ok ? 1000 : 0, ok, 1000000, true));
 	}
 	CHECK(a.active);
 	CHECK_EQ(a.windows, 1);
@@ -607,7 +607,7 @@ CTEST(adapt_unpriced_window_not_judged)
 	/* Nor with 6 of 10 the cache's side unpriced. */
 	for (i = 0; i < 10; i++) {
 		ok = i >= 6;
-		CHECK(!rc_adapt_read(&a, 8, 256, RC_SIM_NONE, 1000, true, ok ? 1000000 : 0, ok));
+		CHECK(!rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, 1000, true, ok ? 1000000 : 0, ok));
 	}
 	CHECK_EQ(a.windows, 2);
 	CHECK_EQ(a.windows_unjudged, 2);
@@ -615,7 +615,7 @@ CTEST(adapt_unpriced_window_not_judged)
 	/* 5 of 10: judged, and out. */
 	for (i = 0; i < 10; i++) {
 		ok = i >= 5;
-		CHECK_EQ(rc_adapt_read(&a, 8, 256, RC_SIM_NONE, ok ? 1000 : 0, ok, 1000000, true),
+		CHECK_EQ(rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, ok ? 1000 : 0, ok, 1000000, true),
 			 i == 9);
 	}
 	CHECK(!a.active);
@@ -626,14 +626,14 @@ CTEST(adapt_unpriced_window_not_judged)
 	/* No disk time at all: not judged either. */
 	a.dwell = 0;
 	for (i = 0; i < 10; i++)
-		CHECK(!rc_adapt_read(&a, 8, 256, RC_SIM_MISS, 0, true, 1, true));
+		CHECK(!rc_adapt_read(&a, 0, 8, 256, RC_SIM_MISS, 0, true, 1, true));
 	CHECK_EQ(a.windows_unjudged, 3);
 	/* Spk with no sample at all cannot price: the first window is unjudged. */
 	rc_adapt_init(&a);
 	a.switching = true;
 	a.window = 4;
 	for (i = 0; i < 4; i++)
-		rc_adapt_read(&a, 8, 256, RC_SIM_NONE, 0, false, 0, false);
+		rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, 0, false, 0, false);
 	CHECK_EQ(a.windows, 1);
 	CHECK_EQ(a.windows_unjudged, 1);
 	CHECK(a.active);
@@ -647,14 +647,14 @@ CTEST(adapt_spk_pools)
 	rc_adapt_init(&a);
 	a.window = 100;
 	/* Active: the only disk rate known is the fills' ... */
-	rc_adapt_disk_done(&a, RC_DISK_FILL, 256, 2560000);	/* 10000 ns/sector */
+	rc_adapt_disk_done(&a, RC_DISK_FILL, 0, 256, 2560000);	/* 10000 ns/sector */
 	CHECK_EQ(a.cache_ns, 2560000);
-	rc_adapt_read(&a, 8, 256, RC_SIM_NONE, 0, false, 0, false);
+	rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, 0, false, 0, false);
 	CHECK_EQ(a.disk_ns, 80000);
 	/* ... until a read reached the disk as received. */
-	rc_adapt_disk_done(&a, RC_DISK_BARE, 8, 800000);	/* 100000 ns/sector */
+	rc_adapt_disk_done(&a, RC_DISK_BARE, 0, 8, 800000);	/* 100000 ns/sector */
 	CHECK_EQ(a.cache_ns, 3360000);
-	rc_adapt_read(&a, 8, 256, RC_SIM_NONE, 0, false, 0, false);
+	rc_adapt_read(&a, 0, 8, 256, RC_SIM_NONE, 0, false, 0, false);
 	CHECK_EQ(a.disk_ns, 80000 + 800000);
 	rc_adapt_copy(&a, 8, 2000);
 	CHECK_EQ(a.cache_ns, 3362000);
@@ -664,20 +664,57 @@ CTEST(adapt_spk_pools)
 	rc_adapt_set_active(&a, false);
 	CHECK_EQ(a.reads, 0);
 	CHECK_EQ(a.cache_ns, 0);
-	rc_adapt_read(&a, 8, 256, RC_SIM_MISS, 0, false, 0, false);
+	rc_adapt_read(&a, 0, 8, 256, RC_SIM_MISS, 0, false, 0, false);
 	CHECK_EQ(a.cache_ns, 2560000 + 2000);
-	rc_adapt_read(&a, 16, 256, RC_SIM_HIT, 0, false, 0, false);
+	rc_adapt_read(&a, 0, 16, 256, RC_SIM_HIT, 0, false, 0, false);
 	CHECK_EQ(a.cache_ns, 2560000 + 2000 + 4000);
 	/* A busy simulated cache would have sent the read as received. */
-	rc_adapt_read(&a, 8, 256, RC_SIM_BYPASS, 0, false, 0, false);
+	rc_adapt_read(&a, 0, 8, 256, RC_SIM_BYPASS, 0, false, 0, false);
 	CHECK_EQ(a.cache_ns, 2566000 + 800000);
 	/* Measured: bare reads count, fills (none expected) and copies do not. */
-	rc_adapt_disk_done(&a, RC_DISK_BARE, 8, 700000);
-	rc_adapt_disk_done(&a, RC_DISK_FILL, 256, 1);
+	rc_adapt_disk_done(&a, RC_DISK_BARE, 0, 8, 700000);
+	rc_adapt_disk_done(&a, RC_DISK_FILL, 0, 256, 1);
 	rc_adapt_copy(&a, 8, 2000);
 	CHECK_EQ(a.disk_ns, 700000);
 	CHECK_EQ(a.cache_ns, 3366000);
 	CHECK_EQ(a.reads, 3);
+	CHECK_EQ(a.unpriced, 0);
+}
+
+/*
+ * Near and far requests have pools of their own: a seek among sequential
+ * fills (a probe at device creation) does not make the next sequential fill
+ * look dear, and a pool with no sample borrows its kind's other distance.
+ */
+CTEST(adapt_spk_near_and_far_pools)
+{
+	struct rc_adapt a;
+
+	rc_adapt_init(&a);
+	a.window = 100;
+	rc_adapt_disk_done(&a, RC_DISK_FILL, 1000000, 256, 13000000);	/* far: a seek */
+	rc_adapt_disk_done(&a, RC_DISK_FILL, 1000256, 256, 1000000);	/* near */
+	rc_adapt_disk_done(&a, RC_DISK_FILL, 1000512 + RC_SPK_NEAR, 256, 3000000); /* near */
+	CHECK_EQ(a.fill[RC_SPK_FAR_POOL].count, 1);
+	CHECK_EQ(a.fill[RC_SPK_NEAR_POOL].count, 2);
+	rc_adapt_set_active(&a, false);
+	a.sim_next = 4096;
+	rc_adapt_read(&a, 4096 + 24, 8, 256, RC_SIM_MISS, 0, false, 0, false);
+	CHECK_EQ(a.cache_ns, 2000000);			/* near: (1 + 3) ms / 2 */
+	CHECK_EQ(a.sim_next, 4096 + 256);
+	rc_adapt_read(&a, 4096 + 512 + RC_SPK_NEAR, 8, 256, RC_SIM_MISS, 0, false, 0, false);
+	CHECK_EQ(a.cache_ns, 2000000 + 13000000);	/* far, past the 1 MiB reach */
+	rc_adapt_read(&a, 0, 8, 256, RC_SIM_MISS, 0, false, 0, false);
+	CHECK_EQ(a.cache_ns, 2000000 + 2 * 13000000);	/* backward is far */
+	/* Only far bare reads measured: a near one borrows their rate. */
+	rc_adapt_disk_done(&a, RC_DISK_BARE, 1 << 30, 8, 800000);
+	CHECK_EQ(a.bare[RC_SPK_FAR_POOL].count, 1);
+	CHECK_EQ(a.disk_ns, 800000);
+	rc_adapt_set_active(&a, true);
+	a.recv_next = 64;
+	rc_adapt_read(&a, 64, 8, 256, RC_SIM_NONE, 0, false, 0, false);
+	CHECK_EQ(a.disk_ns, 800000);
+	CHECK_EQ(a.recv_next, 72);
 	CHECK_EQ(a.unpriced, 0);
 }
 
@@ -757,12 +794,12 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 		cvd_ns = disk_read(&s->cvdisk, start, seg_sectors);
 	else if (vd && act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ns = disk_read(&s->cvdisk, sector, sectors);
-	rc_adapt_read(&c->adapt, sectors, seg_sectors, c->sim, vd_ns, vd, cvd_ns, vd);
+	rc_adapt_read(&c->adapt, sector, sectors, seg_sectors, c->sim, vd_ns, vd, cvd_ns, vd);
 	switch (act) {
 	case RC_READ_FILL:
 		CHECK_EQ(c->sim, RC_SIM_NONE);
 		t = disk_read(&s->disk, start, seg_sectors);
-		rc_adapt_disk_done(&c->adapt, RC_DISK_FILL, seg_sectors, t);
+		rc_adapt_disk_done(&c->adapt, RC_DISK_FILL, start, seg_sectors, t);
 		CHECK_EQ(rc_fill_done(c, idx, 0, seg_sectors), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 		s->fills++;
@@ -775,7 +812,7 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 		break;
 	case RC_READ_BYPASS:
 		t = disk_read(&s->disk, sector, sectors);
-		rc_adapt_disk_done(&c->adapt, RC_DISK_BARE, sectors, t);
+		rc_adapt_disk_done(&c->adapt, RC_DISK_BARE, sector, sectors, t);
 		s->bypasses++;
 		break;
 	default:	/* WAIT: impossible, every fill completes at once */
