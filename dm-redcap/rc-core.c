@@ -287,6 +287,35 @@ static u32 rc_take_entry(struct rc_cache *c)
 	return i;
 }
 
+/*
+ * Make an entry FILLING for @seg, pinned by its fill, which will be stale
+ * unless the bucket's write generation is still @wgen when it completes.
+ * @ghost is @seg's GHOST entry or RC_NONE.  Returns RC_NONE if all are busy.
+ */
+static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc)
+{
+	struct rc_entry *e;
+	u32 i;
+
+	if (ghost != RC_NONE)
+		rc_ghost_drop(c, ghost);	/* the simulated segment becomes real */
+	i = rc_take_entry(c);
+	if (i == RC_NONE)
+		return RC_NONE;
+	e = &c->entries[i];
+	e->seg = seg;
+	e->state = RC_FILLING;
+	e->pins = 1;
+	e->updating = 0;
+	e->stale = 0;
+	e->walloc = walloc;
+	e->wgen = wgen;
+	rc_hash_add(c, i);
+	c->nr_filling++;
+	c->nr_pinned++;
+	return i;
+}
+
 /* Release FILLING entry @idx (the fill's pin included) to the free list. */
 static void rc_fill_release(struct rc_cache *c, u32 idx)
 {
@@ -334,7 +363,6 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 
 enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 {
-	struct rc_entry *e;
 	u32 i, b;
 
 	c->ctr.reads++;
@@ -364,25 +392,11 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		goto bypass;
 	}
 
-	if (i != RC_NONE)
-		rc_ghost_drop(c, i);	/* the simulated segment becomes real */
-	i = rc_take_entry(c);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false);
 	if (i == RC_NONE) {
 		c->ctr.read_bypassed_busy++;
 		goto bypass;
 	}
-
-	e = &c->entries[i];
-	e->seg = seg;
-	e->state = RC_FILLING;
-	e->pins = 1;
-	e->updating = 0;
-	e->stale = 0;
-	e->walloc = 0;
-	e->wgen = c->wb_gen[b];
-	rc_hash_add(c, i);
-	c->nr_filling++;
-	c->nr_pinned++;
 	c->ctr.read_misses++;
 	*idx = i;
 	return RC_READ_FILL;
@@ -562,7 +576,6 @@ enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
 bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 {
 	u32 b = rc_wb_bucket(c, seg);
-	struct rc_entry *e;
 	u32 i;
 
 	if (!rc_active(c) || !rc_policy_caware(c->policy))
@@ -574,23 +587,9 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 		return false;
 	if (!rc_caware_caches(rc_caware_rule(&c->caware, true, c->free_head == RC_NONE)))
 		return false;
-	if (i != RC_NONE)
-		rc_ghost_drop(c, i);
-	i = rc_take_entry(c);
+	i = rc_start_fill(c, seg, i, cookie, true);
 	if (i == RC_NONE)
 		return false;
-
-	e = &c->entries[i];
-	e->seg = seg;
-	e->state = RC_FILLING;
-	e->pins = 1;
-	e->updating = 0;
-	e->stale = 0;
-	e->walloc = 1;
-	e->wgen = cookie;
-	rc_hash_add(c, i);
-	c->nr_filling++;
-	c->nr_pinned++;
 	*idx = i;
 	return true;
 }
