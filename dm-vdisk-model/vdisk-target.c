@@ -579,7 +579,12 @@ static void vdisk_hold(struct vdisk_c *vc, struct bio *bio, struct bio *clone,
 	pb->deadline = vd_drive_submit(&vc->drive, pb->dir,
 				       bio->bi_iter.bi_sector, pb->sectors,
 				       now, &pb->service);
-	if (list_empty(&vc->held))
+	/*
+	 * Deadlines only grow: a queued timer is for an earlier one and its
+	 * run arms the next.  With none queued (nothing held, or only bios
+	 * already due and waiting for their clones) this one must arm it.
+	 */
+	if (!hrtimer_is_queued(&vc->timer))
 		hrtimer_start(&vc->timer, ns_to_ktime(pb->deadline),
 			      HRTIMER_MODE_ABS_SOFT);
 	list_add_tail(&pb->list, &vc->held);

@@ -1,62 +1,52 @@
 # SPDX-License-Identifier: GPL-2.0
 # "make demo", inside the guest (dash): an ext4 filesystem holding copies of
-# a kernel-source subtree on a slow disk, read cold by 4 processes
-# (find | cat) on the bare disk and through redcap; prints both times.
+# a kernel-source subtree on an emulated 7200 rpm disk, read cold by 4
+# processes (find | cat) on the bare disk and through redcap; prints both
+# times, the improvement and redcap's key counters.
 #
-# The slow disk is, for now, null_blk with a fixed 5 ms per request at queue
-# depth 1 and 150 MB/s (BENCH-NOTES: no seek model, so it flatters large
-# prefetches); it becomes "vdisk emulate hdd7200" when that mode lands.
+# The disk: a RAM disk behind "vdisk emulate" (profile hdd7200: seeks,
+# rotation, media rate and the drive's own read-ahead cache), standing for
+# the first 256 MiB of a 1 TB drive, with a measuring vdisk on top whose
+# latency model redcap uses to judge itself (policy adaptive+caware,
+# estimator vdisk).  The bare run goes through the measuring vdisk too, so
+# its model has learnt the disk by the time redcap starts.
 set -eu
 lkr=$1		# a tar file of the kernel source subtree
 nproc=4
 segs=64
 seg_sectors=256
 mnt=/tmp/redcap-demo
+ram=/dev/ram0
 
 say() { printf '%s\n' "$*"; }
-cfg=/sys/kernel/config/nullb/demo
-set_disk() {	# <power> [irqmode completion_nsec queue_depth mbps]
-	echo 0 > $cfg/power
-	if [ $# -gt 1 ]; then
-		echo "$2" > $cfg/irqmode
-		echo "$3" > $cfg/completion_nsec
-		echo "$4" > $cfg/hw_queue_depth
-		echo "$5" > $cfg/mbps
-	fi
-	echo "$1" > $cfg/power
+dm_create() {	# <name> <table>
+	echo "$2" | dmsetup create "$1"
 	udevadm settle
+	[ -e "/dev/mapper/$1" ] || dmsetup mknodes "$1"
 }
 
-modprobe null_blk nr_devices=0
-mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-mkdir $cfg
-echo 1024 > $cfg/size
-echo 1 > $cfg/memory_backed
-echo 4096 > $cfg/blocksize
-echo 1 > $cfg/submit_queues
-echo 1024 > $cfg/max_sectors	# the default, 255, would split every 128 KiB fill in two
-set_disk 1
-# null_blk names a configfs-made disk after its directory (older kernels: nullb<index>).
-disk=/dev/demo
-[ -b $disk ] || disk=/dev/nullb$(cat $cfg/index)
-
-mkfs.ext4 -q -F $disk
+modprobe brd rd_nr=1 rd_size=262144
+mkfs.ext4 -q -F $ram
 mkdir -p $mnt
-mount $disk $mnt
+mount $ram $mnt
 mkdir $mnt/p1
 tar -C $mnt/p1 -xf "$lkr"
-say "demo: $nproc copies of $(find $mnt/p1 -type f | wc -l) kernel source files ($(du -sm $mnt/p1 | cut -f1) MiB) on ext4 on $disk"
+say "demo: $nproc copies of $(find $mnt/p1 -type f | wc -l) kernel source files ($(du -sm $mnt/p1 | cut -f1) MiB) on ext4"
 i=2
 while [ $i -le $nproc ]; do cp -a $mnt/p1 $mnt/p$i; i=$((i + 1)); done
 umount $mnt
-set_disk 1 2 5000000 1 150
-say "demo: disk is now slow: 5 ms per request, queue depth 1, 150 MB/s"
+
+n=$(blockdev --getsz $ram)
+dm_create demo-hdd "0 $n vdisk $ram 4 mode emulate capacity 1953125000"
+dm_create demo-vd "0 $n vdisk /dev/mapper/demo-hdd"
+say "demo: the disk is now an emulated 7200 rpm drive (vdisk emulate hdd7200, 1 TB), measured by a vdisk sidecar"
 
 # Read every copy in parallel, cold; prints the elapsed seconds.
 cold_read() {	# <device>
 	mount -o ro "$1" $mnt
 	sync
 	echo 3 > /proc/sys/vm/drop_caches
+	dmsetup message demo-hdd 0 reset_stats
 	t0=$(date +%s.%N)
 	i=1
 	while [ $i -le $nproc ]; do
@@ -69,23 +59,22 @@ cold_read() {	# <device>
 	echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }'
 }
 
-reads() { awk '{ print $1 }' /sys/class/block/$(basename $disk)/stat; }
+drive() {	# <key>: the emulated drive's counter
+	dmsetup message demo-hdd 0 stats | sed -n "s/^$1=//p"
+}
 
-r0=$(reads)
-bare=$(cold_read $disk)
-r1=$(reads)
-say "demo: bare disk:  ${bare} s, $((r1 - r0)) disk reads"
+bare=$(cold_read /dev/mapper/demo-vd)
+say "demo: bare disk:  ${bare} s, $(drive emu_requests) disk requests, drive busy $(($(drive emu_busy_us) / 1000)) ms"
 
-echo "0 $(blockdev --getsz $disk) redcap $disk $seg_sectors $segs" | dmsetup create demo-rc
-udevadm settle
-[ -e /dev/mapper/demo-rc ] || dmsetup mknodes demo-rc
-r0=$(reads)
+dm_create demo-rc "0 $n redcap /dev/mapper/demo-vd $seg_sectors $segs 4 policy adaptive+caware estimator vdisk"
 cached=$(cold_read /dev/mapper/demo-rc)
-r1=$(reads)
-say "demo: redcap:     ${cached} s, $((r1 - r0)) disk reads ($segs x $((seg_sectors / 2)) KiB segments, $((segs * seg_sectors / 2048)) MiB RAM)"
+say "demo: redcap:     ${cached} s, $(drive emu_requests) disk requests, drive busy $(($(drive emu_busy_us) / 1000)) ms ($segs x $((seg_sectors / 2)) KiB segments, $((segs * seg_sectors / 2048)) MiB RAM)"
 echo "$bare $cached" | awk '{ printf "demo: improvement: %.1f %% less time than the bare disk\n", 100 * ($1 - $2) / $1 }'
 say "demo: redcap counters:"
-dmsetup message demo-rc 0 stats | grep -E '^(state|policy|read_hits|read_hits_waited|read_misses|read_bypassed|fill_ios|fill_sectors)=' | sed 's/^/  /'
+dmsetup message demo-rc 0 stats |
+	grep -E '^(state|policy|switches|read_hits|read_hits_waited|read_misses|read_bypassed|caware_bypassed|fill_ios|fill_sectors|cache_time_us|est_disk_time_us)=' |
+	sed 's/^/  /'
 dmsetup remove demo-rc
-set_disk 0
-rmdir $cfg
+dmsetup remove demo-vd
+dmsetup remove demo-hdd
+modprobe -r brd
