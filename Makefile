@@ -25,7 +25,7 @@ OTHER_KVER := $(if $(filter 6.12,$(KVER)),6.1,6.12)
 DESTDIR ?=
 PREFIX ?= /usr/local
 
-.PHONY: all deps modules userspace host-tests check demo bench clean install \
+.PHONY: all deps modules userspace bench-tools host-tests check demo bench clean install \
 	checkpatch sparse
 
 all: modules userspace
@@ -45,11 +45,25 @@ modules:
 userspace:
 	$(MAKE) -C userspace
 
+# The benchmark suite's reader: static, so that starting it in the guest
+# reads nothing from the host's filesystem.
+bench-tools: build/bench/rdpat
+build/bench/rdpat: tests/bench/rdpat.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -static -Wall -Wextra -Werror -o $@ $<
+
 host-tests:
 	$(MAKE) -s -C tests/host
 
 check: deps
 	@$(TOP)/tests/check $(KVER) $(OTHER_KVER)
+
+# The benchmark suite (docs/results/README.md): QUICK=1 for the reduced set.
+PROFILE ?= hdd7200
+JOBS ?= 2
+bench: deps
+	@$(TOP)/tests/bench/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) \
+		--profile $(PROFILE) --jobs $(JOBS) $(if $(QUICK),--quick)
 
 demo: deps
 	@$(TOP)/tests/vm/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) -- \

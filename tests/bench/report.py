@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The benchmark suite's report: from the runner's JSON records, a markdown
+file (application time change vs. the bare disk per configuration, median of
+the repetitions with min-max, and the share of the gap to the floor each one
+closes) and one PNG per I/O mode (change vs. processes, one line per
+configuration, one panel per workload: the REDCAP paper's Figure 2).
+
+usage: report.py RESULTS.json [--command "what produced it"]
+writes RESULTS.md and RESULTS-<io>.png beside the JSON.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+WORKLOAD_ORDER = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random", "row", "mix"]
+FLOOR_CONFIGS = ("bare", "warm", "bound")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def group(records):
+    """(workload, procs, io) -> config -> [app_time_s by rep]"""
+    g = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        g[(r["workload"], r["procs"], r["io"])][r["config"]].append(r["app_time_s"])
+    return g
+
+
+def order_key(key):
+    w, p, io = key
+    return (io != "buffered", WORKLOAD_ORDER.index(w) if w in WORKLOAD_ORDER else 99, p)
+
+
+def configs_of(records):
+    seen = []
+    for r in records:
+        if r["config"] not in seen and r["config"] != "bound":
+            seen.append(r["config"])
+    return seen
+
+
+def change(times, base):
+    """Median, min and max change in % of @times against the median @base."""
+    ch = sorted(100 * (t - base) / base for t in times)
+    return statistics.median(ch), ch[0], ch[-1]
+
+
+def floor_of(cfgs):
+    """The lowest time any cache could reach: the CPU-only run (warm) or the
+    I/O time of the best possible prefetch (bound), whichever is larger."""
+    parts = [statistics.median(cfgs[c]) for c in ("warm", "bound") if cfgs.get(c)]
+    return max(parts) if parts else None
+
+
+def table_changes(g, configs, io):
+    cols = [c for c in configs if c != "bare"]
+    lines = [f"| workload | procs | bare s | " + " | ".join(cols) + " |",
+             "|---|---|---|" + "---|" * len(cols)]
+    for key in sorted((k for k in g if k[2] == io), key=order_key):
+        cfgs = g[key]
+        if not cfgs.get("bare"):
+            continue
+        base = statistics.median(cfgs["bare"])
+        cells = []
+        for c in cols:
+            if not cfgs.get(c):
+                cells.append("–")
+                continue
+            med, lo, hi = change(cfgs[c], base)
+            cells.append(f"{med:+.0f} ({lo:+.0f}…{hi:+.0f})" if len(cfgs[c]) > 1
+                         else f"{med:+.0f}")
+        lines.append(f"| {key[0]} | {key[1]} | {base:.2f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def table_gap(g, configs, io):
+    cols = [c for c in configs if c not in FLOOR_CONFIGS]
+    lines = ["| workload | procs | bare s | warm s | bound s | floor s | " +
+             " | ".join(cols) + " |", "|---|---|---|---|---|---|" + "---|" * len(cols)]
+    for key in sorted((k for k in g if k[2] == io), key=order_key):
+        cfgs = g[key]
+        floor = floor_of(cfgs)
+        if not cfgs.get("bare") or floor is None:
+            continue
+        base = statistics.median(cfgs["bare"])
+        med = {c: statistics.median(cfgs[c]) for c in ("warm", "bound") if cfgs.get(c)}
+        cells = []
+        for c in cols:
+            if not cfgs.get(c) or base <= floor:
+                cells.append("–")
+            else:
+                cells.append(f"{100 * (base - statistics.median(cfgs[c])) / (base - floor):.0f}")
+        lines.append(f"| {key[0]} | {key[1]} | {base:.2f} | "
+                     f"{med.get('warm', float('nan')):.2f} | {med.get('bound', float('nan')):.2f} | "
+                     f"{floor:.2f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot(g, configs, io, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = [k for k in g if k[2] == io]
+    workloads = [w for w in WORKLOAD_ORDER if any(k[0] == w for k in keys)]
+    if not workloads:
+        return False
+    cols = 3
+    rows = (len(workloads) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    lines = [c for c in configs if c not in FLOOR_CONFIGS]
+    for ax, w in zip(axes.flat, workloads):
+        for c in lines:
+            xs, ys = [], []
+            for p in sorted({k[1] for k in keys if k[0] == w}):
+                cfgs = g[(w, p, io)]
+                if cfgs.get("bare") and cfgs.get(c):
+                    xs.append(p)
+                    ys.append(change(cfgs[c], statistics.median(cfgs["bare"]))[0])
+            if xs:
+                ax.plot(xs, ys, marker="o", label=c,
+                        linestyle="-" if c.startswith("redcap") else "--")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{w} ({io})")
+        ax.set_xlabel("processes")
+        ax.set_ylabel("app time vs bare (%)")
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small")
+    fig.tight_layout(rect=(0, 0.04 + 0.02 * ((len(lines) + 3) // 4), 1, 1))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("json")
+    ap.add_argument("--command", default="", help="the command that produced the results")
+    args = ap.parse_args()
+    records = load(args.json)
+    if not records:
+        sys.exit(f"report: {args.json}: no records")
+    base = os.path.splitext(args.json)[0]
+    g = group(records)
+    configs = configs_of(records)
+    r0 = records[0]
+    out = [f"# Benchmark: {r0['disk_profile']} on Linux {r0['kernel']} ({r0['set']} set)", ""]
+    if args.command:
+        out += [f"Produced by `{args.command}` (records: `{os.path.basename(args.json)}`).", ""]
+    reps = max(r["rep"] for r in records) + 1
+    out += [f"{len(records)} records; {reps} repetition(s) per cell; guest under icount: "
+            f"{r0.get('icount')}; data: `{json.dumps(r0.get('scale'))}`.", "",
+            "Cells: application time change against the bare emulated disk in %, median "
+            "over the repetitions (min…max); negative is faster.", ""]
+    for io in ("buffered", "direct"):
+        if not any(k[2] == io for k in g):
+            continue
+        out += [f"## {io}: application time vs bare (%)", ""] + table_changes(g, configs, io)
+        out += ["", f"## {io}: share of the gap to the floor closed (%)", "",
+                "floor = max(warm: the zero-latency run, bound: I/O time of the best "
+                "possible prefetch of the bare run's block trace); 100 = reached the floor, "
+                "negative = slower than bare.", ""] + table_gap(g, configs, io)
+        png = f"{base}-{io}.png"
+        if plot(g, configs, io, png):
+            out += ["", f"![{io}]({os.path.basename(png)})"]
+        out.append("")
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(out))
+    print(f"report: {base}.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

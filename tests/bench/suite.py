@@ -1,0 +1,578 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The benchmark suite's runner, inside the guest (tests/vm/run --icount).
+
+For every workload x processes x I/O mode x configuration x repetition it
+builds the device stack afresh on an emulated hard disk, mounts the ext4
+filesystem that holds the data read-only, drops the page cache, runs the
+workload and records the application time (start of the first process to
+the end of the last) with the disk's counters and redcap's statistics.
+
+The stack, bottom up:  brd /dev/ram0 (the data, written once)
+  -> "hdd": vdisk emulate <profile> (the slow disk; its counters are the
+     disk's: requests, busy time, bytes read)
+  -> "vd": vdisk measure, tables loaded from an off-line training run (so
+     redcap's vdisk estimator starts with a trained model)
+  -> the configuration under test (nothing, redcap, dm-cache, bcache)
+  -> ext4.
+"warm" replaces the emulated disk by brd itself (zero disk latency: the
+CPU-only floor); "bound" is not a run but the I/O time the best possible
+prefetch would need for the bare run's block trace (BENCH-NOTES.md).
+
+usage: suite.py --out FILE.json [--set full|quick|tiny] [--profile P]
+                [--workloads ...] [--procs ...] [--configs ...] [--io ...]
+                [--reps N]
+Progress goes to stderr, one line per run; records are rewritten to --out
+after every run, so an interrupted suite keeps what it measured.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.environ.get("REDCAP_TOP", os.path.realpath(
+    os.path.join(os.path.dirname(__file__), "..", "..")))
+KREL = os.environ.get("REDCAP_KREL", os.uname().release)
+CACHE = os.environ.get("REDCAP_CACHE", os.path.expanduser("~/.cache/redcap"))
+MNT = "/tmp/redcap-bench"
+# The workloads' programs, copied to a tmpfs: under icount, every access to
+# the host's filesystem (virtme-ng's shared root) costs guest time.
+BIN = "/run/redcap-bench-bin"
+RDPAT = f"{BIN}/rdpat"
+BUSYBOX = f"{BIN}/busybox"
+SECTOR = 512
+
+# The emulated drives (vdisk profiles), the capacity the RAM disk stands
+# for, and the figures the prefetch bound is costed with (BENCH-NOTES.md:
+# mean seek + mean rotation per run of blocks, then the media rate).
+PROFILES = {
+    "hdd7200": {"capacity": 1953125000, "access_s": 0.0085 + 0.00417, "rate": 150e6},
+    "hdd15k": {"capacity": 71687369, "access_s": 0.0034 + 0.002, "rate": 48e6},
+}
+
+# Same RAM budget for every cache: 8 MiB.
+BUDGET_SECTORS = 16384
+GEOMETRIES = {"256x32k": (256, 64), "128x64k": (128, 128),
+              "64x128k": (64, 256), "32x256k": (32, 512)}
+POLICIES = {
+    "always": "2 policy always",
+    "adaptive-spk": "4 policy adaptive estimator spk",
+    "adaptive-vdisk": "4 policy adaptive estimator vdisk",
+    "caware": "2 policy caware",
+    "adaptive+caware": "4 policy adaptive+caware estimator vdisk",
+}
+CONFIGS = (["bare"] + [f"redcap-{g}-always" for g in GEOMETRIES] +
+           [f"redcap-64x128k-{p}" for p in POLICIES if p != "always"] +
+           ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff", "warm"])
+READAHEAD_KB = 1024
+
+WORKLOADS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random", "row", "mix"]
+# The workloads "row" and "mix" are made of (lkr is buffered only).
+PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
+
+# Each set: groups of (workloads, processes, I/O mode), the configurations
+# and the repetitions.  "full" fits about an hour of this machine with two
+# guests (tests/bench/run --jobs 2); docs/results/README.md says how it
+# was scaled down from the issue's matrix.
+SETS = {
+    "full": dict(groups=[(WORKLOADS, [1, 4, 16], "buffered"),
+                         (["ior-r", "tac", "8k-sr", "random"], [1, 4], "direct")],
+                 configs=CONFIGS, reps=3),
+    "quick": dict(groups=[(["lkr", "ior-r", "tac", "8k-sr", "random"], [1, 4], "buffered")],
+                  configs=["bare", "redcap-64x128k-adaptive+caware", "dm-cache-brd", "warm"],
+                  reps=3),
+    "tiny": dict(groups=[(["8k-sr"], [1], "buffered")],
+                 configs=["bare", "redcap-64x128k-adaptive+caware"], reps=1),
+}
+MAX_PROCS = {"row": 4, "mix": 4}
+
+# Data, scaled from the papers' (see docs/results/README.md).
+FILE_MIB = 8			# per-process file for the read patterns
+RANDOM_IOS = 128		# 4 KiB random reads per process
+LKR_DIRS = ["block", "ipc", "init"]	# of Debian's linux-source-6.1
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def sh(*args, check=True, input=None):
+    r = subprocess.run(args, capture_output=True, text=True, input=input)
+    if check and r.returncode:
+        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def dm_create(name, table):
+    sh("dmsetup", "create", name, input=table + "\n")
+    sh("udevadm", "settle", check=False)
+    if not os.path.exists(f"/dev/mapper/{name}"):
+        sh("dmsetup", "mknodes", name)
+    return f"/dev/mapper/{name}"
+
+
+def dm_remove(name):
+    if os.path.exists(f"/dev/mapper/{name}"):
+        sh("dmsetup", "remove", "--retry", name)
+
+
+def dm_stats(name):
+    out = sh("dmsetup", "message", name, "0", "stats").stdout
+    stats = {}
+    for line in out.splitlines():
+        k, _, v = line.partition("=")
+        stats[k] = int(v) if re.fullmatch(r"-?\d+", v) else v
+    return stats
+
+
+def sectors(dev):
+    return int(sh("blockdev", "--getsz", dev).stdout)
+
+
+def read_sectors(dev):
+    """Sectors read from @dev so far (its /sys/block/*/stat)."""
+    name = os.path.basename(os.path.realpath(dev))
+    with open(f"/sys/block/{name}/stat") as f:
+        return int(f.read().split()[2])
+
+
+# --------------------------------------------------------------------------
+# Data
+
+
+def file_path(i):
+    return f"{MNT}/f{i}"
+
+
+def lkr_path(i):
+    return f"{MNT}/l{i}"
+
+
+def nfiles(args):
+    """Data files needed: one per process, and one per part per process in mix."""
+    n = max(p for _, p, _ in args.runs)
+    mix = [p for w, p, _ in args.runs if w == "mix"]
+    if mix:
+        n = max(n, (len(PARTS) - 1) * max(mix))
+    return n
+
+
+def install_programs(rdpat):
+    os.makedirs(BIN, exist_ok=True)
+    if not os.path.ismount(BIN):
+        sh("mount", "-t", "tmpfs", "-o", "size=16m", "redcap-bench", BIN)
+    sh("cp", rdpat, RDPAT)
+    sh("cp", "/bin/busybox", BUSYBOX)
+    # the first start of each costs a little more: not in a timed run
+    run_procs([f"{RDPAT} {RDPAT} seq 4096", f"{BUSYBOX} cat {RDPAT} >/dev/null"])
+
+
+def make_data(args, nf, nl):
+    """ext4 on /dev/ram0: @nf files of FILE_MIB MiB (random content) and @nl
+    copies of the kernel source subtree, each process's own."""
+    sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", "/dev/ram0")
+    os.makedirs(MNT, exist_ok=True)
+    sh("mount", "/dev/ram0", MNT)
+    for i in range(nf):
+        sh("dd", "if=/dev/urandom", f"of={file_path(i)}", "bs=1M", f"count={FILE_MIB}",
+           "status=none")
+    if nl:
+        sh("mkdir", lkr_path(0))
+        sh("tar", "-C", lkr_path(0), "-xf", args.lkr_tar, *LKR_DIRS)
+        for i in range(1, nl):
+            sh("cp", "-a", lkr_path(0), lkr_path(i))
+    files = int(sh("sh", "-c", f"find {lkr_path(0)} -type f | wc -l").stdout) if nl else 0
+    kib = int(sh("du", "-sk", lkr_path(0)).stdout.split()[0]) if nl else 0
+    sh("umount", MNT)
+    return {"file_mib": FILE_MIB, "files": nf, "lkr_copies": nl,
+            "lkr_dirs": LKR_DIRS, "lkr_files": files, "lkr_kib": kib}
+
+
+# --------------------------------------------------------------------------
+# Stacks
+
+
+def wipe_bcache():
+    """Zero where bcache's superblocks go on the RAM disks: if one is left,
+    udev's bcache rule registers it whenever a device over it appears."""
+    for d, sector in (("/dev/ram2", 16384), ("/dev/ram1", 0)):
+        sh("dd", "if=/dev/zero", f"of={d}", "bs=512", f"seek={sector}", "count=16",
+           "oflag=direct", "status=none")
+
+
+class Base:
+    """The devices every run shares, made once: the emulated disk
+    (bench-hdd), the measuring vdisk over it (bench-vd, trained off-line,
+    then frozen so every run sees the same model) and, for the floor, a
+    measuring vdisk straight on the RAM disk (bench-warm)."""
+
+    def __init__(self, args):
+        prof = PROFILES[args.profile]
+        n = self.n = sectors("/dev/ram0")
+        self.names = ["bench-warm", "bench-vd", "bench-hdd"]
+        self.hdd = dm_create("bench-hdd", f"0 {n} vdisk /dev/ram0 6 mode emulate "
+                             f"profile {args.profile} capacity {prof['capacity']}")
+        self.vd = dm_create("bench-vd", f"0 {n} vdisk {self.hdd}")
+        self.warm = dm_create("bench-warm", f"0 {n} vdisk /dev/ram0")
+        sh(f"{TOP}/build/userspace/vdiskctl", "train", "bench-vd", "--time", str(args.train))
+        sh("dmsetup", "message", "bench-vd", "0", "train", "off")
+        self.model = {k: v for k, v in dm_stats("bench-vd").items()
+                      if k in ("cells_filled", "model_read_samples", "mean_read_us")}
+
+    def close(self):
+        for name in self.names:
+            dm_remove(name)
+
+
+class Stack:
+    """The device stack for one run; .top is what ext4 is on, .disk the
+    device whose reads are the disk's."""
+
+    def __init__(self, args, base, config):
+        self.names, self.bcache, self.readahead = [], None, None
+        n = base.n
+        self.disk = base.warm if config == "warm" else base.hdd
+        vd = self.top = base.warm if config == "warm" else base.vd
+        self.redcap = None
+        # a cold drive: its cache, head position and counters as at load
+        sh("dmsetup", "message", os.path.basename(self.disk), "0", "reset")
+        if config.startswith("redcap-"):
+            m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
+            segs, seg_sectors = GEOMETRIES[m.group(1)]
+            self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} "
+                               f"{POLICIES[m.group(2)]}")
+            self.redcap = "bench-rc"
+        elif config == "readahead":
+            self.readahead = (vd, sh("blockdev", "--getra", vd).stdout.strip())
+            sh("blockdev", "--setra", str(READAHEAD_KB * 2), vd)
+        elif config == "dm-cache-brd":
+            meta = self.dm("bench-cmeta", "0 8192 linear /dev/ram2 0")
+            sh("dd", "if=/dev/zero", f"of={meta}", "bs=1M", "count=4", "oflag=direct",
+               "status=none")
+            cdev = self.dm("bench-cdata", f"0 {BUDGET_SECTORS} linear /dev/ram1 0")
+            self.top = self.dm("bench-cache", f"0 {n} cache {meta} {cdev} {vd} 256 "
+                               "1 writethrough smq 2 migration_threshold 1048576")
+        elif config.startswith("bcache-brd"):
+            self.top = self.make_bcache(vd, n, config.endswith("nocutoff"))
+        elif config not in ("bare", "warm"):
+            raise ValueError(f"unknown configuration {config}")
+
+    def dm(self, name, table):
+        self.names.append(name)
+        return dm_create(name, table)
+
+    def make_bcache(self, vd, n, nocutoff):
+        """bcache needs its superblock in front of the data: the backing
+        device is 16 sectors of /dev/ram2 followed by the disk, so bcache0
+        shows the same filesystem."""
+        wipe_bcache()
+        back = self.dm("bench-bback", f"0 16 linear /dev/ram2 16384\n16 {n} linear {vd} 0")
+        cdev = self.dm("bench-bcdata", f"0 {BUDGET_SECTORS} linear /dev/ram1 0")
+        # 8 KiB buckets: bcache wants more than 512 of them
+        out = sh("make-bcache", "--bucket", "8k", "-B", back, "-C", cdev).stdout
+        cset = re.search(r"Set UUID:\s+(\S+)", out).group(1)
+        for d in (cdev, back):
+            # udev may have registered it already
+            sh("sh", "-c", f"echo {d} > /sys/fs/bcache/register", check=False)
+        sys_dir = None
+        for _ in range(100):
+            devs = [b for b in os.listdir("/sys/block") if b.startswith("bcache")]
+            if devs:
+                sys_dir = f"/sys/block/{devs[0]}"
+                break
+            time.sleep(0.1)
+        if not sys_dir:
+            raise RuntimeError("bcache: no bcache device appeared")
+        if not os.path.exists(f"{sys_dir}/bcache/cache"):
+            write(f"{sys_dir}/bcache/attach", cset)
+        self.bcache = (sys_dir, f"/sys/fs/bcache/{cset}")
+        if nocutoff:
+            write(f"{sys_dir}/bcache/sequential_cutoff", 0)
+            write(f"/sys/fs/bcache/{cset}/congested_read_threshold_us", 0)
+            write(f"/sys/fs/bcache/{cset}/congested_write_threshold_us", 0)
+        sh("udevadm", "settle", check=False)
+        return "/dev/" + os.path.basename(sys_dir)
+
+    def disk_read_bytes(self):
+        return read_sectors(self.disk) * SECTOR
+
+    def disk_stats(self):
+        return dm_stats(os.path.basename(self.disk))
+
+    def close(self):
+        if self.bcache:
+            sys_dir, cset = self.bcache
+            write(f"{sys_dir}/bcache/stop", 1)
+            write(f"{cset}/unregister", 1)
+            for _ in range(100):
+                if not os.path.exists(sys_dir) and not os.path.exists(cset):
+                    break
+                time.sleep(0.1)
+        for name in reversed(self.names):
+            dm_remove(name)
+        if self.bcache:
+            wipe_bcache()
+        if self.readahead:
+            sh("blockdev", "--setra", self.readahead[1], self.readahead[0])
+
+
+# --------------------------------------------------------------------------
+# Workloads: each returns one shell command per process.
+
+
+def part_cmd(part, i, io, fi):
+    """The command of process @i of workload @part on data file @fi."""
+    f = file_path(fi)
+    rd = f"{RDPAT} {'-d ' if io == 'direct' else ''}{f}"
+    if part == "lkr":
+        return f"{BUSYBOX} find {lkr_path(i)} -type f -exec {BUSYBOX} cat {{}} \\; >/dev/null"
+    if part == "ior-r":
+        return f"{rd} seq 65536"
+    if part == "tac":
+        return f"{rd} back 65536"
+    if part == "4k-sr":
+        return f"{rd} stride 4096 4096"
+    if part == "8k-sr":
+        return f"{rd} stride 4096 8192"
+    if part == "512k-sr":
+        return " && ".join(f"{rd} stride 4096 524288 {4096 * k}" for k in range(4))
+    if part == "random":
+        return f"{rd} random 4096 {RANDOM_IOS} {1000 + fi}"
+    raise ValueError(part)
+
+
+def commands(workload, procs, io):
+    if workload == "row":
+        return [" && ".join(part_cmd(p, i, io, i) for p in PARTS
+                            if io == "buffered" or p != "lkr") for i in range(procs)]
+    if workload == "mix":
+        cmds, fi = [], 0
+        for p in PARTS:
+            if io == "direct" and p == "lkr":
+                continue
+            for i in range(procs):
+                cmds.append(part_cmd(p, i, io, fi if p != "lkr" else i))
+                fi += p != "lkr"
+        return cmds
+    return [part_cmd(workload, i, io, i) for i in range(procs)]
+
+
+def run_procs(cmds):
+    """Start every command at once; seconds until the last one ends."""
+    t0 = time.monotonic()
+    ps = [subprocess.Popen([BUSYBOX, "sh", "-c", c], stderr=subprocess.PIPE, text=True)
+          for c in cmds]
+    errs = [(c, p.communicate()[1], p.returncode) for c, p in zip(cmds, ps)]
+    t = time.monotonic() - t0
+    for c, err, rc in errs:
+        if rc:
+            raise RuntimeError(f"{c}: exit {rc}: {err.strip()}")
+    return t
+
+
+# --------------------------------------------------------------------------
+# The best-possible-prefetch bound from a block trace
+
+
+def trace_extents(dev, cmds):
+    """Run @cmds under blktrace on @dev; the (sector, sectors) reads issued."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    tdir = tempfile.mkdtemp(prefix="bench-trace-")
+    # dm devices are bio-based: a request shows as Q (queued), never D
+    bt = subprocess.Popen(["blktrace", "-d", dev, "-a", "queue", "-D", tdir, "-o", "t"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1)
+    try:
+        run_procs(cmds)
+    finally:
+        bt.terminate()
+        bt.wait()
+    out = sh("blkparse", "-q", "-D", tdir, "-i", "t", "-f", "%a %d %S %n\n").stdout
+    sh("rm", "-rf", tdir)
+    ext = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[0] == "Q" and "R" in f[1] and int(f[3]) > 0:
+            ext.append((int(f[2]), int(f[3])))
+    return ext
+
+
+def prefetch_bound(extents, prof):
+    """I/O time if every needed block were read once, in sorted runs merged
+    across gaps cheaper to read through than to seek over."""
+    if not extents:
+        return 0.0, 0
+    blocks = sorted(extents)
+    gap = prof["access_s"] * prof["rate"] / SECTOR	# sectors
+    runs, total = 0, 0
+    start, end = blocks[0][0], blocks[0][0] + blocks[0][1]
+    for s, n in blocks[1:]:
+        if s <= end + gap:
+            end = max(end, s + n)
+            continue
+        runs, total = runs + 1, total + end - start
+        start, end = s, s + n
+    runs, total = runs + 1, total + end - start
+    return runs * prof["access_s"] + total * SECTOR / prof["rate"], runs
+
+
+# --------------------------------------------------------------------------
+
+
+def cold(stack):
+    """Mount the stack's top read-only with nothing of it cached anywhere:
+    the last unmount dropped the files' pages, the block devices' buffers
+    are flushed here, the drive was reset and any cache is new.  (Not
+    drop_caches: it would drop the host-backed programs too, and reading
+    them back costs guest time under icount.)"""
+    for dev in {stack.top, stack.disk}:
+        sh("blockdev", "--flushbufs", dev)
+    sh("mount", "-o", "ro", stack.top, MNT)
+    if stack.redcap:
+        sh("dmsetup", "message", stack.redcap, "0", "reset_stats")
+
+
+def one_run(args, base, workload, procs, io, config, rep, extra):
+    stack = Stack(args, base, config)
+    try:
+        cold(stack)
+        before = stack.disk_read_bytes()
+        t = run_procs(commands(workload, procs, io))
+        rec = {"workload": workload, "procs": procs, "config": config, "io": io,
+               "rep": rep, "app_time_s": round(t, 4),
+               "disk_read_bytes": stack.disk_read_bytes() - before,
+               "kernel": KREL, "disk_profile": args.profile, "set": args.set}
+        rec["disk_stats"] = stack.disk_stats()
+        if stack.redcap:
+            rec["redcap_stats"] = dm_stats(stack.redcap)
+        rec.update(extra)
+        sh("umount", MNT)
+    finally:
+        if os.path.ismount(MNT):
+            sh("umount", MNT, check=False)
+        stack.close()
+    return rec
+
+
+def bound_record(args, base, workload, procs, io, extra):
+    stack = Stack(args, base, "bare")
+    try:
+        cold(stack)
+        ext = trace_extents(stack.disk, commands(workload, procs, io))
+        sh("umount", MNT)
+    finally:
+        if os.path.ismount(MNT):
+            sh("umount", MNT, check=False)
+        stack.close()
+    t, runs = prefetch_bound(ext, PROFILES[args.profile])
+    rec = {"workload": workload, "procs": procs, "config": "bound", "io": io, "rep": 0,
+           "app_time_s": round(t, 4),
+           "disk_read_bytes": sum(n for _, n in ext) * SECTOR,
+           "kernel": KREL, "disk_profile": args.profile, "set": args.set,
+           "bound_runs": runs, "bound_unique_bytes": unique_sectors(ext) * SECTOR}
+    rec.update(extra)
+    return rec
+
+
+def unique_sectors(extents):
+    total, end = 0, -1
+    for s, n in sorted(extents):
+        if s + n > end:
+            total += s + n - max(s, end)
+            end = s + n
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--set", choices=SETS, default="full")
+    ap.add_argument("--profile", choices=PROFILES, default="hdd7200")
+    ap.add_argument("--workloads", nargs="+", choices=WORKLOADS,
+                    help="only these of the set's workloads")
+    ap.add_argument("--procs", nargs="+", type=int, help="instead of the set's")
+    ap.add_argument("--io", nargs="+", choices=["buffered", "direct"],
+                    help="only these of the set's I/O modes")
+    ap.add_argument("--configs", nargs="+", choices=CONFIGS, help="instead of the set's")
+    ap.add_argument("--reps", type=int, help="instead of the set's")
+    ap.add_argument("--list-workloads", action="store_true",
+                    help="print the set's workloads and exit")
+    ap.add_argument("--no-bound", action="store_true",
+                    help="skip the traced runs that give the prefetch bound")
+    ap.add_argument("--train", type=int, default=20, help="seconds of model training")
+    ap.add_argument("--icount", action="store_true",
+                    help="say in the records that the guest runs under icount")
+    ap.add_argument("--rdpat", default=os.path.join(TOP, "build", "bench", "rdpat"),
+                    help="the static reader (tests/bench/rdpat.c)")
+    ap.add_argument("--lkr-tar", default=os.path.join(CACHE, "lkr.tar"))
+    args = ap.parse_args()
+    spec = SETS[args.set]
+    if args.list_workloads:
+        print(" ".join(dict.fromkeys(w for ws, _, _ in spec["groups"] for w in ws)))
+        return
+    args.configs = args.configs or spec["configs"]
+    args.reps = args.reps or spec["reps"]
+    args.runs = [(w, p, io) for ws, ps, io in spec["groups"] for w in ws
+                 for p in (args.procs or ps)
+                 if (not args.workloads or w in args.workloads) and
+                 (not args.io or io in args.io) and
+                 p <= MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
+    if not args.runs:
+        sys.exit("suite: nothing to run")
+    runs = args.runs
+    nl = max([p for w, p, _ in runs if w in ("lkr", "row", "mix")], default=0)
+    nf = nfiles(args)
+    mib = nf * FILE_MIB + nl * 8 + 64
+    sh("modprobe", "-r", "brd", check=False)
+    sh("modprobe", "brd", "rd_nr=3", f"rd_size={mib * 1024}")
+    if any(c.startswith("bcache") for c in args.configs):
+        sh("modprobe", "bcache")
+    t0 = time.monotonic()
+    install_programs(args.rdpat)
+    data = make_data(args, nf, nl)
+    base = Base(args)
+    log(f"bench: data on ext4 ({mib} MiB RAM disk) and model ready in "
+        f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
+
+    extra = {"scale": data, "icount": args.icount, "model": base.model}
+    records = []
+    total = len(runs) * (len(args.configs) * args.reps + (not args.no_bound))
+    done = 0
+    t0 = time.monotonic()
+
+    def progress(rec):
+        nonlocal done
+        done += 1
+        records.append(rec)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(records, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+        log(f"[{done}/{total}] {rec['workload']} x{rec['procs']} "
+            f"{rec['io']} {rec['config']} rep {rec['rep']}: {rec['app_time_s']:.3f} s, "
+            f"{rec['disk_read_bytes'] >> 20} MiB from disk")
+
+    for rep in range(args.reps):
+        for w, p, io in runs:
+            for config in args.configs:
+                progress(one_run(args, base, w, p, io, config, rep, extra))
+    if not args.no_bound:
+        for w, p, io in runs:
+            progress(bound_record(args, base, w, p, io, extra))
+    base.close()
+    sh("modprobe", "-r", "brd", check=False)
+    log(f"bench: {done} records in {args.out}, {(time.monotonic() - t0) / 60:.1f} min "
+        "of guest time")
+
+
+if __name__ == "__main__":
+    main()
