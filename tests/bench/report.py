@@ -103,6 +103,24 @@ def table_gap(g, configs, io):
     return lines
 
 
+def table_states(records, io):
+    """The adaptive policies' end state and switch count, per repetition."""
+    cells = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        st = r.get("redcap_stats")
+        if r["io"] == io and st and "adaptive" in r["config"]:
+            cells[(r["workload"], r["procs"], io)][r["config"]].append(
+                f"{'on' if st.get('state') == 'active' else 'off'}/{st.get('switches')}")
+    cols = sorted({c for v in cells.values() for c in v})
+    if not cols:
+        return []
+    lines = ["| workload | procs | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for key in sorted(cells, key=order_key):
+        lines.append(f"| {key[0]} | {key[1]} | " +
+                     " | ".join(" ".join(cells[key].get(c, ["–"])) for c in cols) + " |")
+    return lines
+
+
 def plot(g, configs, io, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -170,6 +188,10 @@ def main():
                 "floor = max(warm: the zero-latency run, bound: I/O time of the best "
                 "possible prefetch of the bare run's block trace); 100 = reached the floor, "
                 "negative = slower than bare.", ""] + table_gap(g, configs, io)
+        states = table_states(records, io)
+        if states:
+            out += ["", f"## {io}: adaptive policies, end state/switches per repetition", ""]
+            out += states
         png = f"{base}-{io}.png"
         if plot(g, configs, io, png):
             out += ["", f"![{io}]({os.path.basename(png)})"]
