@@ -133,8 +133,10 @@ def plot(g, configs, io, path):
     rows = (len(workloads) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     lines = [c for c in configs if c not in FLOOR_CONFIGS]
+    colors = plt.get_cmap("tab20").colors
+    procs = sorted({k[1] for k in keys})
     for ax, w in zip(axes.flat, workloads):
-        for c in lines:
+        for n, c in enumerate(lines):
             xs, ys = [], []
             for p in sorted({k[1] for k in keys if k[0] == w}):
                 cfgs = g[(w, p, io)]
@@ -142,10 +144,11 @@ def plot(g, configs, io, path):
                     xs.append(p)
                     ys.append(change(cfgs[c], statistics.median(cfgs["bare"]))[0])
             if xs:
-                ax.plot(xs, ys, marker="o", label=c,
+                ax.plot(xs, ys, marker="o", label=c, color=colors[n % len(colors)],
                         linestyle="-" if c.startswith("redcap") else "--")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(procs, [str(p) for p in procs])
         ax.set_title(f"{w} ({io})")
         ax.set_xlabel("processes")
         ax.set_ylabel("app time vs bare (%)")
