@@ -21,7 +21,7 @@ prefetch would need for the bare run's block trace (BENCH-NOTES.md).
 
 usage: suite.py --out FILE.json [--set full|quick|tiny] [--profile P]
                 [--workloads ...] [--procs ...] [--configs ...] [--io ...]
-                [--reps N]
+                [--reps N] [--part J/N]
 Progress goes to stderr, one line per run; records are rewritten to --out
 after every run, so an interrupted suite keeps what it measured.
 """
@@ -44,6 +44,8 @@ MNT = "/tmp/redcap-bench"
 BIN = "/run/redcap-bench-bin"
 RDPAT = f"{BIN}/rdpat"
 BUSYBOX = f"{BIN}/busybox"
+# dmsetup from the tmpfs too, with the libraries it was linked with.
+DMSETUP = [f"{BIN}/ld.so", "--inhibit-cache", "--library-path", f"{BIN}/lib", f"{BIN}/dmsetup"]
 SECTOR = 512
 
 # The emulated drives (vdisk profiles), the capacity the RAM disk stands
@@ -75,15 +77,15 @@ WORKLOADS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random", "row"
 PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
 
 # Each set: groups of (workloads, processes, I/O mode), the configurations
-# and the repetitions.  "full" takes about 40 minutes of this machine with
-# two guests (tests/bench/run --jobs 2, which deals the workloads out in
-# this order: the heavy ones, lkr, mix and row, land on the same guest as
-# the light ior-r and 4k-sr); docs/results/README.md says how it was scaled
-# down from the issue's matrix.
+# and the repetitions.  "full" takes about an hour of this machine with two
+# guests (tests/bench/run --jobs 2 deals the (workload, processes, I/O
+# mode) cases out round-robin); docs/results/README.md says how it was
+# scaled down from the issue's matrix.
 SETS = {
-    "full": dict(groups=[(["lkr", "tac", "mix", "8k-sr", "ior-r", "random", "4k-sr",
-                           "512k-sr", "row"], [1, 4], "buffered"),
-                         (["ior-r", "tac", "8k-sr", "random"], [1], "direct")],
+    "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
+                          [1, 2, 4, 8, 16], "buffered"),
+                         (["row", "mix"], [1, 2, 4], "buffered"),
+                         (["ior-r", "tac", "8k-sr", "random"], [1, 16], "direct")],
                  configs=CONFIGS, reps=3),
     "quick": dict(groups=[(["lkr", "ior-r", "tac", "8k-sr", "random"], [1, 4], "buffered")],
                   configs=["bare", "redcap-64x128k-adaptive+caware", "dm-cache-brd", "warm"],
@@ -91,12 +93,19 @@ SETS = {
     "tiny": dict(groups=[(["8k-sr"], [1], "buffered")],
                  configs=["bare", "redcap-64x128k-adaptive+caware"], reps=1),
 }
-MAX_PROCS = {"row": 4, "mix": 4}
 
-# Data, scaled from the papers' (see docs/results/README.md).
-FILE_MIB = 8			# per-process file for the read patterns
-RANDOM_IOS = 128		# 4 KiB random reads per process
-LKR_DIRS = ["block", "ipc", "init"]	# of Debian's linux-source-6.1
+# Data, scaled from the papers' (see docs/results/README.md).  A run's
+# data is the same whatever its number of processes: they share it out, so
+# a run costs about the same with 1 or 16 processes and only the
+# concurrency changes.
+DATA_MIB = 16			# IOR-R, TAC and the strided reads: p files of DATA_MIB/p
+RANDOM_MIB = 128		# one file all random readers share (16 x the cache)
+RANDOM_IOS = 256		# 4 KiB random reads, shared out among the processes
+LKR_UNITS = 16			# copies of LKR_DIRS, shared out among the processes
+LKR_DIRS = ["ipc"]		# of Debian's linux-source-6.1
+PART_SHARE = 4			# in row and mix, each part has 1/4 of its data
+# no more processes than LKR copies
+MAX_PROCS = {"lkr": LKR_UNITS, "row": LKR_UNITS // PART_SHARE, "mix": LKR_UNITS // PART_SHARE}
 
 
 def log(msg):
@@ -116,20 +125,21 @@ def write(path, value):
 
 
 def dm_create(name, table):
-    sh("dmsetup", "create", name, input=table + "\n")
-    sh("udevadm", "settle", check=False)
-    if not os.path.exists(f"/dev/mapper/{name}"):
-        sh("dmsetup", "mknodes", name)
+    sh(*DMSETUP, "create", name, input=table + "\n")
     return f"/dev/mapper/{name}"
 
 
 def dm_remove(name):
     if os.path.exists(f"/dev/mapper/{name}"):
-        sh("dmsetup", "remove", "--retry", name)
+        sh(*DMSETUP, "remove", "--retry", name)
+
+
+def dm_message(name, *msg):
+    return sh(*DMSETUP, "message", name, "0", *msg).stdout
 
 
 def dm_stats(name):
-    out = sh("dmsetup", "message", name, "0", "stats").stdout
+    out = dm_message(name, "stats")
     stats = {}
     for line in out.splitlines():
         k, _, v = line.partition("=")
@@ -138,13 +148,13 @@ def dm_stats(name):
 
 
 def sectors(dev):
-    return int(sh("blockdev", "--getsz", dev).stdout)
+    return int(sh(BUSYBOX, "blockdev", "--getsz", dev).stdout)
 
 
 def read_sectors(dev):
-    """Sectors read from @dev so far (its /sys/block/*/stat)."""
-    name = os.path.basename(os.path.realpath(dev))
-    with open(f"/sys/block/{name}/stat") as f:
+    """Sectors read from @dev so far (its stat in sysfs)."""
+    rdev = os.stat(dev).st_rdev
+    with open(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/stat") as f:
         return int(f.read().split()[2])
 
 
@@ -152,52 +162,85 @@ def read_sectors(dev):
 # Data
 
 
-def file_path(i):
-    return f"{MNT}/f{i}"
+RANDOM_FILE = f"{MNT}/random"
 
 
-def lkr_path(i):
-    return f"{MNT}/l{i}"
+def data_path(part, procs, share, i):
+    """Process @i's file for @part with @procs processes: the single
+    workloads share one set per process count, row and mix have their own."""
+    return f"{MNT}/s{procs}-{i}" if share == 1 else f"{MNT}/m{procs}-{part}-{i}"
 
 
-def nfiles(args):
-    """Data files needed: one per process, and one per part per process in mix."""
-    n = max(p for _, p, _ in args.runs)
-    mix = [p for w, p, _ in args.runs if w == "mix"]
-    if mix:
-        n = max(n, (len(PARTS) - 1) * max(mix))
-    return n
+def lkr_path(u):
+    return f"{MNT}/l{u}"
+
+
+def parts_of(workload, io):
+    if workload not in ("row", "mix"):
+        return [workload], 1
+    return [p for p in PARTS if io == "buffered" or p != "lkr"], PART_SHARE
+
+
+def data_needed(runs):
+    """The files (path -> KiB, in the order to write them) and the number
+    of LKR copies that @runs read."""
+    files, units = {}, 0
+    for w, procs, io in runs:
+        parts, share = parts_of(w, io)
+        for part in parts:
+            if part == "lkr":
+                units = max(units, LKR_UNITS // share)
+            elif part == "random":
+                files[RANDOM_FILE] = RANDOM_MIB << 10
+            else:
+                for i in range(procs):
+                    files[data_path(part, procs, share, i)] = (DATA_MIB << 10) // procs // share
+    return files, units
 
 
 def install_programs(rdpat):
+    """rdpat, busybox (for find, cat, sh, mount, blockdev) and dmsetup with
+    its libraries (run through the copied dynamic loader) into a tmpfs."""
     os.makedirs(BIN, exist_ok=True)
     if not os.path.ismount(BIN):
-        sh("mount", "-t", "tmpfs", "-o", "size=16m", "redcap-bench", BIN)
+        sh("mount", "-t", "tmpfs", "-o", "size=32m", "redcap-bench", BIN)
     sh("cp", rdpat, RDPAT)
     sh("cp", "/bin/busybox", BUSYBOX)
+    dmsetup = subprocess.run(["sh", "-c", "command -v dmsetup"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    os.makedirs(f"{BIN}/lib", exist_ok=True)
+    for line in sh("ldd", dmsetup).stdout.splitlines():
+        m = re.match(r"\s*(?:\S+ => )?(/\S+) \(", line)
+        if m and "ld-linux" in m.group(1):
+            sh("cp", "-L", m.group(1), f"{BIN}/ld.so")
+        elif m:
+            sh("cp", "-L", m.group(1), f"{BIN}/lib/")
+    sh("cp", dmsetup, f"{BIN}/dmsetup")
     # the first start of each costs a little more: not in a timed run
     run_procs([f"{RDPAT} {RDPAT} seq 4096", f"{BUSYBOX} cat {RDPAT} >/dev/null"])
+    sh(*DMSETUP, "version")
 
 
-def make_data(args, nf, nl):
-    """ext4 on /dev/ram0: @nf files of FILE_MIB MiB (random content) and @nl
-    copies of the kernel source subtree, each process's own."""
+def make_data(args, files, units):
+    """ext4 on /dev/ram0: @files (path -> KiB, random content) and @units
+    copies of the kernel source subtree."""
     sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", "/dev/ram0")
     os.makedirs(MNT, exist_ok=True)
-    sh("mount", "/dev/ram0", MNT)
-    for i in range(nf):
-        sh("dd", "if=/dev/urandom", f"of={file_path(i)}", "bs=1M", f"count={FILE_MIB}",
+    sh(BUSYBOX, "mount", "-t", "ext4", "/dev/ram0", MNT)
+    for path, kib in files.items():
+        sh("dd", "if=/dev/urandom", f"of={path}", "bs=64k", f"count={kib // 64}",
            "status=none")
-    if nl:
+    if units:
         sh("mkdir", lkr_path(0))
         sh("tar", "-C", lkr_path(0), "-xf", args.lkr_tar, *LKR_DIRS)
-        for i in range(1, nl):
-            sh("cp", "-a", lkr_path(0), lkr_path(i))
-    files = int(sh("sh", "-c", f"find {lkr_path(0)} -type f | wc -l").stdout) if nl else 0
-    kib = int(sh("du", "-sk", lkr_path(0)).stdout.split()[0]) if nl else 0
-    sh("umount", MNT)
-    return {"file_mib": FILE_MIB, "files": nf, "lkr_copies": nl,
-            "lkr_dirs": LKR_DIRS, "lkr_files": files, "lkr_kib": kib}
+        for u in range(1, units):
+            sh("cp", "-a", lkr_path(0), lkr_path(u))
+    nfiles = int(sh("sh", "-c", f"find {lkr_path(0)} -type f | wc -l").stdout) if units else 0
+    kib = int(sh("du", "-sk", lkr_path(0)).stdout.split()[0]) if units else 0
+    sh(BUSYBOX, "umount", MNT)
+    return {"data_mib": DATA_MIB, "random_mib": RANDOM_MIB, "random_ios": RANDOM_IOS,
+            "part_share": PART_SHARE, "files": len(files), "lkr_copies": units,
+            "lkr_dirs": LKR_DIRS, "lkr_files": nfiles, "lkr_kib": kib}
 
 
 # --------------------------------------------------------------------------
@@ -227,7 +270,7 @@ class Base:
         self.vd = dm_create("bench-vd", f"0 {n} vdisk {self.hdd}")
         self.warm = dm_create("bench-warm", f"0 {n} vdisk /dev/ram0")
         sh(f"{TOP}/build/userspace/vdiskctl", "train", "bench-vd", "--time", str(args.train))
-        sh("dmsetup", "message", "bench-vd", "0", "train", "off")
+        dm_message("bench-vd", "train", "off")
         self.model = {k: v for k, v in dm_stats("bench-vd").items()
                       if k in ("cells_filled", "model_read_samples", "mean_read_us")}
 
@@ -247,7 +290,7 @@ class Stack:
         vd = self.top = base.warm if config == "warm" else base.vd
         self.redcap = None
         # a cold drive: its cache, head position and counters as at load
-        sh("dmsetup", "message", os.path.basename(self.disk), "0", "reset")
+        dm_message(os.path.basename(self.disk), "reset")
         if config.startswith("redcap-"):
             m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
             segs, seg_sectors = GEOMETRIES[m.group(1)]
@@ -255,8 +298,8 @@ class Stack:
                                f"{POLICIES[m.group(2)]}")
             self.redcap = "bench-rc"
         elif config == "readahead":
-            self.readahead = (vd, sh("blockdev", "--getra", vd).stdout.strip())
-            sh("blockdev", "--setra", str(READAHEAD_KB * 2), vd)
+            self.readahead = (vd, sh(BUSYBOX, "blockdev", "--getra", vd).stdout.strip())
+            sh(BUSYBOX, "blockdev", "--setra", str(READAHEAD_KB * 2), vd)
         elif config == "dm-cache-brd":
             meta = self.dm("bench-cmeta", "0 8192 linear /dev/ram2 0")
             sh("dd", "if=/dev/zero", f"of={meta}", "bs=1M", "count=4", "oflag=direct",
@@ -302,7 +345,6 @@ class Stack:
             write(f"{sys_dir}/bcache/sequential_cutoff", 0)
             write(f"/sys/fs/bcache/{cset}/congested_read_threshold_us", 0)
             write(f"/sys/fs/bcache/{cset}/congested_write_threshold_us", 0)
-        sh("udevadm", "settle", check=False)
         return "/dev/" + os.path.basename(sys_dir)
 
     def disk_read_bytes(self):
@@ -325,48 +367,43 @@ class Stack:
         if self.bcache:
             wipe_bcache()
         if self.readahead:
-            sh("blockdev", "--setra", self.readahead[1], self.readahead[0])
+            sh(BUSYBOX, "blockdev", "--setra", self.readahead[1], self.readahead[0])
 
 
 # --------------------------------------------------------------------------
 # Workloads: each returns one shell command per process.
 
 
-def part_cmd(part, i, io, fi):
-    """The command of process @i of workload @part on data file @fi."""
-    f = file_path(fi)
-    rd = f"{RDPAT} {'-d ' if io == 'direct' else ''}{f}"
+def part_cmds(part, procs, io, share):
+    """One command per process: @part run by @procs processes on 1/@share
+    of its data."""
+    d = "-d " if io == "direct" else ""
     if part == "lkr":
-        return f"{BUSYBOX} find {lkr_path(i)} -type f -exec {BUSYBOX} cat {{}} \\; >/dev/null"
-    if part == "ior-r":
-        return f"{rd} seq 65536"
-    if part == "tac":
-        return f"{rd} back 65536"
-    if part == "4k-sr":
-        return f"{rd} stride 4096 4096"
-    if part == "8k-sr":
-        return f"{rd} stride 4096 8192"
-    if part == "512k-sr":
-        return " && ".join(f"{rd} stride 4096 524288 {4096 * k}" for k in range(4))
+        units = LKR_UNITS // share
+        assert units >= procs, (part, procs, share)
+        return [f"{BUSYBOX} find {' '.join(lkr_path(u) for u in range(i, units, procs))} "
+                f"-type f -exec {BUSYBOX} cat {{}} \\; >/dev/null" for i in range(procs)]
     if part == "random":
-        return f"{rd} random 4096 {RANDOM_IOS} {1000 + fi}"
-    raise ValueError(part)
+        n = RANDOM_IOS // procs // share
+        return [f"{RDPAT} {d}{RANDOM_FILE} random 4096 {n} {1000 + i}" for i in range(procs)]
+    pattern = {"ior-r": "seq 65536", "tac": "back 65536", "4k-sr": "stride 4096 4096",
+               "8k-sr": "stride 4096 8192"}
+    cmds = []
+    for i in range(procs):
+        rd = f"{RDPAT} {d}{data_path(part, procs, share, i)}"
+        if part == "512k-sr":
+            cmds.append(" && ".join(f"{rd} stride 4096 524288 {4096 * k}" for k in range(4)))
+        else:
+            cmds.append(f"{rd} {pattern[part]}")
+    return cmds
 
 
 def commands(workload, procs, io):
+    parts, share = parts_of(workload, io)
+    per_part = [part_cmds(p, procs, io, share) for p in parts]
     if workload == "row":
-        return [" && ".join(part_cmd(p, i, io, i) for p in PARTS
-                            if io == "buffered" or p != "lkr") for i in range(procs)]
-    if workload == "mix":
-        cmds, fi = [], 0
-        for p in PARTS:
-            if io == "direct" and p == "lkr":
-                continue
-            for i in range(procs):
-                cmds.append(part_cmd(p, i, io, fi if p != "lkr" else i))
-                fi += p != "lkr"
-        return cmds
-    return [part_cmd(workload, i, io, i) for i in range(procs)]
+        return [" && ".join(cmds[i] for cmds in per_part) for i in range(procs)]
+    return [c for cmds in per_part for c in cmds]
 
 
 def run_procs(cmds):
@@ -439,10 +476,10 @@ def cold(stack):
     drop_caches: it would drop the host-backed programs too, and reading
     them back costs guest time under icount.)"""
     for dev in {stack.top, stack.disk}:
-        sh("blockdev", "--flushbufs", dev)
-    sh("mount", "-o", "ro", stack.top, MNT)
+        sh(BUSYBOX, "blockdev", "--flushbufs", dev)
+    sh(BUSYBOX, "mount", "-t", "ext4", "-o", "ro", stack.top, MNT)
     if stack.redcap:
-        sh("dmsetup", "message", stack.redcap, "0", "reset_stats")
+        dm_message(stack.redcap, "reset_stats")
 
 
 def one_run(args, base, workload, procs, io, config, rep, extra):
@@ -459,10 +496,10 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
         if stack.redcap:
             rec["redcap_stats"] = dm_stats(stack.redcap)
         rec.update(extra)
-        sh("umount", MNT)
+        sh(BUSYBOX, "umount", MNT)
     finally:
         if os.path.ismount(MNT):
-            sh("umount", MNT, check=False)
+            sh(BUSYBOX, "umount", MNT, check=False)
         stack.close()
     return rec
 
@@ -472,10 +509,10 @@ def bound_record(args, base, workload, procs, io, extra):
     try:
         cold(stack)
         ext = trace_extents(stack.disk, commands(workload, procs, io))
-        sh("umount", MNT)
+        sh(BUSYBOX, "umount", MNT)
     finally:
         if os.path.ismount(MNT):
-            sh("umount", MNT, check=False)
+            sh(BUSYBOX, "umount", MNT, check=False)
         stack.close()
     t, runs = prefetch_bound(ext, PROFILES[args.profile])
     rec = {"workload": workload, "procs": procs, "config": "bound", "io": io, "rep": 0,
@@ -496,6 +533,12 @@ def unique_sectors(extents):
     return total
 
 
+def write_records(path, records):
+    """A JSON list, one record per line."""
+    with open(path, "w") as f:
+        f.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -508,8 +551,10 @@ def main():
                     help="only these of the set's I/O modes")
     ap.add_argument("--configs", nargs="+", choices=CONFIGS, help="instead of the set's")
     ap.add_argument("--reps", type=int, help="instead of the set's")
-    ap.add_argument("--list-workloads", action="store_true",
-                    help="print the set's workloads and exit")
+    ap.add_argument("--part", metavar="J/N",
+                    help="run only every N-th case from the J-th (J from 0) "
+                    "of the set's (workload, processes, I/O mode) cases; the data "
+                    "on disk is the whole set's, as when run in one piece")
     ap.add_argument("--no-bound", action="store_true",
                     help="skip the traced runs that give the prefetch bound")
     ap.add_argument("--train", type=int, default=20, help="seconds of model training")
@@ -520,9 +565,6 @@ def main():
     ap.add_argument("--lkr-tar", default=os.path.join(CACHE, "lkr.tar"))
     args = ap.parse_args()
     spec = SETS[args.set]
-    if args.list_workloads:
-        print(" ".join(dict.fromkeys(w for ws, _, _ in spec["groups"] for w in ws)))
-        return
     args.configs = args.configs or spec["configs"]
     args.reps = args.reps or spec["reps"]
     args.runs = [(w, p, io) for ws, ps, io in spec["groups"] for w in ws
@@ -530,19 +572,25 @@ def main():
                  if (not args.workloads or w in args.workloads) and
                  (not args.io or io in args.io) and
                  p <= MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
+    files, units = data_needed(args.runs)
+    if args.part:
+        j, n = map(int, args.part.split("/"))
+        args.runs = args.runs[j::n]
     if not args.runs:
         sys.exit("suite: nothing to run")
     runs = args.runs
-    nl = max([p for w, p, _ in runs if w in ("lkr", "row", "mix")], default=0)
-    nf = nfiles(args)
-    mib = nf * FILE_MIB + nl * 8 + 64
+    mib = sum(files.values()) * 11 // 10 // 1024 + units + 64
+    # dmsetup makes its own nodes and asks udev's rules to leave our
+    # devices alone: no probing of each new device (slow under TCG, and
+    # its reads would go through the cache under test before the run)
+    os.environ["DM_DISABLE_UDEV"] = "1"
     sh("modprobe", "-r", "brd", check=False)
     sh("modprobe", "brd", "rd_nr=3", f"rd_size={mib * 1024}")
     if any(c.startswith("bcache") for c in args.configs):
         sh("modprobe", "bcache")
     t0 = time.monotonic()
     install_programs(args.rdpat)
-    data = make_data(args, nf, nl)
+    data = make_data(args, files, units)
     base = Base(args)
     log(f"bench: data on ext4 ({mib} MiB RAM disk) and model ready in "
         f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
@@ -557,8 +605,7 @@ def main():
         nonlocal done
         done += 1
         records.append(rec)
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(records, f, indent=1)
+        write_records(args.out + ".tmp", records)
         os.replace(args.out + ".tmp", args.out)
         log(f"[{done}/{total}] {rec['workload']} x{rec['procs']} "
             f"{rec['io']} {rec['config']} rep {rec['rep']}: {rec['app_time_s']:.3f} s, "

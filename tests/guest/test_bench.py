@@ -27,9 +27,9 @@ def test_tiny_bench_case(tmp_path):
         assert x["kernel"] == os.uname().release and x["disk_profile"] == "hdd7200"
         assert x["app_time_s"] > 0
     bare, rc, bound = recs
-    # 8 KiB skips: buffered reads of a third of the 8 MiB file, in 4 KiB
+    # 8 KiB skips: buffered reads of a third of the one process's file, in 4 KiB
     # requests readahead does not merge; redcap reads whole 128 KiB segments.
-    file_bytes = bare["scale"]["file_mib"] << 20
+    file_bytes = bare["scale"]["data_mib"] << 20
     assert file_bytes // 3 <= bare["disk_read_bytes"] < file_bytes
     assert bare["disk_stats"]["emu_requests"] >= file_bytes // 3 // 4096
     assert "redcap_stats" not in bare

@@ -51,35 +51,58 @@ def test_bound_counts_overlapping_and_repeated_reads_once():
     assert suite.prefetch_bound([], PROF) == (0.0, 0)
 
 
-def test_commands_give_every_process_its_own_data():
-    assert len(suite.commands("8k-sr", 4, "direct")) == 4
-    c = suite.commands("8k-sr", 2, "direct")
-    assert c[1] == f"{suite.RDPAT} -d /tmp/redcap-bench/f1 stride 4096 8192"
-    assert c[0] == f"{suite.RDPAT} -d /tmp/redcap-bench/f0 stride 4096 8192"
+def test_commands_share_the_data_out():
+    M, R = "/tmp/redcap-bench", suite.RDPAT
+    assert suite.commands("8k-sr", 2, "direct") == [
+        f"{R} -d {M}/s2-0 stride 4096 8192", f"{R} -d {M}/s2-1 stride 4096 8192"]
     # 512k-sr: four series at 0, 4, 8, 12 KiB, the later ones after the earlier
     c = suite.commands("512k-sr", 1, "buffered")[0]
-    assert c == " && ".join(f"{suite.RDPAT} /tmp/redcap-bench/f0 stride 4096 524288 {k}"
+    assert c == " && ".join(f"{R} {M}/s1-0 stride 4096 524288 {k}"
                             for k in (0, 4096, 8192, 12288))
-    assert suite.commands("tac", 1, "direct") == [
-        f"{suite.RDPAT} -d /tmp/redcap-bench/f0 back 65536"]
+    assert suite.commands("tac", 1, "direct") == [f"{R} -d {M}/s1-0 back 65536"]
+    # random: one shared file, the reads shared out, a seed per process
+    assert suite.commands("random", 4, "buffered") == [
+        f"{R} {M}/random random 4096 64 {1000 + i}" for i in range(4)]
+    # lkr: the 16 copies dealt out, every one read by exactly one process
+    lkr = suite.commands("lkr", 4, "buffered")
+    assert lkr[1] == (f"{suite.BUSYBOX} find {M}/l1 {M}/l5 {M}/l9 {M}/l13 -type f "
+                      f"-exec {suite.BUSYBOX} cat {{}} \\; >/dev/null")
+    for p in (1, 2, 4, 8, 16):
+        units = re.findall(r"/l(\d+)", " ".join(suite.commands("lkr", p, "buffered")))
+        assert sorted(map(int, units)) == list(range(suite.LKR_UNITS))
     # mix: every part with its own processes, each on a file of its own
     mix = suite.commands("mix", 2, "buffered")
     assert len(mix) == 2 * len(suite.PARTS)
-    data = [c for c in mix if suite.RDPAT in c]
-    names = [c[c.index("/tmp/redcap-bench/f"):].split()[0] for c in data]
-    assert len(set(names)) == len(names) == 2 * (len(suite.PARTS) - 1)
+    names = [n for c in mix for n in re.findall(rf"{M}/m\S+", c)]
+    assert len(set(names)) == 2 * (len(suite.PARTS) - 2)	# not lkr, random
+    assert sum(f"{M}/random random 4096 32 " in c for c in mix) == 2
+    # row: each process runs every part in turn on its own data
+    row = suite.commands("row", 2, "buffered")
+    assert row[0].startswith(f"{suite.BUSYBOX} find {M}/l0 {M}/l2 -type f")
+    assert f"{M}/m2-tac-1 back 65536" in row[1] and "m2-tac-0" not in row[1]
     # direct has no lkr (find | cat is buffered by nature)
     assert all("find" not in c for c in suite.commands("row", 1, "direct"))
-    assert f"{suite.BUSYBOX} find /tmp/redcap-bench/l0 -type f -exec {suite.BUSYBOX} cat {{}} " \
-        "\\; >/dev/null && " in suite.commands("row", 1, "buffered")[0]
 
 
-def test_nfiles_covers_mix():
-    class A:
-        runs = [("ior-r", 16, "buffered"), ("mix", 1, "buffered"), ("mix", 4, "buffered")]
-    assert suite.nfiles(A) == 4 * (len(suite.PARTS) - 1)
-    A.runs = A.runs[:2]
-    assert suite.nfiles(A) == 16
+def test_data_needed_is_what_the_commands_read():
+    runs = [(w, p, io) for ws, ps, io in suite.SETS["full"]["groups"] for w in ws for p in ps
+            if p <= suite.MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
+    files, units = suite.data_needed(runs)
+    read = {n for w, p, io in runs for c in suite.commands(w, p, io)
+            for n in re.findall(r"/tmp/redcap-bench/[^/ ]+", c)}
+    assert read == set(files) | {suite.lkr_path(u) for u in range(units)}
+    assert units == suite.LKR_UNITS
+    # the same data whatever the number of processes
+    for p in (1, 2, 4, 8, 16):
+        assert sum(kib for f, kib in files.items()
+                   if f.startswith(f"/tmp/redcap-bench/s{p}-")) == suite.DATA_MIB << 10
+    assert files["/tmp/redcap-bench/m4-ior-r-3"] == (suite.DATA_MIB << 10) // 16
+    assert files[suite.RANDOM_FILE] == suite.RANDOM_MIB << 10
+    assert all(kib % 64 == 0 for kib in files.values())
+    assert suite.data_needed([("mix", 1, "direct")]) == (
+        {f"/tmp/redcap-bench/m1-{p}-0": (suite.DATA_MIB << 10) // 4
+         for p in ("ior-r", "tac", "4k-sr", "8k-sr", "512k-sr")} |
+        {suite.RANDOM_FILE: suite.RANDOM_MIB << 10}, 0)
 
 
 def _rec(w, p, c, rep, t, io="buffered"):
