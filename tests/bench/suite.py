@@ -4,8 +4,8 @@
 
 For every workload x processes x I/O mode x configuration x repetition it
 builds the device stack afresh on an emulated hard disk, mounts the ext4
-filesystem that holds the data read-only, drops the page cache, runs the
-workload and records the application time (start of the first process to
+filesystem that holds the data read-only with nothing of it cached (see
+cold()), runs the workload and records the application time (start of the first process to
 the end of the last) with the disk's counters and redcap's statistics.
 
 The stack, bottom up:  brd /dev/ram0 (the data, written once)

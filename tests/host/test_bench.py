@@ -116,6 +116,7 @@ def test_report_tables_and_plot(tmp_path):
     recs += [_rec("8k-sr", 1, "redcap-64x128k-always", r, t) for r, t in
              enumerate((5.5, 6.6, 7.7))]
     recs += [_rec("8k-sr", 1, "warm", 0, 1.0), _rec("8k-sr", 1, "bound", 0, 3.0)]
+    recs += [_rec("8k-sr", 1, "dm-cache-brd", 0, 9.9), _rec("8k-sr", 1, "readahead", 0, 12.1)]
     ad = _rec("8k-sr", 1, "redcap-64x128k-adaptive-spk", 0, 11.0)
     ad["redcap_stats"] = {"state": "inactive", "switches": 3}
     recs.append(ad)
@@ -125,9 +126,11 @@ def test_report_tables_and_plot(tmp_path):
                     str(path), "--command", "make bench"], check=True)
     md = (tmp_path / "r.md").read_text()
     # median 11 s; 5.5/6.6/7.7 are -50/-40/-30 %
-    assert "| 8k-sr | 1 | 11.00 | -40 (-50…-30) | -91 | +0 |" in md
+    assert "| 8k-sr | 1 | 11.00 | -40 (-50…-30) | -91 | -10 | +10 | +0 |" in md
+    # summary: a+c and 32x256 were not run; dm-cache is the best alternative
+    assert "| 8k-sr | 1 | 11.00 | – | -40 | – | dm-cache -10 | -91 | -73 |" in md
     # floor = max(warm 1, bound 3) = 3; (11 - 6.6) / (11 - 3) = 55 %
-    assert "| 8k-sr | 1 | 11.00 | 1.00 | 3.00 | 3.00 | 55 | 0 |" in md
+    assert "| 8k-sr | 1 | 11.00 | 1.00 | 3.00 | 3.00 | 55 | 14 | -14 | 0 |" in md
     assert "| 8k-sr | 1 | off/3 |" in md
     assert "Produced by `make bench`" in md
     assert (tmp_path / "r-buffered.png").stat().st_size > 1000
