@@ -31,7 +31,9 @@ def test_tiny_bench_case(tmp_path):
     # requests readahead does not merge; redcap reads whole 128 KiB segments.
     file_bytes = bare["scale"]["data_mib"] << 20
     assert file_bytes // 3 <= bare["disk_read_bytes"] < file_bytes
-    assert bare["disk_stats"]["emu_requests"] >= file_bytes // 3 // 4096
+    # the drive's counters count the run alone: almost all 4 KiB requests
+    assert 0.95 * bare["disk_read_bytes"] / 4096 <= bare["disk_stats"]["emu_requests"] \
+        <= bare["disk_read_bytes"] / 4096
     assert "redcap_stats" not in bare
     st = rc["redcap_stats"]
     assert st["policy"] == "adaptive+caware"
