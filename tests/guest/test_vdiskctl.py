@@ -44,6 +44,13 @@ def train(vd, *args):
     return vdiskctl("train", vd.name, *args)
 
 
+def vd_table(vd, rw, rows):
+    """(row, column, samples, ns) of every filled cell of a table."""
+    out = vd.query("table", rw, "0", str(rows))
+    return [(int(line.split()[0]), *map(int, cell.split(":"))) for line in out.splitlines()
+            for cell in line.split()[1:]]
+
+
 def cells_in_file(path):
     out = vdiskctl("check-file", str(path)).stdout
     return int(re.search(r"cells_filled=(\d+)$", out).group(1))
@@ -79,6 +86,12 @@ def test_train_reads_and_fills_the_tables(vdisk):
     assert st["read_samples"] >= requests > 0
     assert st["write_samples"] == 0
     assert st["cells_filled"] > 0
+    # half the requests go on where the last one ended: the sequential
+    # column (0) is measured, and so are the seeks
+    table = vd_table(vdisk, "r", st["rows"])
+    assert {c for _, c, _, _ in table} > {0}
+    # every size up to --max-kib (128 KiB: rows 0..31) was read sequentially
+    assert {r for r, c, _, _ in table if c == 0} == set(range(32))
 
 
 def test_train_shows_progress_once_a_second(vdisk):
