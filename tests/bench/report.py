@@ -101,7 +101,10 @@ def table_summary(g, io):
             continue
         base = statistics.median(cfgs["bare"])
         alts = [(statistics.median(cfgs[c]), n) for c, n in ALTERNATIVES.items() if cfgs.get(c)]
-        best = f"{min(alts)[1]} {100 * (min(alts)[0] - base) / base:+.0f}" if alts else "–"
+        best = "–"
+        if alts:
+            t, name = min(alts)
+            best = f"{name} {100 * (t - base) / base:+.0f}"
         lines.append(f"| {key[0]} | {key[1]} | {base:.2f} | " +
                      " | ".join(pct(cfgs, c, base) for _, c in SUMMARY) +
                      f" | {best} | {pct(cfgs, 'warm', base)} | {pct(cfgs, 'bound', base)} |")

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -206,8 +207,9 @@ def install_programs(rdpat):
         sh("mount", "-t", "tmpfs", "-o", "size=32m", "redcap-bench", BIN)
     sh("cp", rdpat, RDPAT)
     sh("cp", "/bin/busybox", BUSYBOX)
-    dmsetup = subprocess.run(["sh", "-c", "command -v dmsetup"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    dmsetup = shutil.which("dmsetup")
+    if not dmsetup:
+        raise RuntimeError("dmsetup: not found (the dmsetup package)")
     os.makedirs(f"{BIN}/lib", exist_ok=True)
     for line in sh("ldd", dmsetup).stdout.splitlines():
         m = re.match(r"\s*(?:\S+ => )?(/\S+) \(", line)
