@@ -26,6 +26,7 @@ Progress goes to stderr, one line per run; records are rewritten to --out
 after every run, so an interrupted suite keeps what it measured.
 """
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -152,11 +153,29 @@ def sectors(dev):
     return int(sh(BUSYBOX, "blockdev", "--getsz", dev).stdout)
 
 
-def read_sectors(dev):
-    """Sectors read from @dev so far (its stat in sysfs)."""
+def block_stat(dev):
+    """@dev's counters in sysfs (Documentation/block/stat.rst): reads,
+    merges, sectors read, ..., in flight."""
     rdev = os.stat(dev).st_rdev
     with open(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/stat") as f:
-        return int(f.read().split()[2])
+        return [int(x) for x in f.read().split()]
+
+
+def read_sectors(dev):
+    """Sectors read from @dev so far."""
+    return block_stat(dev)[2]
+
+
+BLKFLSBUF = 0x1261
+
+
+def flush_buffers(dev):
+    """What blockdev --flushbufs does, without starting a program."""
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, BLKFLSBUF, 0)
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------
@@ -291,8 +310,6 @@ class Stack:
         self.disk = base.warm if config == "warm" else base.hdd
         vd = self.top = base.warm if config == "warm" else base.vd
         self.redcap = None
-        # a cold drive: its cache, head position and counters as at load
-        dm_message(os.path.basename(self.disk), "reset")
         if config.startswith("redcap-"):
             m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
             segs, seg_sectors = GEOMETRIES[m.group(1)]
@@ -484,31 +501,31 @@ def settle(stack):
     of those reads may be a whole-segment fill with a seek, and a run
     started at once would queue behind them (and the drive's counters
     would charge them to it)."""
-    name = os.path.basename(stack.disk)
     last, quiet, t0 = None, 0, time.monotonic()
     while quiet < SETTLE_POLLS:
         if time.monotonic() - t0 > SETTLE_MAX_S:
-            raise RuntimeError(f"{name}: still busy {SETTLE_MAX_S} s after the mount")
+            raise RuntimeError(f"{stack.disk}: still busy {SETTLE_MAX_S} s after the mount")
         time.sleep(SETTLE_POLL_S)
-        st = dm_stats(name)
-        now = (st["read_samples"], st["write_samples"], st["inflight"])
-        quiet = quiet + 1 if now == last and not st["inflight"] else 0
+        st = block_stat(stack.disk)
+        now = (st[0], st[4], st[8])	# reads, writes, in flight
+        quiet = quiet + 1 if now == last and not st[8] else 0
         last = now
 
 
 def cold(stack):
     """Mount the stack's top read-only with nothing of it cached anywhere:
     the last unmount dropped the files' pages, the block devices' buffers
-    are flushed here, the drive was reset and any cache is new.  The run
-    starts once the mount's own reads are over (settle()).  (Not
+    are flushed here and any cache is new.  Once the mount's own reads are
+    over (settle()), the drive is reset to its cold state.  (Not
     drop_caches: it would drop the host-backed programs too, and reading
     them back costs guest time under icount.)"""
     for dev in {stack.top, stack.disk}:
-        sh(BUSYBOX, "blockdev", "--flushbufs", dev)
+        flush_buffers(dev)
     sh(BUSYBOX, "mount", "-t", "ext4", "-o", "ro", stack.top, MNT)
     settle(stack)
+    # a cold drive (its cache, head position and counters as at load):
     # the counters count the run, not the mount's reads
-    dm_message(os.path.basename(stack.disk), "reset_stats")
+    dm_message(os.path.basename(stack.disk), "reset")
     if stack.redcap:
         dm_message(stack.redcap, "reset_stats")
 
