@@ -152,6 +152,41 @@ def table_states(records, io):
     return lines
 
 
+def repeatability(g, far=30):
+    """How far a cell's repetitions spread: over the cells with more than
+    one, the median and 90th percentile of (max - min) / median in %, and
+    the cells whose spread is over @far %.  None without repeated cells."""
+    spreads, wild = [], []
+    for key, cfgs in g.items():
+        for c, times in cfgs.items():
+            if len(times) < 2 or c == "bound":
+                continue
+            med = statistics.median(times)
+            spread = 100 * (max(times) - min(times)) / med if med > 0 else 0.0
+            spreads.append(spread)
+            if spread > far:
+                wild.append((key, c))
+    if not spreads:
+        return None
+    spreads.sort()
+    return {"cells": len(spreads), "median": statistics.median(spreads),
+            "p90": spreads[min(len(spreads) - 1, int(0.9 * len(spreads)))], "far": far,
+            "wild": sorted(wild, key=lambda kc: (order_key(kc[0]), kc[1]))}
+
+
+def section_repeatability(g):
+    rep = repeatability(g)
+    if not rep:
+        return []
+    out = ["## Repeatability", "",
+           f"Over {rep['cells']} cells with repetitions, the spread of a cell "
+           f"(max − min) is {rep['median']:.1f} % of its median (median over the cells; "
+           f"90th percentile {rep['p90']:.1f} %); {len(rep['wild'])} cell(s) spread more "
+           f"than {rep['far']} %" + (":" if rep["wild"] else "."), ""]
+    out += [f"* {w} ×{p} {io} {c}" for (w, p, io), c in rep["wild"]]
+    return out + [""] if rep["wild"] else out
+
+
 def plot(g, configs, io, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -235,6 +270,7 @@ def main():
         if plot(g, configs, io, png):
             out += ["", f"![{io}]({os.path.basename(png)})"]
         out.append("")
+    out += section_repeatability(g)
     with open(base + ".md", "w") as f:
         f.write("\n".join(out))
     print(f"report: {base}.md", file=sys.stderr)

@@ -84,6 +84,24 @@ def test_commands_share_the_data_out():
     assert all("find" not in c for c in suite.commands("row", 1, "direct"))
 
 
+def test_repeatability_measures_distance_from_the_cell_median():
+    g = report.group([
+        {"workload": "tac", "procs": 1, "io": "buffered", "config": c, "app_time_s": t}
+        for c, ts in (("bare", (1.0, 1.1, 0.9)), ("redcap", (2.0, 2.0, 3.0)),
+                      ("bound", (5.0,)), ("warm", (0.5,))) for t in ts])
+    rep = report.repeatability(g)
+    # spreads: bare 0.2 / 1.0 = 20 %, redcap 1.0 / 2.0 = 50 %; one-repetition
+    # cells do not count
+    assert rep["cells"] == 2
+    assert rep["median"] == pytest.approx(35.0)
+    assert rep["p90"] == pytest.approx(50.0)
+    assert rep["wild"] == [(("tac", 1, "buffered"), "redcap")]
+    md = "\n".join(report.section_repeatability(g))
+    assert "Over 2 cells with repetitions, the spread of a cell (max − min) is 35.0 %" in md
+    assert "* tac ×1 buffered redcap" in md
+    assert report.repeatability(report.group([])) is None
+
+
 def test_data_needed_is_what_the_commands_read():
     runs = [(w, p, io) for ws, ps, io in suite.SETS["full"]["groups"] for w in ws for p in ps
             if p <= suite.MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
