@@ -13,9 +13,14 @@ REQUIRED = ("workload", "procs", "config", "io", "rep", "app_time_s", "disk_read
 
 def test_tiny_bench_case(tmp_path):
     out = tmp_path / "tiny.json"
-    r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "suite.py"),
-                        "--set", "tiny", "--train", "2", "--out", str(out)],
-                       capture_output=True, text=True, timeout=900)
+    try:
+        r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "suite.py"),
+                            "--set", "tiny", "--train", "2", "--out", str(out)],
+                           capture_output=True, text=True, timeout=900)
+    finally:
+        # the suite stops udev's exec queue while it runs; if it was
+        # killed, the tests after this one still need udev
+        subprocess.run(["udevadm", "control", "--start-exec-queue"], check=True)
     assert r.returncode == 0, r.stderr
     recs = json.loads(out.read_text())
     assert [(x["config"], x["workload"], x["procs"], x["io"], x["rep"]) for x in recs] == [
