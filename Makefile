@@ -65,9 +65,10 @@ bench: deps
 	@$(TOP)/tests/bench/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) \
 		--profile $(PROFILE) --jobs $(JOBS) $(if $(QUICK),--quick)
 
+# Natively on a host that can load our modules (root, KVER=native), else
+# in the guest.
 demo: deps
-	@$(TOP)/tests/vm/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) -- \
-		sh $(TOP)/tests/demo.sh $(REDCAP_CACHE)/lkr.tar
+	@$(TOP)/tests/demo-run $(KVER) $(REDCAP_CACHE)/lkr.tar
 
 checkpatch:
 	@$(PYTHON) -m pytest -p no:cacheprovider -q $(TOP)/tests/host/test_style.py -k checkpatch

@@ -25,6 +25,11 @@ dm_create() {	# <name> <table>
 	[ -e "/dev/mapper/$1" ] || dmsetup mknodes "$1"
 }
 
+# On a real host /dev/ram0 may hold someone's data: only a brd of our own.
+if [ -d /sys/module/brd ]; then
+	echo "demo: the brd module is loaded already (/dev/ram0 may be in use): unload it first" >&2
+	exit 1
+fi
 modprobe brd rd_nr=1 rd_size=262144
 mkfs.ext4 -q -F $ram
 mkdir -p $mnt
