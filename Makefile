@@ -40,7 +40,8 @@ modules:
 	@test -f /lib/modules/$(KREL)/build/Makefile || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
 	@mkdir -p $(KBUILD_OUT)
 	@cp -a --parents $(MODULE_SRCS) $(KBUILD_OUT)/
-	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= modules
+	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= \
+		$(if $(FAULT_INJECTION),REDCAP_FAULT_INJECTION=y) modules
 
 userspace:
 	$(MAKE) -C userspace

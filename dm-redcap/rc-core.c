@@ -380,6 +380,10 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		return RC_READ_HIT;
 	}
 
+	if (c->fills_held) {
+		c->ctr.read_bypassed_held++;
+		goto bypass;
+	}
 	/* A write in flight to the bucket: a fill now could read old data. */
 	b = rc_wb_bucket(c, seg);
 	if (c->wb_inflight[b] || c->range_inflight)
@@ -446,6 +450,23 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 void rc_count_waited(struct rc_cache *c, u32 n)
 {
 	c->ctr.read_hits_waited += n;
+}
+
+void rc_count_resent(struct rc_cache *c, u32 n)
+{
+	c->ctr.read_resent += n;
+}
+
+void rc_fill_cancel(struct rc_cache *c, u32 idx)
+{
+	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING ||
+	    c->entries[idx].walloc)
+		return;
+	c->nr_filling--;
+	rc_fill_release(c, idx);
+	c->ctr.read_misses--;
+	c->ctr.read_bypassed++;
+	c->ctr.read_bypassed_nomem++;
 }
 
 void rc_unpin(struct rc_cache *c, u32 idx)
@@ -578,7 +599,7 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 	u32 b = rc_wb_bucket(c, seg);
 	u32 i;
 
-	if (!rc_active(c) || !rc_policy_caware(c->policy))
+	if (!rc_active(c) || !rc_policy_caware(c->policy) || c->fills_held)
 		return false;
 	i = rc_lookup(c, seg);
 	if (i != RC_NONE && c->entries[i].state != RC_GHOST)
@@ -629,6 +650,28 @@ void rc_set_policy(struct rc_cache *c, enum rc_policy p)
 	c->adapt.switching = p == RC_POLICY_ADAPTIVE || p == RC_POLICY_ADAPTIVE_CAWARE;
 	if (!c->adapt.switching)
 		rc_adapt_set_active(&c->adapt, p != RC_POLICY_OFF);
+}
+
+const char *rc_geometry(u32 seg_sectors, u32 nr_segs, u32 page_shift, u64 max_bytes,
+			struct rc_geometry *g)
+{
+	u64 page = (u64)1 << page_shift;
+
+	memset(g, 0, sizeof(*g));
+	g->seg_bytes = (u64)seg_sectors << 9;
+	if (!seg_sectors || (seg_sectors & (seg_sectors - 1)))
+		return "Segment size must be a power of 2";
+	if (g->seg_bytes < page)
+		return "Segment size smaller than a page";
+	/* Both are powers of two: a segment is a whole number of pages. */
+	g->pages_per_seg = (u32)(g->seg_bytes >> page_shift);
+	g->nr_pages = (u64)g->pages_per_seg * nr_segs;	/* < 2^56: no wrap */
+	g->data_bytes = g->seg_bytes * nr_segs;
+	if (g->data_bytes > max_bytes ||
+	    g->nr_pages > max_bytes / sizeof(void *) ||
+	    (u64)nr_segs * 64 > max_bytes)	/* the per-segment arrays */
+		return "Cache size too large for this machine";
+	return NULL;
 }
 
 int rc_policy_parse(const char *name)

@@ -75,6 +75,9 @@ struct rc_counters {
 	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
 	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
 	u64 read_bypassed_caware; /* ... of which placed on the disk by C-Aware */
+	u64 read_bypassed_nomem; /* ... of which because no fill could be set up */
+	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
+	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
 	u64 fill_ios;		/* fills completed (success or error) */
@@ -112,6 +115,7 @@ struct rc_cache {
 	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
+	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
 	enum rc_sim sim;	/* what the last rc_read() simulated */
@@ -165,6 +169,33 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 
 /* Count @n reads that were served after waiting on a fill. */
 void rc_count_waited(struct rc_cache *c, u32 n);
+
+/*
+ * Count @n reads that waited on a fill which failed or went stale and were
+ * sent to the origin (the fill's own miss is not among them).  Once every
+ * read has completed: reads = read_hits + read_hits_waited + read_misses +
+ * read_bypassed + read_resent.
+ */
+void rc_count_resent(struct rc_cache *c, u32 n);
+
+/*
+ * The fill rc_read() just asked for (RC_READ_FILL on entry @idx) cannot be
+ * set up (no memory for it without sleeping).  The entry is freed; its
+ * miss counts as bypassed (read_bypassed_nomem) and the caller sends it,
+ * and any read queued on the entry meanwhile, to the origin.
+ */
+void rc_fill_cancel(struct rc_cache *c, u32 idx);
+
+/*
+ * Hold (@hold true) or allow new fills.  While held, read misses bypass
+ * (read_bypassed_held) and writes allocate nothing; fills in flight go on.
+ * The glue holds fills from presuspend until resume, so that suspend only
+ * waits for the fills already in flight.
+ */
+static inline void rc_hold_fills(struct rc_cache *c, bool hold)
+{
+	c->fills_held = hold;
+}
 
 /*
  * Drop one pin of entry @idx; an unpinned VALID entry becomes the most
@@ -222,6 +253,26 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  * busy (FILLING or pinned); the caller retries once they drain.
  */
 u32 rc_drop_all(struct rc_cache *c);
+
+/*
+ * The memory of a cache of @nr_segs segments of @seg_sectors sectors in
+ * pages of 1 << @page_shift bytes, where an index of pages may address at
+ * most @max_bytes bytes (SIZE_MAX in the kernel).
+ */
+struct rc_geometry {
+	u64 seg_bytes;
+	u32 pages_per_seg;
+	u64 nr_pages;
+	u64 data_bytes;		/* segment data, the pages */
+};
+
+/*
+ * Fill @g; returns NULL, or the reason the geometry cannot be built (a
+ * constructor error text): a segment smaller than a page (64 KiB pages),
+ * or sizes that overflow @max_bytes (32-bit).  Pure function.
+ */
+const char *rc_geometry(u32 seg_sectors, u32 nr_segs, u32 page_shift, u64 max_bytes,
+			struct rc_geometry *g);
 
 /* Set the policy; the state follows (adaptive keeps the current one). */
 void rc_set_policy(struct rc_cache *c, enum rc_policy p);

@@ -2,18 +2,23 @@
 /*
  * dm-redcap: a RAM cache of disk segments with prefetch-on-miss (REDCAP).
  * Kernel glue around the portable core in rc-core.c: bios, pages, locks.
+ *
+ * The cache (struct redcap_cache) is an object of its own, shared by the
+ * tables of one device that have the same origin and geometry, like
+ * dm-thin's pools: a reload finds it in the constructor and allocates
+ * nothing, and the live and the loaded table see one whole cache.
  */
 #include <linux/device-mapper.h>
 #include <linux/module.h>
 #include <linux/bio.h>
 #include <linux/highmem.h>
-#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <linux/delay.h>
 #include <linux/blkdev.h>
+#include <linux/refcount.h>
 
 #include "rc-core.h"
 #include "vdisk.h"
@@ -23,54 +28,125 @@
 #define REDCAP_MIN_SEG_SECTORS	(4096 >> SECTOR_SHIFT)
 #define REDCAP_MAX_SEG_SECTORS	((1024 * 1024) >> SECTOR_SHIFT)
 #define REDCAP_DROP_TIMEOUT_MS	10000
+/* Fill bios kept in reserve; beyond them a miss that finds no memory bypasses. */
+#define REDCAP_FILL_POOL	64
+
+#ifdef REDCAP_FAULT_INJECTION
+/*
+ * Test builds only (make modules FAULT_INJECTION=1, as make check does):
+ * widen race windows and fail allocations on demand.
+ */
+static unsigned int fi_finish_delay_us;
+module_param(fi_finish_delay_us, uint, 0644);
+MODULE_PARM_DESC(fi_finish_delay_us,
+		 "test builds: sleep this long in a failed or stale fill's completion");
+static unsigned int fi_fill_alloc_fail;
+module_param(fi_fill_alloc_fail, uint, 0644);
+MODULE_PARM_DESC(fi_fill_alloc_fail, "test builds: fail every Nth fill set-up (0: none)");
+static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
+
+static bool redcap_fi_alloc_fail(void)
+{
+	unsigned int n = READ_ONCE(fi_fill_alloc_fail);
+
+	return n && !((unsigned int)atomic_inc_return(&fi_fill_allocs) % n);
+}
+
+static void redcap_fi_finish_delay(void)
+{
+	unsigned int us = READ_ONCE(fi_finish_delay_us);
+
+	if (us)
+		usleep_range(us, us + 100);
+}
+#else
+static inline bool redcap_fi_alloc_fail(void)
+{
+	return false;
+}
+
+static inline void redcap_fi_finish_delay(void)
+{
+}
+#endif
 
 /* Glue-side state of one cache entry; the core keeps the rest. */
 struct redcap_entry {
 	struct bio_list waiters;	/* reads waiting on the fill, miss first */
-	struct llist_node done;		/* on fills_done when the fill completed */
-	struct bio *fill_bio;
-	u32 fill_sectors;
-	blk_status_t fill_status;
-	u64 fill_start_ns;
 };
 
-struct redcap_c {
-	struct dm_target *ti;
-	struct dm_dev *origin;
+/*
+ * One fill: a segment read from the origin, or a whole-segment write's
+ * data (from_write).  It owns its state, so that nothing of it is shared
+ * with the entry's next user once the core has freed the entry, and its
+ * own work item, so that its completion touches the cache only through a
+ * queued work that teardown waits for.  From the cache's bioset, whose
+ * front pad it is: the bio comes last.
+ */
+struct redcap_fill {
+	struct redcap_cache *cc;
+	struct block_device *bdev;	/* the origin, for waiters re-sent to it */
+	struct work_struct work;
+	u64 start_ns;
+	sector_t sector;
+	u32 idx;
+	u32 sectors;
+	blk_status_t status;
+	bool from_write;
+	struct bio bio;
+};
+
+/*
+ * The cache: the core's state, the segment pages and the fill machinery.
+ * Found by (device, position, origin, geometry); a reference per table.
+ */
+struct redcap_cache {
+	struct list_head list;		/* on redcap_caches */
+	refcount_t ref;			/* one per table; under redcap_caches_lock */
 	struct mapped_device *md;
-	struct list_head list;		/* on redcap_devices */
-	bool suspended;
+	sector_t begin, len;		/* the target's place in the table */
+	dev_t origin_dev;
 	u32 seg_sectors;
 	u32 nr_segs;
 	u32 pages_per_seg;
 
-	spinlock_t lock;		/* protects cache and entry waiters */
-	struct rc_cache *cache;		/* with its policy state: swapped whole at take-over */
+	spinlock_t lock;		/* protects cache, entry waiters and below */
+	struct rc_cache *cache;		/* with its policy state */
 	void *core_mem;
 	struct redcap_entry *ents;
 	struct page **pages;		/* nr_segs * pages_per_seg */
 
-	struct bio_set bs;		/* fill bios */
-	struct workqueue_struct *wq;
-	struct work_struct fill_work;
-	struct llist_head fills_done;
+	struct bio_set bs;		/* fills: struct redcap_fill */
+	struct workqueue_struct *wq;	/* fill completions, unbound */
 	atomic_t fills_inflight;
 	wait_queue_head_t drain_wq;
 
 	/*
-	 * The latency model of the disk below (dm-vdisk), or NULL, and the
-	 * virtual disk fed every read and write redcap receives: what they
-	 * would have cost on the bare disk.  vdisk is under rc->lock.
+	 * The virtual disks fed every read and write redcap receives, priced
+	 * with the model of the table that received them: what they would
+	 * have cost on the bare disk, and what the cache's own stream costs
+	 * (or, inactive, would).
 	 */
+	struct vd_vdisk vdisk;
+	struct vd_vdisk vdisk_cache;
+	/* end of the last disk read redcap saw complete (service times) */
+	u64 disk_last_done;
+};
+
+/* One table's target: its origin, its features and its model. */
+struct redcap_c {
+	struct dm_target *ti;
+	struct dm_dev *origin;
+	struct redcap_cache *cc;
+	bool applied;			/* its features were applied to the cache */
+	enum rc_policy policy;		/* the table's features */
+	enum rc_write_policy write_policy;
+	enum rc_estimator estimator;
+
+	/* The latency model of the disk below (dm-vdisk), or NULL. */
 	struct vdisk_model *vm;
 	dev_t model_dev;
 	bool model_explicit;		/* named by the model feature */
-	struct vd_vdisk vdisk;
-	/* the fills the simulated cache would issue while inactive */
-	struct vd_vdisk vdisk_cache;
-
-	/* end of the last disk read redcap saw complete (service times) */
-	u64 disk_last_done;
 };
 
 enum redcap_pb_kind {
@@ -90,29 +166,28 @@ struct redcap_pb {
 	struct bvec_iter saved_iter;	/* as map saw it (a completed bio's is spent) */
 };
 
-/* Every live context, so a reloaded table can take over its predecessor's cache. */
-static LIST_HEAD(redcap_devices);
-static DEFINE_MUTEX(redcap_devices_lock);
+static LIST_HEAD(redcap_caches);
+static DEFINE_MUTEX(redcap_caches_lock);
 
 static struct redcap_pb *redcap_pb(struct bio *bio)
 {
 	return dm_per_bio_data(bio, sizeof(struct redcap_pb));
 }
 
-static sector_t redcap_seg_start(struct redcap_c *rc, u64 seg)
+static sector_t redcap_seg_start(struct redcap_cache *cc, u64 seg)
 {
-	return (sector_t)seg << rc->cache->seg_shift;
+	return (sector_t)seg << cc->cache->seg_shift;
 }
 
 /*
  * Copy between @bio's data at @iter and the buffer of entry @idx.  Bios
  * never span segments (max_io_len), so the offset is within the entry.
  */
-static void redcap_copy(struct redcap_c *rc, u32 idx, struct bio *bio,
+static void redcap_copy(struct redcap_cache *cc, u32 idx, struct bio *bio,
 			struct bvec_iter iter, bool to_bio)
 {
-	struct page **pages = rc->pages + (size_t)idx * rc->pages_per_seg;
-	size_t off = (size_t)(iter.bi_sector & (rc->seg_sectors - 1)) << SECTOR_SHIFT;
+	struct page **pages = cc->pages + (size_t)idx * cc->pages_per_seg;
+	size_t off = (size_t)(iter.bi_sector & (cc->seg_sectors - 1)) << SECTOR_SHIFT;
 	struct bvec_iter it;
 	struct bio_vec bv;
 
@@ -142,153 +217,209 @@ static void redcap_remap(struct redcap_c *rc, struct bio *bio)
 /*
  * A disk read of @sectors submitted at @start finished now: its service
  * time as a one-at-a-time server sees it, i.e. not counting the time it
- * queued behind the previous completion.  rc->lock held.
+ * queued behind the previous completion.  cc->lock held.
  */
-static u64 redcap_disk_done(struct redcap_c *rc, enum rc_disk_kind kind,
+static u64 redcap_disk_done(struct redcap_cache *cc, enum rc_disk_kind kind,
 			    sector_t sector, u32 sectors, u64 start)
 {
 	u64 now = ktime_get_ns();
-	u64 ns = now - max(start, min(rc->disk_last_done, now));
+	u64 ns = now - max(start, min(cc->disk_last_done, now));
 
-	rc->disk_last_done = max(rc->disk_last_done, now);
-	rc_adapt_disk_done(&rc->cache->adapt, kind, sector, sectors, ns);
+	cc->disk_last_done = max(cc->disk_last_done, now);
+	rc_adapt_disk_done(&cc->cache->adapt, kind, sector, sectors, ns);
 	return now;
 }
 
-static void redcap_fill_endio(struct bio *fill)
+/*
+ * A fill's bio completed (any context).  Queueing its work is the last
+ * thing done here: from then on the work owns the fill, and teardown
+ * (which flushes the workqueue) waits for it.
+ */
+static void redcap_fill_endio(struct bio *bio)
 {
-	struct redcap_entry *e = fill->bi_private;
-	struct redcap_c *rc = container_of(fill->bi_pool, struct redcap_c, bs);
+	struct redcap_fill *f = container_of(bio, struct redcap_fill, bio);
+	struct redcap_cache *cc = f->cc;
 	unsigned long flags;
 
-	if (!fill->bi_status) {
-		spin_lock_irqsave(&rc->lock, flags);
-		redcap_disk_done(rc, RC_DISK_FILL,
-				 redcap_seg_start(rc, rc->cache->entries[e - rc->ents].seg),
-				 e->fill_sectors, e->fill_start_ns);
-		spin_unlock_irqrestore(&rc->lock, flags);
+	f->status = bio->bi_status;
+	if (!f->status) {
+		spin_lock_irqsave(&cc->lock, flags);
+		redcap_disk_done(cc, RC_DISK_FILL, f->sector, f->sectors, f->start_ns);
+		spin_unlock_irqrestore(&cc->lock, flags);
 	}
-	e->fill_status = fill->bi_status;
-	llist_add(&e->done, &rc->fills_done);
-	queue_work(rc->wq, &rc->fill_work);
+	queue_work(cc->wq, &f->work);
+}
+
+/* Send @bio, which waited on a fill that cannot serve it, to the origin. */
+static void redcap_resend(struct block_device *bdev, struct bio *bio)
+{
+	struct redcap_pb *pb = redcap_pb(bio);
+
+	pb->kind = PB_BYPASS;
+	pb->start_ns = ktime_get_ns();
+	bio_set_dev(bio, bdev);
+	submit_bio_noacct(bio);
 }
 
 /* Complete the waiters of one finished fill (process context). */
-static void redcap_finish_fill(struct redcap_c *rc, struct redcap_entry *e)
+static void redcap_fill_work(struct work_struct *ws)
 {
-	u32 idx = e - rc->ents;
-	int error = blk_status_to_errno(e->fill_status);
+	struct redcap_fill *f = container_of(ws, struct redcap_fill, work);
+	struct redcap_cache *cc = f->cc;
+	int error = blk_status_to_errno(f->status);
+	/* The first waiter of a read fill is its miss; a write's has none. */
+	u32 n = 0, own = !f->from_write;
 	enum rc_fill_action act;
 	struct bio_list waiters;
 	unsigned long flags;
 	struct bio *bio;
-	bool from_write = !e->fill_bio;
-	sector_t start;
 	u64 now;
-	u32 n = 0;
 
-	spin_lock_irqsave(&rc->lock, flags);
-	start = redcap_seg_start(rc, rc->cache->entries[idx].seg);
-	act = rc_fill_done(rc->cache, idx, error, e->fill_sectors);
-	waiters = e->waiters;
-	bio_list_init(&e->waiters);
-	spin_unlock_irqrestore(&rc->lock, flags);
+	spin_lock_irqsave(&cc->lock, flags);
+	act = rc_fill_done(cc->cache, f->idx, error, f->sectors);
+	waiters = cc->ents[f->idx].waiters;
+	bio_list_init(&cc->ents[f->idx].waiters);
+	spin_unlock_irqrestore(&cc->lock, flags);
 
 	if (error)
-		DMERR_LIMIT("%s: fill of sectors %llu+%u failed: %d", rc->origin->name,
-			    (unsigned long long)start,
-			    e->fill_sectors, error);
-	if (!from_write)
-		bio_put(e->fill_bio);
-	e->fill_bio = NULL;
+		DMERR_LIMIT("%u:%u: fill of sectors %llu+%u failed: %d",
+			    MAJOR(f->bdev->bd_dev), MINOR(f->bdev->bd_dev),
+			    (unsigned long long)f->sector, f->sectors, error);
+
+	if (act != RC_FILL_SERVE) {
+		/*
+		 * Stale: the origin has newer data.  Error: one bad block must
+		 * not fail reads of the good ones in its segment; each reader
+		 * gets the origin's own answer.  The entry is free again and
+		 * may already be another fill's: only @f is used from here.
+		 */
+		redcap_fi_finish_delay();
+		while ((bio = bio_list_pop(&waiters))) {
+			redcap_resend(f->bdev, bio);
+			n++;
+		}
+		if (n > own) {
+			spin_lock_irqsave(&cc->lock, flags);
+			rc_count_resent(cc->cache, n - own);
+			spin_unlock_irqrestore(&cc->lock, flags);
+		}
+		goto out;
+	}
 
 	while ((bio = bio_list_pop(&waiters))) {
 		struct redcap_pb *pb = redcap_pb(bio);
 
-		switch (act) {
-		case RC_FILL_SERVE:
-			redcap_copy(rc, idx, bio, bio->bi_iter, true);
-			now = ktime_get_ns();
-			spin_lock_irqsave(&rc->lock, flags);
-			rc_caware_record(&rc->cache->caware, RC_CL_CACHE_READ,
-					 now - pb->start_ns, now);
-			spin_unlock_irqrestore(&rc->lock, flags);
-			bio_endio(bio);
-			n++;
-			break;
-		case RC_FILL_STALE:
-		case RC_FILL_ERROR:
-			/*
-			 * Stale: the origin has newer data.  Error: one bad block
-			 * must not fail reads of the good ones in its segment;
-			 * each reader gets the origin's own answer.
-			 */
-			pb->kind = PB_BYPASS;
-			pb->start_ns = ktime_get_ns();
-			redcap_remap(rc, bio);
-			submit_bio_noacct(bio);
-			break;
-		}
+		redcap_copy(cc, f->idx, bio, bio->bi_iter, true);
+		now = ktime_get_ns();
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		bio_endio(bio);
+		n++;
 	}
+	spin_lock_irqsave(&cc->lock, flags);
+	if (n > own)
+		rc_count_waited(cc->cache, n - own);
+	rc_unpin(cc->cache, f->idx);
+	spin_unlock_irqrestore(&cc->lock, flags);
 
-	if (act == RC_FILL_SERVE) {
-		spin_lock_irqsave(&rc->lock, flags);
-		/* The first waiter of a read fill is its miss; a write's has none. */
-		if (n > !from_write)
-			rc_count_waited(rc->cache, n - !from_write);
-		rc_unpin(rc->cache, idx);
-		spin_unlock_irqrestore(&rc->lock, flags);
-	}
-
-	if (atomic_dec_and_test(&rc->fills_inflight))
-		wake_up_all(&rc->drain_wq);
+out:
+	bio_put(&f->bio);
+	/* Drain flushes the workqueue after this reaches zero: cc outlives us. */
+	if (atomic_dec_and_test(&cc->fills_inflight))
+		wake_up_all(&cc->drain_wq);
 }
 
-static void redcap_fill_work(struct work_struct *ws)
+/*
+ * A fill for entry @idx: from the bioset without sleeping (map must not
+ * wait on the fills in flight to free one), or NULL.
+ */
+static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, u32 idx, unsigned int nr_vecs,
+					     sector_t sector, u32 sectors)
 {
-	struct redcap_c *rc = container_of(ws, struct redcap_c, fill_work);
-	struct llist_node *list = llist_del_all(&rc->fills_done);
-	struct redcap_entry *e, *tmp;
+	struct redcap_cache *cc = rc->cc;
+	struct redcap_fill *f;
+	struct bio *bio;
 
-	llist_for_each_entry_safe(e, tmp, list, done)
-		redcap_finish_fill(rc, e);
+	if (redcap_fi_alloc_fail())
+		return NULL;
+	bio = bio_alloc_bioset(rc->origin->bdev, nr_vecs, REQ_OP_READ,
+			       GFP_NOWAIT | __GFP_NOWARN, &cc->bs);
+	if (!bio)
+		return NULL;
+	f = container_of(bio, struct redcap_fill, bio);
+	f->cc = cc;
+	f->bdev = rc->origin->bdev;
+	INIT_WORK(&f->work, redcap_fill_work);
+	f->idx = idx;
+	f->sector = sector;
+	f->sectors = sectors;
+	f->status = BLK_STS_OK;
+	f->from_write = false;
+	f->start_ns = ktime_get_ns();
+	return f;
 }
 
-/* Read the whole disk segment held by entry @idx (clipped at the end). */
-static void redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
+/*
+ * Read the whole disk segment @seg into entry @idx (clipped at the end).
+ * Returns false, having started nothing, when no fill can be set up.
+ */
+static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
 {
-	struct redcap_entry *e = &rc->ents[idx];
-	struct page **pages = rc->pages + (size_t)idx * rc->pages_per_seg;
-	sector_t start = redcap_seg_start(rc, seg);
-	u32 sectors = min_t(sector_t, rc->seg_sectors, rc->ti->len - start);
+	struct redcap_cache *cc = rc->cc;
+	struct page **pages = cc->pages + (size_t)idx * cc->pages_per_seg;
+	sector_t start = redcap_seg_start(cc, seg);
+	u32 sectors = min_t(sector_t, cc->seg_sectors, cc->len - start);
 	unsigned int bytes = sectors << SECTOR_SHIFT;
-	struct bio *fill;
+	struct redcap_fill *f;
 	unsigned int i;
 
-	/* From a mempool with GFP_NOIO: waits, never fails. */
-	fill = bio_alloc_bioset(rc->origin->bdev, DIV_ROUND_UP(bytes, PAGE_SIZE),
-				REQ_OP_READ, GFP_NOIO, &rc->bs);
-	fill->bi_iter.bi_sector = start;
+	f = redcap_fill_alloc(rc, idx, DIV_ROUND_UP(bytes, PAGE_SIZE), start, sectors);
+	if (!f)
+		return false;
+	f->bio.bi_iter.bi_sector = start;
 	for (i = 0; bytes; i++) {
 		unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
 
 		/* Cannot fail: the bio has a vec for every page. */
-		if (WARN_ON_ONCE(bio_add_page(fill, pages[i], n, 0) != n))
+		if (WARN_ON_ONCE(bio_add_page(&f->bio, pages[i], n, 0) != n))
 			break;
 		bytes -= n;
 	}
-	fill->bi_private = e;
-	fill->bi_end_io = redcap_fill_endio;
-	e->fill_bio = fill;
-	e->fill_sectors = sectors;
-	e->fill_start_ns = ktime_get_ns();
-	atomic_inc(&rc->fills_inflight);
-	submit_bio_noacct(fill);
+	f->bio.bi_end_io = redcap_fill_endio;
+	atomic_inc(&cc->fills_inflight);
+	submit_bio_noacct(&f->bio);
+	return true;
+}
+
+/*
+ * No fill could be set up for the miss @bio on entry @idx: free the entry
+ * and send @bio and whatever queued on it meanwhile to the origin.
+ */
+static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
+{
+	struct redcap_cache *cc = rc->cc;
+	struct bio_list waiters;
+	unsigned long flags;
+	struct bio *w;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_fill_cancel(cc->cache, idx);
+	waiters = cc->ents[idx].waiters;
+	bio_list_init(&cc->ents[idx].waiters);
+	rc_count_resent(cc->cache, bio_list_size(&waiters) - 1);
+	spin_unlock_irqrestore(&cc->lock, flags);
+
+	/* The miss was queued first, in the same lock hold as the decision. */
+	w = bio_list_pop(&waiters);
+	WARN_ON_ONCE(w != bio);
+	while ((w = bio_list_pop(&waiters)))
+		redcap_resend(rc->origin->bdev, w);
 }
 
 /*
  * Play a request on virtual disk @v; *ns is its virtual service time, and
- * the return value false if the model could not price it.  rc->lock held.
+ * the return value false if the model could not price it.  cc->lock held.
  */
 static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd_dir dir,
 				sector_t sector, u32 sectors, u64 now, u64 *ns)
@@ -308,9 +439,9 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
 {
 	u64 ns;
 
-	redcap_vdisk_submit(rc, &rc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
+	redcap_vdisk_submit(rc, &rc->cc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
 			    bio_sectors(bio), now, &ns);
-	redcap_vdisk_submit(rc, &rc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
+	redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
 			    bio_sectors(bio), now, &ns);
 }
 
@@ -318,68 +449,72 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
  * Judge the read that rc_read() just handled with @act: its price on the
  * bare disk (the virtual disk of what redcap received) and the price of
  * what the cache sent down for it, or would have while inactive (the
- * virtual disk of the cache's own stream).  rc->lock held.
+ * virtual disk of the cache's own stream).  cc->lock held.
  */
 static void redcap_adapt_read(struct redcap_c *rc, struct bio *bio, enum rc_read_action act,
 			      u64 vd_ns, bool vd_ok, u64 now)
 {
-	struct rc_cache *c = rc->cache;
-	sector_t start = redcap_seg_start(rc, rc_sector_to_seg(c, bio->bi_iter.bi_sector));
+	struct redcap_cache *cc = rc->cc;
+	struct rc_cache *c = cc->cache;
+	sector_t start = redcap_seg_start(cc, rc_sector_to_seg(c, bio->bi_iter.bi_sector));
 	bool cvd_ok = true;
 	u64 cvd_ns = 0;
 
 	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = redcap_vdisk_submit(rc, &rc->vdisk_cache, VD_READ, start,
-					     min_t(sector_t, rc->seg_sectors, rc->ti->len - start),
+		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
+					     min_t(sector_t, cc->seg_sectors, cc->len - start),
 					     now, &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
-		cvd_ok = redcap_vdisk_submit(rc, &rc->vdisk_cache, VD_READ,
+		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ,
 					     bio->bi_iter.bi_sector, bio_sectors(bio),
 					     now, &cvd_ns);
-	rc_adapt_read(&c->adapt, bio->bi_iter.bi_sector, bio_sectors(bio), rc->seg_sectors,
+	rc_adapt_read(&c->adapt, bio->bi_iter.bi_sector, bio_sectors(bio), cc->seg_sectors,
 		      c->sim, vd_ns, vd_ok, cvd_ns, cvd_ok);
 }
 
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
+	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	u64 seg = rc_sector_to_seg(rc->cache, bio->bi_iter.bi_sector);
+	u64 seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 	enum rc_read_action act;
 	unsigned long flags;
 	u32 idx = RC_NONE;
 	u64 vd_ns, now;
 	bool vd_ok;
 
-	spin_lock_irqsave(&rc->lock, flags);
-	vd_ok = redcap_vdisk_submit(rc, &rc->vdisk, VD_READ, bio->bi_iter.bi_sector,
+	spin_lock_irqsave(&cc->lock, flags);
+	vd_ok = redcap_vdisk_submit(rc, &cc->vdisk, VD_READ, bio->bi_iter.bi_sector,
 				    bio_sectors(bio), pb->start_ns, &vd_ns);
-	if (rc_policy_caware(rc->cache->policy))
-		rc_caware_decay(&rc->cache->caware, pb->start_ns);
-	act = rc_read(rc->cache, seg, &idx);
+	if (rc_policy_caware(cc->cache->policy))
+		rc_caware_decay(&cc->cache->caware, pb->start_ns);
+	act = rc_read(cc->cache, seg, &idx);
 	redcap_adapt_read(rc, bio, act, vd_ns, vd_ok, pb->start_ns);
 	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
 		pb->kind = PB_CACHE;
-		bio_list_add(&rc->ents[idx].waiters, bio);
+		bio_list_add(&cc->ents[idx].waiters, bio);
 	}
-	spin_unlock_irqrestore(&rc->lock, flags);
+	spin_unlock_irqrestore(&cc->lock, flags);
 
 	switch (act) {
 	case RC_READ_HIT:
 		pb->kind = PB_CACHE;
-		redcap_copy(rc, idx, bio, bio->bi_iter, true);
+		redcap_copy(cc, idx, bio, bio->bi_iter, true);
 		now = ktime_get_ns();
-		spin_lock_irqsave(&rc->lock, flags);
-		rc_unpin(rc->cache, idx);
-		rc_adapt_copy(&rc->cache->adapt, bio_sectors(bio), now - pb->start_ns);
-		rc_caware_record(&rc->cache->caware, RC_CL_DIRECT_CACHE_READ,
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_unpin(cc->cache, idx);
+		rc_adapt_copy(&cc->cache->adapt, bio_sectors(bio), now - pb->start_ns);
+		rc_caware_record(&cc->cache->caware, RC_CL_DIRECT_CACHE_READ,
 				 now - pb->start_ns, now);
-		rc_caware_record(&rc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
+		spin_unlock_irqrestore(&cc->lock, flags);
 		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;
 	case RC_READ_FILL:
-		redcap_start_fill(rc, idx, seg);
-		return DM_MAPIO_SUBMITTED;
+		if (redcap_start_fill(rc, idx, seg))
+			return DM_MAPIO_SUBMITTED;
+		redcap_cancel_fill(rc, idx, bio);
+		break;
 	case RC_READ_WAIT:
 		return DM_MAPIO_SUBMITTED;
 	case RC_READ_BYPASS:
@@ -393,6 +528,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 static int redcap_map(struct dm_target *ti, struct bio *bio)
 {
 	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
 	unsigned long flags;
 
@@ -411,22 +547,22 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		return redcap_map_read(rc, bio);
 	case REQ_OP_WRITE:
 		pb->kind = PB_WRITE;
-		pb->seg = rc_sector_to_seg(rc->cache, bio->bi_iter.bi_sector);
-		spin_lock_irqsave(&rc->lock, flags);
+		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
+		spin_lock_irqsave(&cc->lock, flags);
 		redcap_vdisk_write(rc, bio, pb->start_ns);
-		pb->cookie = rc_write_start(rc->cache, pb->seg, bio_sectors(bio), true);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		pb->cookie = rc_write_start(cc->cache, pb->seg, bio_sectors(bio), true);
+		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
 	case REQ_OP_SECURE_ERASE:
 		/* Not split at segment boundaries by dm: may cover many. */
 		pb->kind = PB_RANGE;
-		pb->seg = rc_sector_to_seg(rc->cache, bio->bi_iter.bi_sector);
-		pb->nr_segs = rc_sector_to_seg(rc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
-		spin_lock_irqsave(&rc->lock, flags);
-		rc_range_start(rc->cache, pb->seg, pb->nr_segs, bio_sectors(bio));
-		spin_unlock_irqrestore(&rc->lock, flags);
+		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
+		pb->nr_segs = rc_sector_to_seg(cc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_range_start(cc->cache, pb->seg, pb->nr_segs, bio_sectors(bio));
+		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	default:
 		break;
@@ -436,44 +572,41 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 }
 
 /* A write of exactly one whole segment, whose data can fill an entry. */
-static bool redcap_whole_segment(struct redcap_c *rc, struct redcap_pb *pb)
+static bool redcap_whole_segment(struct redcap_cache *cc, struct redcap_pb *pb)
 {
-	return pb->saved_iter.bi_size == rc->seg_sectors << SECTOR_SHIFT &&
-	       !(pb->saved_iter.bi_sector & (rc->seg_sectors - 1));
+	return pb->saved_iter.bi_size == cc->seg_sectors << SECTOR_SHIFT &&
+	       !(pb->saved_iter.bi_sector & (cc->seg_sectors - 1));
 }
 
 /*
- * Entry @idx was allocated for the whole-segment write @bio (C-Aware's
+ * Entry @f->idx was allocated for the whole-segment write @bio (C-Aware's
  * write rules): copy the data in now, while the bio still holds it, and
- * complete the entry like a fill, from the fill worker (waiting readers
- * may have to be re-sent to the origin, which is not done from end_io).
+ * complete the entry like a fill, from its work (waiting readers may have
+ * to be re-sent to the origin, which is not done from end_io).
  */
-static void redcap_write_fill(struct redcap_c *rc, struct bio *bio, struct redcap_pb *pb,
-			      u32 idx)
+static void redcap_write_fill(struct redcap_cache *cc, struct bio *bio, struct redcap_pb *pb,
+			      struct redcap_fill *f)
 {
-	struct redcap_entry *e = &rc->ents[idx];
 	unsigned long flags;
 	u64 copied, now = ktime_get_ns();
 
-	redcap_copy(rc, idx, bio, pb->saved_iter, false);
+	redcap_copy(cc, f->idx, bio, pb->saved_iter, false);
 	copied = ktime_get_ns();
-	spin_lock_irqsave(&rc->lock, flags);
-	rc_caware_record(&rc->cache->caware, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
-	rc_caware_record(&rc->cache->caware, RC_CL_CACHE_WRITE, copied - pb->start_ns, copied);
-	spin_unlock_irqrestore(&rc->lock, flags);
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_caware_record(&cc->cache->caware, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
+	rc_caware_record(&cc->cache->caware, RC_CL_CACHE_WRITE, copied - pb->start_ns, copied);
+	spin_unlock_irqrestore(&cc->lock, flags);
 
-	e->fill_bio = NULL;
-	e->fill_sectors = rc->seg_sectors;
-	e->fill_status = BLK_STS_OK;
-	atomic_inc(&rc->fills_inflight);
-	llist_add(&e->done, &rc->fills_done);
-	queue_work(rc->wq, &rc->fill_work);
+	atomic_inc(&cc->fills_inflight);
+	queue_work(cc->wq, &f->work);
 }
 
 static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 {
 	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
+	struct redcap_fill *f = NULL;
 	enum rc_write_action act;
 	unsigned long flags;
 	bool alloc = false;
@@ -487,36 +620,45 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	case PB_BYPASS:
 		if (*error)
 			break;
-		spin_lock_irqsave(&rc->lock, flags);
-		now = redcap_disk_done(rc, RC_DISK_BARE, pb->saved_iter.bi_sector,
+		spin_lock_irqsave(&cc->lock, flags);
+		now = redcap_disk_done(cc, RC_DISK_BARE, pb->saved_iter.bi_sector,
 				       pb->saved_iter.bi_size >> SECTOR_SHIFT, pb->start_ns);
-		rc_caware_record(&rc->cache->caware, RC_CL_SOURCE_READ, now - pb->start_ns, now);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_READ, now - pb->start_ns, now);
+		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	case PB_WRITE:
+		/* A whole segment may fill an entry (C-Aware): set that up first. */
+		if (!*error && rc_policy_caware(READ_ONCE(cc->cache->policy)) &&
+		    redcap_whole_segment(cc, pb))
+			f = redcap_fill_alloc(rc, RC_NONE, 0, pb->saved_iter.bi_sector,
+					      cc->seg_sectors);
 		now = ktime_get_ns();
-		spin_lock_irqsave(&rc->lock, flags);
-		act = rc_write_done(rc->cache, pb->seg, pb->cookie,
+		spin_lock_irqsave(&cc->lock, flags);
+		act = rc_write_done(cc->cache, pb->seg, pb->cookie,
 				    blk_status_to_errno(*error), true, &idx);
-		if (act == RC_WRITE_DONE && !*error && redcap_whole_segment(rc, pb))
-			alloc = rc_write_allocate(rc->cache, pb->seg, pb->cookie, &idx);
+		if (act == RC_WRITE_DONE && f)
+			alloc = rc_write_allocate(cc->cache, pb->seg, pb->cookie, &f->idx);
 		if (!*error && !alloc)
-			rc_caware_record(&rc->cache->caware, RC_CL_SOURCE_WRITE,
+			rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_WRITE,
 					 now - pb->start_ns, now);
-		spin_unlock_irqrestore(&rc->lock, flags);
-		if (alloc)
-			redcap_write_fill(rc, bio, pb, idx);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (alloc) {
+			f->from_write = true;
+			redcap_write_fill(cc, bio, pb, f);
+		} else if (f) {
+			bio_put(&f->bio);
+		}
 		if (act == RC_WRITE_COPY) {
-			redcap_copy(rc, idx, bio, pb->saved_iter, false);
-			spin_lock_irqsave(&rc->lock, flags);
-			rc_unpin(rc->cache, idx);
-			spin_unlock_irqrestore(&rc->lock, flags);
+			redcap_copy(cc, idx, bio, pb->saved_iter, false);
+			spin_lock_irqsave(&cc->lock, flags);
+			rc_unpin(cc->cache, idx);
+			spin_unlock_irqrestore(&cc->lock, flags);
 		}
 		break;
 	case PB_RANGE:
-		spin_lock_irqsave(&rc->lock, flags);
-		rc_range_done(rc->cache, pb->seg, pb->nr_segs);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_range_done(cc->cache, pb->seg, pb->nr_segs);
+		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	}
 	return DM_ENDIO_DONE;
@@ -524,17 +666,150 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 
 /* Construction */
 
-static void redcap_free_pages(struct redcap_c *rc)
+static void redcap_free_pages(struct redcap_cache *cc)
 {
 	size_t i;
 
-	if (!rc->pages)
+	if (!cc->pages)
 		return;
-	for (i = 0; i < (size_t)rc->nr_segs * rc->pages_per_seg; i++)
-		if (rc->pages[i])
-			__free_page(rc->pages[i]);
-	kvfree(rc->pages);
-	rc->pages = NULL;
+	for (i = 0; i < (size_t)cc->nr_segs * cc->pages_per_seg; i++)
+		if (cc->pages[i])
+			__free_page(cc->pages[i]);
+	kvfree(cc->pages);
+	cc->pages = NULL;
+}
+
+/* Safe on a partly built cache. */
+static void redcap_cache_free(struct redcap_cache *cc)
+{
+	if (cc->wq)
+		destroy_workqueue(cc->wq);
+	bioset_exit(&cc->bs);
+	redcap_free_pages(cc);
+	kvfree(cc->ents);
+	kvfree(cc->core_mem);
+	kfree(cc->cache);
+	kfree(cc);
+}
+
+static void redcap_cache_put(struct redcap_cache *cc)
+{
+	mutex_lock(&redcap_caches_lock);
+	if (!refcount_dec_and_test(&cc->ref)) {
+		mutex_unlock(&redcap_caches_lock);
+		return;
+	}
+	list_del(&cc->list);
+	mutex_unlock(&redcap_caches_lock);
+	redcap_cache_free(cc);
+}
+
+/*
+ * A new cache of the geometry in @cc (filled in by the caller), with its
+ * memory.  A cache larger than memory is a user error, not a kernel
+ * warning: every large allocation is __GFP_NOWARN.
+ */
+static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
+{
+	size_t i, nr_pages = (size_t)cc->nr_segs * cc->pages_per_seg;
+
+	ti->error = "Cannot allocate cache memory";
+	/* More than half of RAM would starve the system before failing. */
+	if (nr_pages > totalram_pages() / 2)
+		return -ENOMEM;
+	cc->cache = kzalloc(sizeof(*cc->cache), GFP_KERNEL);
+	cc->core_mem = kvzalloc(rc_cache_mem_size(cc->nr_segs), GFP_KERNEL | __GFP_NOWARN);
+	cc->ents = kvcalloc(cc->nr_segs, sizeof(*cc->ents), GFP_KERNEL | __GFP_NOWARN);
+	cc->pages = kvcalloc(nr_pages, sizeof(*cc->pages), GFP_KERNEL | __GFP_NOWARN);
+	if (!cc->cache || !cc->core_mem || !cc->ents || !cc->pages)
+		return -ENOMEM;
+	for (i = 0; i < nr_pages; i++) {
+		cc->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
+		if (!cc->pages[i])
+			return -ENOMEM;
+		if (fatal_signal_pending(current))
+			return -ENOMEM;
+		cond_resched();
+	}
+	for (i = 0; i < cc->nr_segs; i++)
+		bio_list_init(&cc->ents[i].waiters);
+
+	if (rc_cache_init(cc->cache, cc->core_mem, cc->nr_segs, ilog2(cc->seg_sectors))) {
+		ti->error = "Cannot initialise cache";
+		return -EINVAL;
+	}
+	rc_caware_init(&cc->cache->caware, ktime_get_ns());
+	vd_vdisk_init(&cc->vdisk);
+	vd_vdisk_init(&cc->vdisk_cache);
+
+	if (bioset_init(&cc->bs, REDCAP_FILL_POOL, offsetof(struct redcap_fill, bio),
+			BIOSET_NEED_BVECS)) {
+		ti->error = "Cannot allocate fill bioset";
+		return -ENOMEM;
+	}
+	/* Completions copy up to a segment per waiter: spread them over CPUs. */
+	cc->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!cc->wq) {
+		ti->error = "Cannot allocate workqueue";
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The cache of this target: the one its device's other table has at the
+ * same place over the same origin with the same geometry (a reload), with
+ * a reference taken; else a new one.
+ */
+static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_sectors,
+			    u32 nr_segs, u32 pages_per_seg)
+{
+	struct mapped_device *md = dm_table_get_md(ti->table);
+	dev_t origin = rc->origin->bdev->bd_dev;
+	struct redcap_cache *cc;
+	int r;
+
+	mutex_lock(&redcap_caches_lock);
+	list_for_each_entry(cc, &redcap_caches, list) {
+		if (cc->md == md && cc->begin == ti->begin && cc->len == ti->len &&
+		    cc->origin_dev == origin && cc->seg_sectors == seg_sectors &&
+		    cc->nr_segs == nr_segs) {
+			refcount_inc(&cc->ref);
+			mutex_unlock(&redcap_caches_lock);
+			rc->cc = cc;
+			return 0;
+		}
+	}
+	mutex_unlock(&redcap_caches_lock);
+
+	cc = kzalloc(sizeof(*cc), GFP_KERNEL);
+	if (!cc) {
+		ti->error = "Cannot allocate context";
+		return -ENOMEM;
+	}
+	INIT_LIST_HEAD(&cc->list);
+	refcount_set(&cc->ref, 1);
+	cc->md = md;
+	cc->begin = ti->begin;
+	cc->len = ti->len;
+	cc->origin_dev = origin;
+	cc->seg_sectors = seg_sectors;
+	cc->nr_segs = nr_segs;
+	cc->pages_per_seg = pages_per_seg;
+	spin_lock_init(&cc->lock);
+	atomic_set(&cc->fills_inflight, 0);
+	init_waitqueue_head(&cc->drain_wq);
+	r = redcap_cache_alloc(cc, ti);
+	if (r) {
+		redcap_cache_free(cc);
+		return r;
+	}
+	/* Constructors of one device are serialised: nobody added a twin meanwhile. */
+	mutex_lock(&redcap_caches_lock);
+	list_add(&cc->list, &redcap_caches);
+	mutex_unlock(&redcap_caches_lock);
+	rc->cc = cc;
+	return 0;
 }
 
 /* Safe on a partly built context: every constructor failure ends here. */
@@ -542,17 +817,8 @@ static void redcap_dtr(struct dm_target *ti)
 {
 	struct redcap_c *rc = ti->private;
 
-	mutex_lock(&redcap_devices_lock);
-	if (!list_empty(&rc->list))
-		list_del(&rc->list);
-	mutex_unlock(&redcap_devices_lock);
-	if (rc->wq)
-		destroy_workqueue(rc->wq);
-	bioset_exit(&rc->bs);
-	redcap_free_pages(rc);
-	kvfree(rc->ents);
-	kvfree(rc->core_mem);
-	kfree(rc->cache);
+	if (rc->cc)
+		redcap_cache_put(rc->cc);
 	if (rc->vm)
 		vdisk_model_put(rc->vm);
 	if (rc->origin)
@@ -639,37 +905,6 @@ static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
 	return 0;
 }
 
-static int redcap_alloc_cache(struct redcap_c *rc, struct dm_target *ti)
-{
-	size_t i, nr_pages = (size_t)rc->nr_segs * rc->pages_per_seg;
-
-	/* More than half of RAM would starve the system before failing. */
-	if (nr_pages > totalram_pages() / 2)
-		goto nomem;
-
-	/* A cache larger than memory is a user error, not a kernel warning. */
-	rc->cache = kzalloc(sizeof(*rc->cache), GFP_KERNEL);
-	rc->core_mem = kvzalloc(rc_cache_mem_size(rc->nr_segs), GFP_KERNEL | __GFP_NOWARN);
-	rc->ents = kvcalloc(rc->nr_segs, sizeof(*rc->ents), GFP_KERNEL | __GFP_NOWARN);
-	rc->pages = kvcalloc(nr_pages, sizeof(*rc->pages), GFP_KERNEL | __GFP_NOWARN);
-	if (!rc->cache || !rc->core_mem || !rc->ents || !rc->pages)
-		goto nomem;
-	for (i = 0; i < nr_pages; i++) {
-		rc->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
-		if (!rc->pages[i])
-			goto nomem;
-		if (fatal_signal_pending(current))
-			goto nomem;
-		cond_resched();
-	}
-	for (i = 0; i < rc->nr_segs; i++)
-		bio_list_init(&rc->ents[i].waiters);
-	return 0;
-
-nomem:
-	ti->error = "Cannot allocate cache memory";
-	return -ENOMEM;
-}
 
 /*
  * The vdisk model named by the model feature, else the origin's if the
@@ -680,8 +915,6 @@ static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
 {
 	dev_t dev = rc->origin->bdev->bd_dev;
 
-	vd_vdisk_init(&rc->vdisk);
-	vd_vdisk_init(&rc->vdisk_cache);
 	if (path && lookup_bdev(path, &dev)) {
 		ti->error = "Model device lookup failed";
 		return -ENODEV;
@@ -716,7 +949,9 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 			[RF_ESTIMATOR] = RC_EST_SPK,
 		},
 	};
-	const char *devname;
+	struct rc_geometry g;
+	u32 seg_sectors, nr_segs;
+	const char *devname, *err;
 	struct redcap_c *rc;
 	int r;
 
@@ -732,23 +967,17 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = rc;
 	rc->ti = ti;
-	rc->md = dm_table_get_md(ti->table);
-	INIT_LIST_HEAD(&rc->list);
-	spin_lock_init(&rc->lock);
-	init_llist_head(&rc->fills_done);
-	INIT_WORK(&rc->fill_work, redcap_fill_work);
-	init_waitqueue_head(&rc->drain_wq);
 
 	devname = dm_shift_arg(&as);
-	r = dm_read_arg(_args, &as, &rc->seg_sectors, &ti->error);
+	r = dm_read_arg(_args, &as, &seg_sectors, &ti->error);
 	if (r)
 		goto bad;
-	if (!is_power_of_2(rc->seg_sectors)) {
+	if (!is_power_of_2(seg_sectors)) {
 		ti->error = "Segment size must be a power of 2";
 		r = -EINVAL;
 		goto bad;
 	}
-	r = dm_read_arg(_args + 1, &as, &rc->nr_segs, &ti->error);
+	r = dm_read_arg(_args + 1, &as, &nr_segs, &ti->error);
 	if (r)
 		goto bad;
 
@@ -762,6 +991,17 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		r = -EINVAL;
 		goto bad;
 	}
+	rc->policy = f.val[RF_POLICY];
+	rc->write_policy = f.val[RF_WRITE_POLICY];
+	rc->estimator = f.val[RF_ESTIMATOR];
+
+	/* 64 KiB pages, 32-bit sizes: refused here, not met in the I/O path. */
+	err = rc_geometry(seg_sectors, nr_segs, PAGE_SHIFT, SIZE_MAX, &g);
+	if (err) {
+		ti->error = (char *)err;
+		r = -EINVAL;
+		goto bad;
+	}
 
 	r = dm_get_device(ti, devname, dm_table_get_mode(ti->table), &rc->origin);
 	if (r) {
@@ -772,49 +1012,23 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = redcap_find_model(rc, ti, f.arg[RF_MODEL]);
 	if (r)
 		goto bad;
-	if (f.val[RF_ESTIMATOR] == RC_EST_VDISK && !rc->vm) {
+	if (rc->estimator == RC_EST_VDISK && !rc->vm) {
 		ti->error = "Estimator vdisk needs a vdisk model";
 		r = -EINVAL;
 		goto bad;
 	}
 
-	rc->pages_per_seg = (rc->seg_sectors << SECTOR_SHIFT) >> PAGE_SHIFT;
-	r = redcap_alloc_cache(rc, ti);
+	r = redcap_cache_get(rc, ti, seg_sectors, nr_segs, g.pages_per_seg);
 	if (r)
 		goto bad;
-	if (rc_cache_init(rc->cache, rc->core_mem, rc->nr_segs, ilog2(rc->seg_sectors))) {
-		ti->error = "Cannot initialise cache";
-		r = -EINVAL;
-		goto bad;
-	}
-	rc->cache->write_policy = f.val[RF_WRITE_POLICY];
-	rc->cache->adapt.estimator = f.val[RF_ESTIMATOR];
-	rc_set_policy(rc->cache, f.val[RF_POLICY]);
-	rc_caware_init(&rc->cache->caware, ktime_get_ns());
 
-	r = bioset_init(&rc->bs, 16, 0, BIOSET_NEED_BVECS);
-	if (r) {
-		ti->error = "Cannot allocate fill bioset";
-		goto bad;
-	}
-	rc->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM, 0);
-	if (!rc->wq) {
-		ti->error = "Cannot allocate workqueue";
-		r = -ENOMEM;
-		goto bad;
-	}
-
-	r = dm_set_target_max_io_len(ti, rc->seg_sectors);
+	r = dm_set_target_max_io_len(ti, seg_sectors);
 	if (r)
 		goto bad;
 	ti->num_flush_bios = 1;
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = sizeof(struct redcap_pb);
-
-	mutex_lock(&redcap_devices_lock);
-	list_add(&rc->list, &redcap_devices);
-	mutex_unlock(&redcap_devices_lock);
 	return 0;
 
 bad:
@@ -824,131 +1038,158 @@ bad:
 
 /* Suspend, status, messages */
 
-/* Wait until no fill is in flight and no fill completion is running. */
-static void redcap_drain(struct redcap_c *rc)
+/*
+ * Suspend: dm calls presuspend before it stops new bios, so waiting for
+ * the fills there could wait as long as readers keep missing.  From
+ * presuspend on, misses bypass and writes allocate nothing; postsuspend,
+ * once dm has waited for the bios in flight, waits for the fills still
+ * running and their completion work.  presuspend_undo and resume let
+ * fills start again.
+ */
+static void redcap_hold_fills(struct redcap_cache *cc, bool hold)
 {
-	wait_event(rc->drain_wq, !atomic_read(&rc->fills_inflight));
-	flush_workqueue(rc->wq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_hold_fills(cc->cache, hold);
+	spin_unlock_irqrestore(&cc->lock, flags);
 }
 
 static void redcap_presuspend(struct dm_target *ti)
 {
-	redcap_drain(ti->private);
+	struct redcap_c *rc = ti->private;
+
+	redcap_hold_fills(rc->cc, true);
+}
+
+static void redcap_presuspend_undo(struct dm_target *ti)
+{
+	struct redcap_c *rc = ti->private;
+
+	redcap_hold_fills(rc->cc, false);
 }
 
 static void redcap_postsuspend(struct dm_target *ti)
 {
-	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = ((struct redcap_c *)ti->private)->cc;
 
-	/*
-	 * Bios that arrived after presuspend may have started fills; dm has
-	 * waited for their readers, but the completion work may still hold pins.
-	 */
-	redcap_drain(rc);
-	mutex_lock(&redcap_devices_lock);
-	rc->suspended = true;
-	mutex_unlock(&redcap_devices_lock);
+	wait_event(cc->drain_wq, !atomic_read(&cc->fills_inflight));
+	flush_workqueue(cc->wq);
 }
 
 /*
- * Take the cache of the table this one replaces when it has the same
- * origin and geometry.  The old table is suspended: its fills are drained
- * and no bio is in it, so its cache is idle and consistent with the origin.
+ * The table's features are applied to the cache when the table first
+ * resumes: a loaded table does not change the live one's cache, and what
+ * was learnt (state, rates, means, tunables) stays.
  */
-static void redcap_take_over(struct redcap_c *rc, struct redcap_c *old)
-{
-	enum rc_write_policy wpolicy = rc->cache->write_policy;
-	enum rc_estimator est = rc->cache->adapt.estimator;
-	enum rc_policy policy = rc->cache->policy;
-
-	/* What was learnt (state, rates, means) comes along; the table's choices win. */
-	swap(rc->cache, old->cache);
-	swap(rc->core_mem, old->core_mem);
-	swap(rc->ents, old->ents);
-	swap(rc->pages, old->pages);
-	rc->cache->write_policy = wpolicy;
-	rc->cache->adapt.estimator = est;
-	rc_set_policy(rc->cache, policy);
-}
-
 static int redcap_preresume(struct dm_target *ti)
 {
-	struct redcap_c *rc = ti->private, *old;
+	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = rc->cc;
+	unsigned long flags;
 
-	mutex_lock(&redcap_devices_lock);
-	list_for_each_entry(old, &redcap_devices, list) {
-		if (old != rc && old->md == rc->md && old->suspended &&
-		    old->origin->bdev == rc->origin->bdev &&
-		    old->seg_sectors == rc->seg_sectors && old->nr_segs == rc->nr_segs &&
-		    old->ti->len == rc->ti->len &&	/* same clipped last segment */
-		    rc_idle(old->cache)) {
-			redcap_take_over(rc, old);
-			break;
-		}
-	}
-	rc->suspended = false;
-	mutex_unlock(&redcap_devices_lock);
+	if (rc->applied)
+		return 0;
+	spin_lock_irqsave(&cc->lock, flags);
+	cc->cache->write_policy = rc->write_policy;
+	cc->cache->adapt.estimator = rc->estimator;
+	rc_set_policy(cc->cache, rc->policy);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	rc->applied = true;
 	return 0;
 }
 
-static const char *redcap_write_policy_name(struct redcap_c *rc)
+static void redcap_resume(struct dm_target *ti)
 {
-	return rc->cache->write_policy == RC_WRITE_UPDATE ? "update" : "invalidate";
+	struct redcap_c *rc = ti->private;
+
+	redcap_hold_fills(rc->cc, false);
+}
+
+static const char *redcap_write_policy_name(enum rc_write_policy p)
+{
+	return p == RC_WRITE_UPDATE ? "update" : "invalidate";
 }
 
 static const char *redcap_state(struct redcap_c *rc)
 {
-	return rc_active(rc->cache) ? "active" : "inactive";
+	return rc_active(rc->cc->cache) ? "active" : "inactive";
+}
+
+/*
+ * The choices a table line shows: the cache's own once this table's
+ * features were applied (messages may have changed them), else the table's.
+ */
+struct redcap_choices {
+	enum rc_policy policy;
+	enum rc_write_policy write_policy;
+	enum rc_estimator estimator;
+};
+
+static struct redcap_choices redcap_choices(struct redcap_c *rc)
+{
+	struct rc_cache *c = rc->cc->cache;
+
+	if (!rc->applied)
+		return (struct redcap_choices){ rc->policy, rc->write_policy, rc->estimator };
+	return (struct redcap_choices){ READ_ONCE(c->policy), READ_ONCE(c->write_policy),
+					READ_ONCE(c->adapt.estimator) };
 }
 
 static void redcap_status(struct dm_target *ti, status_type_t type,
 			  unsigned int status_flags, char *result, unsigned int maxlen)
 {
 	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = rc->cc;
+	struct redcap_choices ch;
 	struct rc_counters ctr;
 	u32 valid, filling;
 	unsigned int sz = 0, nfeat = 0;
 	unsigned long flags;
+	enum rc_policy policy;
 	u64 switches;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
-		spin_lock_irqsave(&rc->lock, flags);
-		ctr = rc->cache->ctr;
-		valid = rc->cache->nr_valid;
-		filling = rc->cache->nr_filling;
-		switches = rc->cache->adapt.switches;
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&cc->lock, flags);
+		ctr = cc->cache->ctr;
+		valid = cc->cache->nr_valid;
+		filling = cc->cache->nr_filling;
+		switches = cc->cache->adapt.switches;
+		policy = cc->cache->policy;
+		spin_unlock_irqrestore(&cc->lock, flags);
 		DMEMIT("%s %s %u/%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-		       redcap_state(rc), rc_policy_name(rc->cache->policy),
-		       valid, rc->nr_segs, filling,
+		       redcap_state(rc), rc_policy_name(policy),
+		       valid, cc->nr_segs, filling,
 		       ctr.read_hits, ctr.read_hits_waited, ctr.read_misses,
 		       ctr.read_bypassed, ctr.fill_ios, ctr.fill_sectors,
 		       ctr.fill_errors, ctr.writes, ctr.invalidations, switches);
 		break;
 	case STATUSTYPE_TABLE:
-		nfeat += rc->cache->policy != RC_POLICY_ALWAYS ? 2 : 0;
-		nfeat += rc->cache->write_policy != RC_WRITE_INVALIDATE ? 2 : 0;
-		nfeat += rc->cache->adapt.estimator != RC_EST_SPK ? 2 : 0;
+		ch = redcap_choices(rc);
+		nfeat += ch.policy != RC_POLICY_ALWAYS ? 2 : 0;
+		nfeat += ch.write_policy != RC_WRITE_INVALIDATE ? 2 : 0;
+		nfeat += ch.estimator != RC_EST_SPK ? 2 : 0;
 		nfeat += rc->model_explicit ? 2 : 0;
-		DMEMIT("%s %u %u", rc->origin->name, rc->seg_sectors, rc->nr_segs);
+		DMEMIT("%s %u %u", rc->origin->name, cc->seg_sectors, cc->nr_segs);
 		if (nfeat)
 			DMEMIT(" %u", nfeat);
-		if (rc->cache->policy != RC_POLICY_ALWAYS)
-			DMEMIT(" policy %s", rc_policy_name(rc->cache->policy));
-		if (rc->cache->write_policy != RC_WRITE_INVALIDATE)
-			DMEMIT(" write_policy %s", redcap_write_policy_name(rc));
-		if (rc->cache->adapt.estimator != RC_EST_SPK)
-			DMEMIT(" estimator %s", rc_estimator_name(rc->cache->adapt.estimator));
+		if (ch.policy != RC_POLICY_ALWAYS)
+			DMEMIT(" policy %s", rc_policy_name(ch.policy));
+		if (ch.write_policy != RC_WRITE_INVALIDATE)
+			DMEMIT(" write_policy %s", redcap_write_policy_name(ch.write_policy));
+		if (ch.estimator != RC_EST_SPK)
+			DMEMIT(" estimator %s", rc_estimator_name(ch.estimator));
 		if (rc->model_explicit)
 			DMEMIT(" model %u:%u", MAJOR(rc->model_dev), MINOR(rc->model_dev));
 		break;
 	case STATUSTYPE_IMA:
+		ch = redcap_choices(rc);
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
 		DMEMIT(",origin_name=%s,segment_sectors=%u,segments=%u,policy=%s,write_policy=%s",
-		       rc->origin->name, rc->seg_sectors, rc->nr_segs,
-		       rc_policy_name(rc->cache->policy), redcap_write_policy_name(rc));
-		DMEMIT(",estimator=%s;", rc_estimator_name(rc->cache->adapt.estimator));
+		       rc->origin->name, cc->seg_sectors, cc->nr_segs,
+		       rc_policy_name(ch.policy), redcap_write_policy_name(ch.write_policy));
+		DMEMIT(",estimator=%s;", rc_estimator_name(ch.estimator));
 		break;
 	}
 }
@@ -1002,25 +1243,28 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 		kfree(w);
 		return -ENOMEM;
 	}
-	spin_lock_irqsave(&rc->lock, flags);
-	c = rc->cache->ctr;
-	valid = rc->cache->nr_valid;
-	filling = rc->cache->nr_filling;
-	ghost = rc->cache->nr_ghost;
-	v = rc->vdisk;
-	*a = rc->cache->adapt;
-	*w = rc->cache->caware;
-	spin_unlock_irqrestore(&rc->lock, flags);
+	spin_lock_irqsave(&rc->cc->lock, flags);
+	c = rc->cc->cache->ctr;
+	valid = rc->cc->cache->nr_valid;
+	filling = rc->cc->cache->nr_filling;
+	ghost = rc->cc->cache->nr_ghost;
+	v = rc->cc->vdisk;
+	*a = rc->cc->cache->adapt;
+	*w = rc->cc->cache->caware;
+	spin_unlock_irqrestore(&rc->cc->lock, flags);
 
 	DMEMIT("state=%s\npolicy=%s\nwrite_policy=%s\n", redcap_state(rc),
-	       rc_policy_name(rc->cache->policy), redcap_write_policy_name(rc));
+	       rc_policy_name(rc->cc->cache->policy),
+	       redcap_write_policy_name(rc->cc->cache->write_policy));
 	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
-	       rc->seg_sectors, rc->nr_segs, valid, filling);
+	       rc->cc->seg_sectors, rc->cc->nr_segs, valid, filling);
 	DMEMIT("segments_ghost=%u\n", ghost);
 	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\nread_misses=%llu\n",
 	       c.reads, c.read_hits, c.read_hits_waited, c.read_misses);
 	DMEMIT("read_bypassed=%llu\nread_bypassed_busy=%llu\ncaware_bypassed=%llu\n",
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
+	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",
+	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
@@ -1071,16 +1315,16 @@ static int redcap_msg_set(struct redcap_c *rc, const char *key, const char *val)
 		      t->max);
 		return -EINVAL;
 	}
-	spin_lock_irqsave(&rc->lock, flags);
+	spin_lock_irqsave(&rc->cc->lock, flags);
 	if (!strcmp(t->key, "window"))
-		rc->cache->adapt.window = v;
+		rc->cc->cache->adapt.window = v;
 	else if (!strcmp(t->key, "margin"))
-		rc->cache->adapt.margin = v;
+		rc->cc->cache->adapt.margin = v;
 	else if (!strcmp(t->key, "dwell"))
-		rc->cache->adapt.dwell = v;
+		rc->cc->cache->adapt.dwell = v;
 	else
-		rc->cache->caware.interval_ns = (u64)v * NSEC_PER_MSEC;
-	spin_unlock_irqrestore(&rc->lock, flags);
+		rc->cc->cache->caware.interval_ns = (u64)v * NSEC_PER_MSEC;
+	spin_unlock_irqrestore(&rc->cc->lock, flags);
 	return 0;
 }
 
@@ -1091,9 +1335,9 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	u32 busy;
 
 	for (;;) {
-		spin_lock_irqsave(&rc->lock, flags);
-		busy = rc_drop_all(rc->cache);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&rc->cc->lock, flags);
+		busy = rc_drop_all(rc->cc->cache);
+		spin_unlock_irqrestore(&rc->cc->lock, flags);
 		if (!busy)
 			return 0;
 		if (waited >= REDCAP_DROP_TIMEOUT_MS) {
@@ -1119,15 +1363,15 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	if (!strcasecmp(argv[0], "stats") && argc == 1)
 		return redcap_msg_stats(rc, result, maxlen);
 	if (!strcasecmp(argv[0], "reset_stats") && argc == 1) {
-		spin_lock_irqsave(&rc->lock, flags);
-		rc_reset_counters(rc->cache);
-		rc->vdisk.requests = 0;
-		rc->vdisk.busy_ns = 0;
-		rc->vdisk.unestimated = 0;
-		rc->vdisk_cache.requests = 0;
-		rc->vdisk_cache.busy_ns = 0;
-		rc->vdisk_cache.unestimated = 0;
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&rc->cc->lock, flags);
+		rc_reset_counters(rc->cc->cache);
+		rc->cc->vdisk.requests = 0;
+		rc->cc->vdisk.busy_ns = 0;
+		rc->cc->vdisk.unestimated = 0;
+		rc->cc->vdisk_cache.requests = 0;
+		rc->cc->vdisk_cache.busy_ns = 0;
+		rc->cc->vdisk_cache.unestimated = 0;
+		spin_unlock_irqrestore(&rc->cc->lock, flags);
 		return 0;
 	}
 	if (!strcasecmp(argv[0], "drop_cache") && argc == 1)
@@ -1138,9 +1382,9 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			DMERR("policy: unknown policy '%s'", argv[1]);
 			return -EINVAL;
 		}
-		spin_lock_irqsave(&rc->lock, flags);
-		rc_set_policy(rc->cache, v);
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&rc->cc->lock, flags);
+		rc_set_policy(rc->cc->cache, v);
+		spin_unlock_irqrestore(&rc->cc->lock, flags);
 		return 0;
 	}
 	if (!strcasecmp(argv[0], "estimator") && argc == 2) {
@@ -1153,9 +1397,9 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			DMERR("estimator: no vdisk model below or named");
 			return -EINVAL;
 		}
-		spin_lock_irqsave(&rc->lock, flags);
-		rc->cache->adapt.estimator = v;
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&rc->cc->lock, flags);
+		rc->cc->cache->adapt.estimator = v;
+		spin_unlock_irqrestore(&rc->cc->lock, flags);
 		return 0;
 	}
 	if (!strcasecmp(argv[0], "set") && argc == 3)
@@ -1166,9 +1410,9 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			DMERR("write_policy: unknown write policy '%s'", argv[1]);
 			return -EINVAL;
 		}
-		spin_lock_irqsave(&rc->lock, flags);
-		rc->cache->write_policy = v;
-		spin_unlock_irqrestore(&rc->lock, flags);
+		spin_lock_irqsave(&rc->cc->lock, flags);
+		rc->cc->cache->write_policy = v;
+		spin_unlock_irqrestore(&rc->cc->lock, flags);
 		return 0;
 	}
 	if (!strcasecmp(argv[0], "stats") || !strcasecmp(argv[0], "reset_stats") ||
@@ -1192,15 +1436,17 @@ static int redcap_iterate_devices(struct dm_target *ti,
 
 static struct target_type redcap_target = {
 	.name = "redcap",
-	.version = {0, 2, 0},
+	.version = {0, 3, 0},
 	.module = THIS_MODULE,
 	.ctr = redcap_ctr,
 	.dtr = redcap_dtr,
 	.map = redcap_map,
 	.end_io = redcap_end_io,
 	.presuspend = redcap_presuspend,
+	.presuspend_undo = redcap_presuspend_undo,
 	.postsuspend = redcap_postsuspend,
 	.preresume = redcap_preresume,
+	.resume = redcap_resume,
 	.status = redcap_status,
 	.message = redcap_message,
 	.iterate_devices = redcap_iterate_devices,

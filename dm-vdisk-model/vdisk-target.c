@@ -29,6 +29,12 @@ static const char * const vdisk_mode_names[] = { "measure", "emulate" };
 struct vdisk_model {
 	struct list_head list;	/* on vdisk_models while registered */
 	struct kref kref;
+	/*
+	 * vdisk tables built on it, under vdisk_models_lock: the last one's
+	 * destructor unregisters it, so that a removed device (whose minor
+	 * may be reused) is no longer found, whoever still holds the model.
+	 */
+	unsigned int tables;
 	dev_t dev;		/* the vdisk mapped device */
 	spinlock_t lock;	/* protects everything below */
 	bool train;		/* update the tables from completed requests */
@@ -181,7 +187,8 @@ static struct vdisk_model *vdisk_model_find_or_alloc(dev_t dev, u64 capacity,
 	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
 	if (!vm)
 		return NULL;
-	vm->mem = kvmalloc(sz, GFP_KERNEL);
+	/* Table sizes come from a table line: too large is an error, not a WARN. */
+	vm->mem = kvmalloc(sz, GFP_KERNEL | __GFP_NOWARN);
 	if (!vm->mem) {
 		kfree(vm);
 		return NULL;
@@ -384,6 +391,16 @@ static int vdisk_parse_features(struct vdisk_c *vc, struct dm_target *ti,
 
 static enum hrtimer_restart vdisk_timer_fn(struct hrtimer *timer);
 
+/* A table of @vm's device was built (@delta 1) or destroyed (-1). */
+static void vdisk_model_tables(struct vdisk_model *vm, int delta)
+{
+	mutex_lock(&vdisk_models_lock);
+	vm->tables += delta;
+	if (!vm->tables)
+		list_del_init(&vm->list);
+	mutex_unlock(&vdisk_models_lock);
+}
+
 static void vdisk_dtr(struct dm_target *ti)
 {
 	struct vdisk_c *vc = ti->private;
@@ -391,8 +408,10 @@ static void vdisk_dtr(struct dm_target *ti)
 	hrtimer_cancel(&vc->timer);
 	if (bioset_initialized(&vc->bs))
 		bioset_exit(&vc->bs);
-	if (vc->vm)
+	if (vc->vm) {
+		vdisk_model_tables(vc->vm, -1);
 		vdisk_model_put(vc->vm);
+	}
 	if (vc->dev)
 		dm_put_device(ti, vc->dev);
 	kfree(vc);
@@ -459,6 +478,7 @@ static int vdisk_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		ti->error = "Cannot allocate model tables";
 		goto bad;
 	}
+	vdisk_model_tables(vc->vm, 1);
 	vd_drive_init(&vc->drive, &vc->params, vc->capacity, ti->len, vc->seed);
 	vd_vdisk_init(&vc->self);
 	vc->mode = vc->table_mode;
@@ -692,6 +712,16 @@ static void vdisk_presuspend(struct dm_target *ti)
 	vdisk_collect(vc, ktime_get_ns(), &done);
 	spin_unlock_irq(&vc->lock);
 	vdisk_complete(&done);
+}
+
+/* A suspend was aborted: emulate again. */
+static void vdisk_presuspend_undo(struct dm_target *ti)
+{
+	struct vdisk_c *vc = ti->private;
+
+	spin_lock_irq(&vc->lock);
+	vc->draining = false;
+	spin_unlock_irq(&vc->lock);
 }
 
 static void vdisk_resume(struct dm_target *ti)
@@ -1076,6 +1106,7 @@ static struct target_type vdisk_target = {
 	.map = vdisk_map,
 	.end_io = vdisk_end_io,
 	.presuspend = vdisk_presuspend,
+	.presuspend_undo = vdisk_presuspend_undo,
 	.resume = vdisk_resume,
 	.status = vdisk_status,
 	.message = vdisk_message,

@@ -202,6 +202,11 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_busy);
 	check_ctr_field(line, "read_bypassed_caware", g->read_bypassed_caware,
 			w->read_bypassed_caware);
+	check_ctr_field(line, "read_bypassed_nomem", g->read_bypassed_nomem,
+			w->read_bypassed_nomem);
+	check_ctr_field(line, "read_bypassed_held", g->read_bypassed_held,
+			w->read_bypassed_held);
+	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
@@ -217,7 +222,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 19 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 22 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -2120,4 +2125,106 @@ CTEST(write_allocate_when_full_follows_rules_2_and_5)
 	CHECK_EQ(hashed_idx(c, 11), idx);
 	check_invariants(c);
 	rm(c);
+}
+
+/*
+ * Defect 9 (the glue could not set up a fill without sleeping): the entry
+ * is free again, the miss counts as a bypass, and readers queued on it
+ * meanwhile are counted as re-sent; the identity of rc_count_resent() holds.
+ */
+CTEST(fill_cancel_frees_the_entry_and_counts_a_bypass)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, w, idx2;
+
+	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 5, &w), RC_READ_WAIT);
+	rc_fill_cancel(c, idx);
+	rc_count_resent(c, 1);
+	CHECK_EQ(c->entries[idx].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 5), RC_NONE);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 1, .read_bypassed_nomem = 1,
+		  .read_resent = 1);
+	CHECK_EQ(c->ctr.reads, c->ctr.read_hits + c->ctr.read_hits_waited +
+		 c->ctr.read_misses + c->ctr.read_bypassed + c->ctr.read_resent);
+	/* Only a read fill can be cancelled: anything else is left alone. */
+	rc_fill_cancel(c, idx);
+	rc_fill_cancel(c, 99);
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 1, .read_bypassed_nomem = 1,
+		  .read_resent = 1);
+	CHECK_EQ(rc_read(c, 5, &idx2), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx2);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * Defect 2 (suspend under load): held fills make misses bypass and writes
+ * allocate nothing, while fills in flight complete and hits are served.
+ */
+CTEST(held_fills_bypass_misses_and_let_fills_in_flight_finish)
+{
+	struct rc_cache *c = mk(4);
+	u32 a = fill_seg(c, 1), idx, f;
+
+	rc_reset_counters(c);
+	CHECK_EQ(rc_read(c, 2, &f), RC_READ_FILL);
+	rc_hold_fills(c, true);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, a);
+	rc_unpin(c, a);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, f);
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(!write_whole(c, 7, &idx));
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_hits = 1, .read_misses = 1, .read_bypassed = 1,
+		  .read_bypassed_held = 1, .fill_ios = 1, .fill_sectors = 256,
+		  .writes = 1, .write_sectors = 256);
+	rc_hold_fills(c, false);
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * Defect 6: 64 KiB pages (a 4 KiB segment is smaller than a page) and
+ * 32-bit sizes are refused with the constructor's text; what fits is
+ * computed exactly.
+ */
+CTEST(geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
+{
+	struct rc_geometry g;
+
+	CHECK(!rc_geometry(8, 16, 12, UINT64_MAX, &g));
+	CHECK_EQ(g.pages_per_seg, 1);
+	CHECK_EQ(g.nr_pages, 16);
+	CHECK_EQ(g.data_bytes, 16 * 4096);
+	CHECK(!rc_geometry(2048, RC_MAX_ENTRIES, 12, UINT64_MAX, &g));
+	CHECK_EQ(g.pages_per_seg, 256);
+	CHECK_EQ(g.nr_pages, (u64)256 << 24);
+	CHECK_EQ(g.data_bytes, (u64)1 << 44);
+	/* 64 KiB pages (arm64, ppc64): 4 KiB..32 KiB segments are refused. */
+	CHECK_STREQ(rc_geometry(8, 16, 16, UINT64_MAX, &g),
+		    "Segment size smaller than a page");
+	CHECK_STREQ(rc_geometry(64, 16, 16, UINT64_MAX, &g),
+		    "Segment size smaller than a page");
+	CHECK(!rc_geometry(128, 16, 16, UINT64_MAX, &g));
+	CHECK_EQ(g.pages_per_seg, 1);
+	CHECK_STREQ(rc_geometry(0, 16, 12, UINT64_MAX, &g), "Segment size must be a power of 2");
+	CHECK_STREQ(rc_geometry(24, 16, 12, UINT64_MAX, &g), "Segment size must be a power of 2");
+	/* 32-bit: 2^24 segments of 1 MiB are 16 TiB, and 2^32 pages wrap a size_t. */
+	CHECK_STREQ(rc_geometry(2048, RC_MAX_ENTRIES, 12, UINT32_MAX, &g),
+		    "Cache size too large for this machine");
+	CHECK_STREQ(rc_geometry(2048, 4096, 12, UINT32_MAX, &g),
+		    "Cache size too large for this machine");	/* 4 GiB */
+	CHECK(!rc_geometry(2048, 2047, 12, UINT32_MAX, &g));
 }
