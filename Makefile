@@ -25,7 +25,7 @@ OTHER_KVER := $(if $(filter 6.12,$(KVER)),6.1,6.12)
 DESTDIR ?=
 PREFIX ?= /usr/local
 
-.PHONY: all deps modules userspace bench-tools host-tests check demo bench clean install \
+.PHONY: all deps modules userspace bench-tools host-tests check demo bench clean install lockhold \
 	checkpatch sparse
 
 all: modules userspace
@@ -52,6 +52,15 @@ bench-tools: build/bench/rdpat
 build/bench/rdpat: tests/bench/rdpat.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -static -Wall -Wextra -Werror -o $@ $<
+
+# The longest lock hold of a discard's walk at 1M segments (issue 13).
+lockhold: build/bench/lockhold
+	@build/bench/lockhold
+build/bench/lockhold: tests/bench/lockhold.c dm-redcap/rc-core.c dm-redcap/rc-policy.c \
+		dm-redcap/rc-core.h dm-redcap/rc-policy.h include/rc-types.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Idm-redcap \
+		-o $@ tests/bench/lockhold.c dm-redcap/rc-core.c dm-redcap/rc-policy.c
 
 host-tests:
 	$(MAKE) -s -C tests/host

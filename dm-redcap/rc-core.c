@@ -517,21 +517,28 @@ u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update)
 	return rc_write_begin(c, seg, may_update);
 }
 
-void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
+bool rc_range_begin(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
 {
 	u64 s;
-	u32 i;
 
 	c->ctr.writes++;
 	c->ctr.write_sectors += sectors;
 	if (nr <= RC_RANGE_SMALL) {
 		for (s = first; s < first + nr; s++)
 			rc_write_begin(c, s, false);
-		return;
+		return false;
 	}
-
 	c->range_inflight++;
-	for (i = 0; i < c->nr_entries; i++) {
+	return true;
+}
+
+u32 rc_range_walk(struct rc_cache *c, u64 first, u64 nr, u32 from, u32 budget)
+{
+	u32 i, end = c->nr_entries;
+
+	if (from < end && budget < end - from)
+		end = from + budget;
+	for (i = from; i < end; i++) {
 		struct rc_entry *e = &c->entries[i];
 
 		if (e->seg - first >= nr)
@@ -545,6 +552,13 @@ void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
 			rc_ghost_drop(c, i);
 		}
 	}
+	return end;
+}
+
+void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
+{
+	if (rc_range_begin(c, first, nr, sectors))
+		rc_range_walk(c, first, nr, 0, c->nr_entries);
 }
 
 void rc_range_done(struct rc_cache *c, u64 first, u64 nr)
@@ -615,11 +629,13 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 	return true;
 }
 
-u32 rc_drop_all(struct rc_cache *c)
+bool rc_drop_some(struct rc_cache *c, u32 budget)
 {
 	u32 i;
 
 	while ((i = c->lru_tail) != RC_NONE) {
+		if (!budget--)
+			return false;
 		if (c->entries[i].state == RC_GHOST) {
 			rc_ghost_drop(c, i);
 			continue;
@@ -629,6 +645,12 @@ u32 rc_drop_all(struct rc_cache *c)
 		c->nr_valid--;
 		rc_free_push(c, i);
 	}
+	return true;
+}
+
+u32 rc_drop_all(struct rc_cache *c)
+{
+	rc_drop_some(c, c->nr_entries);
 	return c->nr_pinned;
 }
 

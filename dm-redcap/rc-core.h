@@ -245,6 +245,18 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx);
 #define RC_RANGE_SMALL	64
 void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
 
+/*
+ * rc_range_start() in steps, so that no lock hold walks every entry.
+ * rc_range_begin() counts the write, handles a small range whole and
+ * returns false, or holds off every new fill (and ghost) and returns true:
+ * then the caller calls rc_range_walk() from entry 0 with each returned
+ * index until it returns nr_entries, and may drop its lock between calls
+ * (no entry is taken for another segment meanwhile).  Each call looks at
+ * @budget entries at most.
+ */
+bool rc_range_begin(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
+u32 rc_range_walk(struct rc_cache *c, u64 first, u64 nr, u32 from, u32 budget);
+
 /* The range write started with the same @first and @nr completed. */
 void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
 
@@ -253,6 +265,13 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  * busy (FILLING or pinned); the caller retries once they drain.
  */
 u32 rc_drop_all(struct rc_cache *c);
+
+/*
+ * Drop at most @budget idle entries (VALID unpinned, GHOST); true when none
+ * is left.  rc_drop_all() in steps, for callers that drop their lock
+ * between them.
+ */
+bool rc_drop_some(struct rc_cache *c, u32 budget);
 
 /*
  * The memory of a cache of @nr_segs segments of @seg_sectors sectors in

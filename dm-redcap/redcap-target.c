@@ -28,6 +28,8 @@
 #define REDCAP_MIN_SEG_SECTORS	(4096 >> SECTOR_SHIFT)
 #define REDCAP_MAX_SEG_SECTORS	((1024 * 1024) >> SECTOR_SHIFT)
 #define REDCAP_DROP_TIMEOUT_MS	10000
+/* Entries one lock hold may walk (discards, drop_cache): docs/results lockhold. */
+#define REDCAP_WALK_CHUNK	1024
 /* Fill bios kept in reserve; beyond them a miss that finds no memory bypasses. */
 #define REDCAP_FILL_POOL	64
 
@@ -525,6 +527,28 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	return DM_MAPIO_REMAPPED;
 }
 
+/*
+ * A discard / write-zeroes over many segments: walk the entries a chunk per
+ * lock hold (interrupts on between chunks); new fills are held off until
+ * the range completes, so nothing is cached behind the walk.
+ */
+static void redcap_range_start(struct redcap_cache *cc, struct redcap_pb *pb)
+{
+	unsigned long flags;
+	bool walk;
+	u32 i = 0;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	walk = rc_range_begin(cc->cache, pb->seg, pb->nr_segs,
+			      pb->saved_iter.bi_size >> SECTOR_SHIFT);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	while (walk && i < cc->nr_segs) {
+		spin_lock_irqsave(&cc->lock, flags);
+		i = rc_range_walk(cc->cache, pb->seg, pb->nr_segs, i, REDCAP_WALK_CHUNK);
+		spin_unlock_irqrestore(&cc->lock, flags);
+	}
+}
+
 static int redcap_map(struct dm_target *ti, struct bio *bio)
 {
 	struct redcap_c *rc = ti->private;
@@ -560,9 +584,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		pb->kind = PB_RANGE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		pb->nr_segs = rc_sector_to_seg(cc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
-		spin_lock_irqsave(&cc->lock, flags);
-		rc_range_start(cc->cache, pb->seg, pb->nr_segs, bio_sectors(bio));
-		spin_unlock_irqrestore(&cc->lock, flags);
+		redcap_range_start(cc, pb);
 		break;
 	default:
 		break;
@@ -1330,14 +1352,21 @@ static int redcap_msg_set(struct redcap_c *rc, const char *key, const char *val)
 
 static int redcap_msg_drop_cache(struct redcap_c *rc)
 {
+	struct redcap_cache *cc = rc->cc;
 	unsigned long flags;
 	unsigned int waited = 0;
+	bool done;
 	u32 busy;
 
 	for (;;) {
-		spin_lock_irqsave(&rc->cc->lock, flags);
-		busy = rc_drop_all(rc->cc->cache);
-		spin_unlock_irqrestore(&rc->cc->lock, flags);
+		spin_lock_irqsave(&cc->lock, flags);
+		done = rc_drop_some(cc->cache, REDCAP_WALK_CHUNK);
+		busy = cc->cache->nr_pinned;
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (!done) {
+			cond_resched();
+			continue;
+		}
 		if (!busy)
 			return 0;
 		if (waited >= REDCAP_DROP_TIMEOUT_MS) {

@@ -2228,3 +2228,75 @@ CTEST(geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
 		    "Cache size too large for this machine");	/* 4 GiB */
 	CHECK(!rc_geometry(2048, 2047, 12, UINT32_MAX, &g));
 }
+
+/*
+ * Defect 4: a large discard over a 1M-segment cache is walked in chunks,
+ * each looking at no more than its budget; between chunks no entry is
+ * taken for another segment (fills and ghosts are held off), so what the
+ * walk passed stays uncached, and a fill that completes before the walk
+ * reaches it is still dropped.
+ */
+CTEST(range_walk_in_chunks_at_1m_segments)
+{
+	u32 n = 1u << 20, i = 0, steps = 0, a, b, f, g, idx, k;
+	struct rc_cache *c = mk(n);
+
+	/* g, filling in the range, is in the first chunk: made stale by it. */
+	CHECK_EQ(rc_read(c, 600000, &g), RC_READ_FILL);
+	CHECK_EQ(g, 0);
+	for (k = 1; k < 5000; k++)		/* outside the range */
+		fill_seg(c, 2000000 + k);
+	a = fill_seg(c, 5000);
+	b = fill_seg(c, 900000);
+	CHECK_EQ(rc_read(c, 700000, &f), RC_READ_FILL);
+	CHECK(f >= 4096);
+	CHECK(rc_range_begin(c, 1000, 1000000, 8000000));
+	while (i < n) {
+		u32 next = rc_range_walk(c, 1000, 1000000, i, 4096);
+
+		CHECK(next > i && next - i <= 4096);
+		if (!steps) {
+			/* Between chunks: no fill, no ghost, inside or outside the range. */
+			CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+			CHECK_EQ(rc_read(c, 800000, &idx), RC_READ_BYPASS);
+			/* A fill completing before the walk reaches it is dropped later. */
+			CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+			rc_unpin(c, f);
+			CHECK_EQ(rc_fill_done(c, g, 0, 256), RC_FILL_STALE);
+		}
+		i = next;
+		steps++;
+	}
+	CHECK_EQ(steps, n / 4096);
+	CHECK_EQ(hashed_idx(c, 5000), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 900000), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 700000), RC_NONE);
+	CHECK_EQ(c->entries[a].state, RC_FREE);
+	CHECK_EQ(c->entries[b].state, RC_FREE);
+	rc_range_done(c, 1000, 1000000);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_EQ(c->ctr.invalidations, 3);
+	CHECK_EQ(c->nr_valid, 4999 + 1);
+	rm(c);
+}
+
+/* drop_cache in steps: each call drops at most its budget. */
+CTEST(drop_some_drops_at_most_its_budget)
+{
+	struct rc_cache *c = mk(16);
+	u32 s;
+
+	for (s = 0; s < 10; s++)
+		fill_seg(c, s);
+	CHECK(!rc_drop_some(c, 4));
+	CHECK_EQ(c->nr_valid, 6);
+	CHECK(!rc_drop_some(c, 4));
+	CHECK(rc_drop_some(c, 4));
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK(rc_drop_some(c, 0));
+	check_invariants(c);
+	rm(c);
+}

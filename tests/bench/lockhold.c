@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The longest time one lock hold spends walking entries for a discard over
+ * a 1M-segment cache, before (one walk of every entry) and after (chunks of
+ * REDCAP_WALK_CHUNK): the portable core built with -O2 on the host.
+ * usage: make lockhold && build/bench/lockhold
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "rc-core.h"
+
+#define ENTRIES		(1u << 20)
+#define CHUNK		1024	/* REDCAP_WALK_CHUNK in redcap-target.c */
+#define REPEAT		20
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* A full cache: every entry VALID, half of them in the discarded range. */
+static void fill(struct rc_cache *c)
+{
+	u32 i, idx;
+
+	for (i = 0; i < ENTRIES; i++) {
+		if (rc_read(c, (u64)i * 2, &idx) != RC_READ_FILL)
+			abort();
+		rc_fill_done(c, idx, 0, 256);
+		rc_unpin(c, idx);
+	}
+}
+
+int main(void)
+{
+	struct rc_cache c;
+	void *mem = malloc(rc_cache_mem_size(ENTRIES));
+	unsigned long long full_max = 0, chunk_max = 0, t;
+	int r;
+
+	if (!mem)
+		return 1;
+	for (r = 0; r < REPEAT; r++) {
+		u32 i = 0;
+
+		rc_cache_init(&c, mem, ENTRIES, 8);
+		fill(&c);
+		t = now_ns();
+		rc_range_start(&c, 0, ENTRIES, (u64)ENTRIES * 256);
+		t = now_ns() - t;
+		full_max = t > full_max ? t : full_max;
+		rc_range_done(&c, 0, ENTRIES);
+
+		rc_cache_init(&c, mem, ENTRIES, 8);
+		fill(&c);
+		rc_range_begin(&c, 0, ENTRIES, (u64)ENTRIES * 256);
+		while (i < ENTRIES) {
+			t = now_ns();
+			i = rc_range_walk(&c, 0, ENTRIES, i, CHUNK);
+			t = now_ns() - t;
+			chunk_max = t > chunk_max ? t : chunk_max;
+		}
+		rc_range_done(&c, 0, ENTRIES);
+	}
+	printf("entries=%u chunk=%u repeats=%d\n", ENTRIES, CHUNK, REPEAT);
+	printf("one walk of every entry: worst %.1f us\n", full_max / 1e3);
+	printf("chunked walk: worst chunk %.1f us\n", chunk_max / 1e3);
+	free(mem);
+	return 0;
+}
