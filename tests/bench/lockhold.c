@@ -15,6 +15,13 @@
 #define CHUNK		1024	/* REDCAP_WALK_CHUNK in redcap-target.c */
 #define REPEAT		20
 
+static int cmp_ull(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static unsigned long long now_ns(void)
 {
 	struct timespec ts;
@@ -41,6 +48,8 @@ int main(void)
 	struct rc_cache c;
 	void *mem = malloc(rc_cache_mem_size(ENTRIES));
 	unsigned long long full_max = 0, chunk_max = 0, t;
+	static unsigned long long chunks[REPEAT * (ENTRIES / CHUNK)];
+	size_t nchunks = 0;
 	int r;
 
 	if (!mem)
@@ -64,12 +73,16 @@ int main(void)
 			i = rc_range_walk(&c, 0, ENTRIES, i, CHUNK);
 			t = now_ns() - t;
 			chunk_max = t > chunk_max ? t : chunk_max;
+			chunks[nchunks++] = t;
 		}
 		rc_range_done(&c, 0, ENTRIES);
 	}
 	printf("entries=%u chunk=%u repeats=%d\n", ENTRIES, CHUNK, REPEAT);
 	printf("one walk of every entry: worst %.1f us\n", full_max / 1e3);
-	printf("chunked walk: worst chunk %.1f us\n", chunk_max / 1e3);
+	qsort(chunks, nchunks, sizeof(chunks[0]), cmp_ull);
+	printf("chunked walk: %zu chunks, median %.1f us, p99 %.1f us, worst %.1f us\n",
+	       nchunks, chunks[nchunks / 2] / 1e3, chunks[nchunks * 99 / 100] / 1e3,
+	       chunk_max / 1e3);
 	free(mem);
 	return 0;
 }
