@@ -10,6 +10,7 @@ import re
 import struct
 import subprocess
 import threading
+import time
 
 BLOCK = 4096
 SECTOR = 512
@@ -207,8 +208,10 @@ def read_pattern(dev, blocks, seed, bs=BLOCK):
         os.close(fd)
 
 
-def in_threads(fn, args_list):
-    """Run fn(*args) for each args in threads; re-raise the first failure."""
+def in_threads(fn, args_list, timeout=300):
+    """Run fn(*args) for each args in threads; re-raise the first failure.
+    A thread still blocked after @timeout seconds fails the caller (a read
+    the kernel never completes must fail a test, not hang the suite)."""
     errors = []
 
     def wrap(args):
@@ -217,11 +220,15 @@ def in_threads(fn, args_list):
         except BaseException as e:  # noqa: B902 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=wrap, args=(a,)) for a in args_list]
+    threads = [threading.Thread(target=wrap, args=(a,), daemon=True) for a in args_list]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + timeout
     for t in threads:
-        t.join()
+        t.join(max(0, deadline - time.monotonic()))
+    stuck = sum(t.is_alive() for t in threads)
+    if stuck:
+        raise AssertionError(f"{stuck} of {len(threads)} threads still blocked after {timeout} s")
     if errors:
         raise errors[0]
 

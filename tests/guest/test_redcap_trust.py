@@ -18,7 +18,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, Dm, aligned, brd_device, check_block, dev_sectors, disk_reads,
-                    kmsg, read_blocks, sh, write_stamped)
+                    in_threads, kmsg, read_blocks, sh, write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -45,30 +45,6 @@ def fault(request):
     yield set_
     for name in touched:
         set_param(name, 0)
-
-
-def in_threads(fn, args_list, timeout=300):
-    """Run fn(*args) for each args in threads; re-raise the first failure.
-    A thread still blocked after @timeout seconds fails the test (on
-    503ac65 a reader whose fill bio was freed in flight never returned)."""
-    errors = []
-
-    def wrap(args):
-        try:
-            fn(*args)
-        except BaseException as e:  # noqa: B902 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=wrap, args=(a,), daemon=True) for a in args_list]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0, deadline - time.monotonic()))
-    stuck = sum(t.is_alive() for t in threads)
-    assert not stuck, f"{stuck} of {len(threads)} threads still blocked after {timeout} s"
-    if errors:
-        raise errors[0]
 
 
 def kernel_reports(lines):
@@ -237,6 +213,19 @@ def slow_down(delay, dev, n):
     delay.resume()
 
 
+def abort_suspend(dm, reader):
+    """Start `dmsetup suspend` of @dm while the thread @reader waits on a
+    delayed read, kill it while it waits, and check the suspend was undone."""
+    susp = subprocess.Popen(["dmsetup", "suspend", dm.name], stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    assert susp.poll() is None, "suspend did not wait for the delayed read"
+    susp.send_signal(signal.SIGKILL)
+    susp.wait(timeout=30)
+    reader.join()
+    info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", dm.name)
+    assert info.stdout.strip() == "Active"
+
+
 def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
     """A suspend killed while it waits for a read (the origin delays it 3 s)
     is undone: presuspend_undo lets misses fill again.  On 503ac65
@@ -255,15 +244,7 @@ def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
         while rc.stats()["segments_filling"] == 0:
             assert time.monotonic() < deadline, "the read never started its fill"
             time.sleep(0.01)
-        susp = subprocess.Popen(["dmsetup", "suspend", rc.name], stderr=subprocess.PIPE,
-                                text=True)
-        time.sleep(0.5)
-        assert susp.poll() is None, "suspend did not wait for the delayed read"
-        susp.send_signal(signal.SIGKILL)
-        susp.wait(timeout=30)
-        reader.join()
-        info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", rc.name)
-        assert info.stdout.strip() == "Active"
+        abort_suspend(rc, reader)
         st = rc.stats()
         read_blocks(rc.path, 2 * SEG_BLOCKS * BLOCK, BLOCK)
         after = rc.stats()
@@ -450,14 +431,7 @@ def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
         reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK))
         reader.start()
         time.sleep(0.3)
-        susp = subprocess.Popen(["dmsetup", "suspend", emu.name], stderr=subprocess.PIPE)
-        time.sleep(0.5)
-        assert susp.poll() is None, "suspend did not wait for the delayed read"
-        susp.send_signal(signal.SIGKILL)
-        susp.wait(timeout=30)
-        reader.join()
-        info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", emu.name)
-        assert info.stdout.strip() == "Active"
+        abort_suspend(emu, reader)
         # The delay below goes (emu itself is not touched): reads are fast again.
         slow.reload(f"0 {n} linear {loop64} 0")
         slow.resume()
