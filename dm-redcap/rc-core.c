@@ -459,11 +459,16 @@ void rc_count_resent(struct rc_cache *c, u32 n)
 
 void rc_fill_cancel(struct rc_cache *c, u32 idx)
 {
-	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING ||
-	    c->entries[idx].walloc)
+	bool walloc;
+
+	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING)
 		return;
+	walloc = c->entries[idx].walloc;
+	c->entries[idx].walloc = 0;
 	c->nr_filling--;
 	rc_fill_release(c, idx);
+	if (walloc)
+		return;		/* the write is done: it only caches nothing */
 	c->ctr.read_misses--;
 	c->ctr.read_bypassed++;
 	c->ctr.read_bypassed_nomem++;

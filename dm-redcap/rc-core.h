@@ -179,10 +179,11 @@ void rc_count_waited(struct rc_cache *c, u32 n);
 void rc_count_resent(struct rc_cache *c, u32 n);
 
 /*
- * The fill rc_read() just asked for (RC_READ_FILL on entry @idx) cannot be
- * set up (no memory for it without sleeping).  The entry is freed; its
- * miss counts as bypassed (read_bypassed_nomem) and the caller sends it,
- * and any read queued on the entry meanwhile, to the origin.
+ * The fill rc_read() (RC_READ_FILL) or rc_write_allocate() just started on
+ * entry @idx cannot be set up (no memory for it without sleeping).  The
+ * entry is freed.  A read fill's miss counts as bypassed
+ * (read_bypassed_nomem); the caller sends it, and any read queued on the
+ * entry meanwhile, to the origin.  A write's fill counts nothing.
  */
 void rc_fill_cancel(struct rc_cache *c, u32 idx);
 

@@ -334,7 +334,8 @@ out:
 
 /*
  * A fill for entry @idx: from the bioset without sleeping (map must not
- * wait on the fills in flight to free one), or NULL.
+ * wait on the fills in flight to free one; end_io may hold the cache
+ * lock), or NULL.
  */
 static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, u32 idx, unsigned int nr_vecs,
 					     sector_t sector, u32 sectors)
@@ -631,9 +632,8 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	struct redcap_fill *f = NULL;
 	enum rc_write_action act;
 	unsigned long flags;
-	bool alloc = false;
+	u32 idx, fidx;
 	u64 now;
-	u32 idx;
 
 	switch (pb->kind) {
 	case PB_ORIGIN:
@@ -649,26 +649,30 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	case PB_WRITE:
-		/* A whole segment may fill an entry (C-Aware): set that up first. */
-		if (!*error && rc_policy_caware(READ_ONCE(cc->cache->policy)) &&
-		    redcap_whole_segment(cc, pb))
-			f = redcap_fill_alloc(rc, RC_NONE, 0, pb->saved_iter.bi_sector,
-					      cc->seg_sectors);
 		now = ktime_get_ns();
 		spin_lock_irqsave(&cc->lock, flags);
 		act = rc_write_done(cc->cache, pb->seg, pb->cookie,
 				    blk_status_to_errno(*error), true, &idx);
-		if (act == RC_WRITE_DONE && f)
-			alloc = rc_write_allocate(cc->cache, pb->seg, pb->cookie, &f->idx);
-		if (!*error && !alloc)
+		/*
+		 * A whole segment may fill an entry (C-Aware).  Its fill is set
+		 * up in the same lock hold, without sleeping, so that no reader
+		 * can queue on an entry that then gets no fill: end_io cannot
+		 * re-send readers to the origin.
+		 */
+		if (act == RC_WRITE_DONE && !*error && redcap_whole_segment(cc, pb) &&
+		    rc_write_allocate(cc->cache, pb->seg, pb->cookie, &fidx)) {
+			f = redcap_fill_alloc(rc, fidx, 0, pb->saved_iter.bi_sector,
+					      cc->seg_sectors);
+			if (!f)
+				rc_fill_cancel(cc->cache, fidx);
+		}
+		if (!*error && !f)
 			rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_WRITE,
 					 now - pb->start_ns, now);
 		spin_unlock_irqrestore(&cc->lock, flags);
-		if (alloc) {
+		if (f) {
 			f->from_write = true;
 			redcap_write_fill(cc, bio, pb, f);
-		} else if (f) {
-			bio_put(&f->bio);
 		}
 		if (act == RC_WRITE_COPY) {
 			redcap_copy(cc, idx, bio, pb->saved_iter, false);

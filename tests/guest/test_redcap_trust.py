@@ -8,6 +8,7 @@ registration and aborted suspend.
 Some windows are too narrow to hit by load alone: the modules make check
 loads are test builds (FAULT_INJECTION=1), whose fi_* parameters widen
 them.  These tests need them and fail, not skip, without."""
+import contextlib
 import os
 import random
 import signal
@@ -206,11 +207,21 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
     assert st["read_misses"] >= 20
 
 
+@contextlib.contextmanager
 def slow_down(delay, dev, n):
-    """Make the dm-delay device @delay hold every read 3 s.  Only once the
-    stack over it is built: udev's probe of a new device reads it."""
-    delay.reload(f"0 {n} delay {dev} 0 3000")
-    delay.resume()
+    """Make the dm-delay device @delay hold every read 3 s for the with
+    block.  Only once the stack over it is built, and with udev's rules held
+    meanwhile: the change events of the reload and the abort would have
+    blkid read every device of the stack, 3 s a read."""
+    sh("udevadm", "control", "--stop-exec-queue")
+    try:
+        delay.reload(f"0 {n} delay {dev} 0 3000")
+        sh("dmsetup", "resume", "--noudevsync", delay.name)
+        yield
+        delay.reload(f"0 {n} delay {dev} 0 0")
+        sh("dmsetup", "resume", "--noudevsync", delay.name)
+    finally:
+        sh("udevadm", "control", "--start-exec-queue")
 
 
 def abort_suspend(dm, reader):
@@ -236,15 +247,15 @@ def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4") as rc:
-        slow_down(slow, loop64, n)
         rc.cold()
-        reader = threading.Thread(target=read_blocks, args=(rc.path, 0, BLOCK))
-        reader.start()
-        deadline = time.monotonic() + 10
-        while rc.stats()["segments_filling"] == 0:
-            assert time.monotonic() < deadline, "the read never started its fill"
-            time.sleep(0.01)
-        abort_suspend(rc, reader)
+        with slow_down(slow, loop64, n):
+            reader = threading.Thread(target=read_blocks, args=(rc.path, 0, BLOCK))
+            reader.start()
+            deadline = time.monotonic() + 10
+            while rc.stats()["segments_filling"] == 0:
+                assert time.monotonic() < deadline, "the read never started its fill"
+                time.sleep(0.01)
+            abort_suspend(rc, reader)
         st = rc.stats()
         read_blocks(rc.path, 2 * SEG_BLOCKS * BLOCK, BLOCK)
         after = rc.stats()
@@ -347,7 +358,7 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
 
 
 def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault):
-    """Readers on 16 segments stop and the device is removed at once, 20
+    """Readers on 16 segments stop and the device is removed at once, 12
     times: every fill's completion (delayed by fi_finish_delay_us on the
     failed ones) finishes before the cache is freed.  On 503ac65 the
     completion queued the shared work item after the fill count could
@@ -359,7 +370,7 @@ def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault
             if b // SEG_BLOCKS not in bad or b % SEG_BLOCKS != (SEG // 2) // 8]
     fault("fi_finish_delay_us", 2000)
     with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low, kmsg() as k:
-        for i in range(20):
+        for i in range(12):
             with Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 8") as rc:
                 in_threads(random_reader, [(rc.path, good, 40, 100 * i + s) for s in range(4)])
         reports = kernel_reports(k.lines())
@@ -391,6 +402,32 @@ def test_defect9_miss_without_a_fill_bypasses_and_serves_the_origin(loop64, dmna
     assert read_identity(st), st
     assert st["reads"] == 800
     assert ios - ios0 == st["fill_ios"] + st["read_bypassed"] + st["read_resent"], st
+
+
+def test_defect9_whole_segment_write_without_a_fill_caches_nothing(loop64, dmname, fault):
+    """C-Aware's rule 6 gives each of 8 whole-segment writes an entry, but
+    no fill can be set up (fi_fill_alloc_fail=1): the entry is freed in the
+    same lock hold, nothing is cached or counted as allocated, and the data
+    is read back from the origin.  Writes to the origin take 20 ms (dm-delay)
+    so that rule 4 does not decide instead, as in the policies' test."""
+    seg = 128
+    blocks = seg // 8
+    sh("modprobe", "dm-delay")
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} delay {loop64} 0 0 {loop64} 0 20") as slow, \
+            Dm(dmname(), f"0 {n} redcap {slow.path} {seg} 16 2 policy caware") as rc:
+        rc.cold()
+        write_stamped(rc.path, 8 * blocks, 1, SEED)     # times source_write
+        fault("fi_fill_alloc_fail", 1)
+        for s in range(8):
+            write_stamped(rc.path, s * blocks, blocks, SEED)
+        st = rc.stats()
+        assert (st["caware_rule6"], st["write_allocs"], st["segments_valid"],
+                st["segments_filling"]) == (8, 0, 0, 0), st
+        fault("fi_fill_alloc_fail", 0)
+        got = read_blocks(rc.path, 0, 8 * blocks * BLOCK)
+    for b in range(8 * blocks):
+        check_block(got[b * BLOCK:(b + 1) * BLOCK], b, SEED)
 
 
 # --------------------------------------------------------------------------
@@ -427,14 +464,12 @@ def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} vdisk {slow.path} 4 mode emulate profile hdd7200") as emu:
-        slow_down(slow, loop64, n)
-        reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK))
-        reader.start()
-        time.sleep(0.3)
-        abort_suspend(emu, reader)
-        # The delay below goes (emu itself is not touched): reads are fast again.
-        slow.reload(f"0 {n} linear {loop64} 0")
-        slow.resume()
+        with slow_down(slow, loop64, n):
+            reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK))
+            reader.start()
+            time.sleep(0.3)
+            abort_suspend(emu, reader)
+        # The delay below is gone (emu itself is not touched): reads are fast again.
         emu.message("reset_stats")
         in_threads(read_blocks, [(emu.path, i * (1 << 20), BLOCK) for i in range(4)])
         st = emu.stats()

@@ -2149,14 +2149,36 @@ CTEST(fill_cancel_frees_the_entry_and_counts_a_bypass)
 		  .read_resent = 1);
 	CHECK_EQ(c->ctr.reads, c->ctr.read_hits + c->ctr.read_hits_waited +
 		 c->ctr.read_misses + c->ctr.read_bypassed + c->ctr.read_resent);
-	/* Only a read fill can be cancelled: anything else is left alone. */
+	/* Only a fill can be cancelled: anything else is left alone. */
 	rc_fill_cancel(c, idx);
 	rc_fill_cancel(c, 99);
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 1, .read_bypassed_nomem = 1,
 		  .read_resent = 1);
-	CHECK_EQ(rc_read(c, 5, &idx2), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx2);
+	idx2 = fill_seg(c, 5);
+	rc_fill_cancel(c, idx2);
+	CHECK_EQ(c->entries[idx2].state, RC_VALID);
+	check_invariants(c);
+	rm(c);
+}
+
+/* A whole-segment write's fill that cannot be set up caches nothing, counts nothing. */
+CTEST(fill_cancel_of_a_write_fill_frees_the_entry)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx;
+
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	CHECK(write_whole(c, 3, &idx));
+	rc_fill_cancel(c, idx);
+	CHECK_EQ(c->entries[idx].state, RC_FREE);
+	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
+	CHECK(rc_idle(c));
+	check_invariants(c);
+	CHECK_CTR(c, .writes = 1, .write_sectors = 256);
+	CHECK(write_whole(c, 3, &idx));		/* the next one may fill */
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->ctr.write_allocs, 1);
 	check_invariants(c);
 	rm(c);
 }
@@ -2188,9 +2210,7 @@ CTEST(held_fills_bypass_misses_and_let_fills_in_flight_finish)
 		  .writes = 1, .write_sectors = 256);
 	rc_hold_fills(c, false);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx);
+	fill_seg(c, 3);
 	check_invariants(c);
 	rm(c);
 }
@@ -2274,9 +2294,7 @@ CTEST(range_walk_in_chunks_at_1m_segments)
 	CHECK_EQ(c->entries[a].state, RC_FREE);
 	CHECK_EQ(c->entries[b].state, RC_FREE);
 	rc_range_done(c, 1000, 1000000);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx);
+	fill_seg(c, 3);
 	check_invariants(c);
 	CHECK_EQ(c->ctr.invalidations, 3);
 	CHECK_EQ(c->nr_valid, 4999 + 1);
