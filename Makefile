@@ -19,7 +19,7 @@ KREL = $(call krel,$(KVER))
 KBUILD_OUT = $(TOP)/build/$(KREL)
 MODULE_SRCS := $(wildcard dm-redcap/* dm-vdisk-model/* include/*) Kbuild
 
-# The other series gets a smoke run in "make check".
+# "make check" runs the guest suite on this series and then the other.
 OTHER_KVER := $(if $(filter 6.12,$(KVER)),6.1,6.12)
 
 DESTDIR ?=
