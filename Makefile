@@ -53,14 +53,15 @@ build/bench/rdpat: tests/bench/rdpat.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -static -Wall -Wextra -Werror -o $@ $<
 
-# The longest lock hold of a discard's walk at 1M segments (issue 13).
+# Lock holds of a discard's walk at 1M segments and of the model's pricing (issue 13).
 lockhold: build/bench/lockhold
 	@build/bench/lockhold
-build/bench/lockhold: tests/bench/lockhold.c dm-redcap/rc-core.c dm-redcap/rc-policy.c \
-		dm-redcap/rc-core.h dm-redcap/rc-policy.h include/rc-types.h
+LOCKHOLD_SRCS := dm-redcap/rc-core.c dm-redcap/rc-policy.c dm-vdisk-model/vd-model.c
+build/bench/lockhold: tests/bench/lockhold.c $(LOCKHOLD_SRCS) $(wildcard dm-redcap/*.h \
+		dm-vdisk-model/*.h include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Idm-redcap \
-		-o $@ tests/bench/lockhold.c dm-redcap/rc-core.c dm-redcap/rc-policy.c
+		-Idm-vdisk-model -o $@ tests/bench/lockhold.c $(LOCKHOLD_SRCS)
 
 host-tests:
 	$(MAKE) -s -C tests/host

@@ -31,6 +31,12 @@ static u32 vd_pool_rings(u64 capacity, u32 rows, u32 max_rings)
 	return cells < max_rings ? (u32)cells : max_rings;
 }
 
+/* 64-bit words of a bitmap of @n bits. */
+static u64 vd_words(u64 n)
+{
+	return (n + 63) / 64;
+}
+
 size_t vd_model_mem_size(u64 capacity, u32 rows, u32 max_rings)
 {
 	u64 cols = vd_model_cols(capacity);
@@ -38,7 +44,8 @@ size_t vd_model_mem_size(u64 capacity, u32 rows, u32 max_rings)
 	if (!capacity || !rows || rows > VD_MAX_ROWS)
 		return 0;
 	return VD_NR_DIRS * (vd_cells(capacity, rows) * sizeof(struct vd_cell) +
-			     cols * (sizeof(u64) + sizeof(u32))) +
+			     cols * (sizeof(u64) + sizeof(u32)) +
+			     (vd_words(cols) + vd_words(vd_words(cols))) * sizeof(u64)) +
 	       (u64)vd_pool_rings(capacity, rows, max_rings) * VD_WINDOW * sizeof(u32);
 }
 
@@ -63,6 +70,10 @@ int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
 	for (d = 0; d < VD_NR_DIRS; d++) {
 		m->t[d].col_mean_sum = (u64 *)p;
 		p += m->cols * sizeof(u64);
+		m->t[d].col_bits = (u64 *)p;
+		p += vd_words(m->cols) * sizeof(u64);
+		m->t[d].col_words = (u64 *)p;
+		p += vd_words(vd_words(m->cols)) * sizeof(u64);
 	}
 	m->rings = (u32 (*)[VD_WINDOW])p;
 	p += (size_t)m->nr_rings * VD_WINDOW * sizeof(u32);
@@ -88,6 +99,8 @@ void vd_model_reset(struct vd_model *m)
 		}
 		memset(m->t[d].col_mean_sum, 0, m->cols * sizeof(u64));
 		memset(m->t[d].col_filled, 0, m->cols * sizeof(u32));
+		memset(m->t[d].col_bits, 0, vd_words(m->cols) * sizeof(u64));
+		memset(m->t[d].col_words, 0, vd_words(vd_words(m->cols)) * sizeof(u64));
 		m->samples[d] = 0;
 	}
 	m->rings_used = 0;
@@ -135,24 +148,94 @@ static u64 vd_cell_mean(const struct vd_cell *c)
 }
 
 /* Takes a cell's mean out of its column's summary before a change. */
+/* Lowest set bit of @x (not 0). */
+static u32 vd_ffs64(u64 x)
+{
+	return vd_fls64(x & -x);
+}
+
+/* Bits @from..63 of a word, and bits 0..@to. */
+static u64 vd_bits_from(u32 from)
+{
+	return ~0ull << from;
+}
+
+static u64 vd_bits_to(u32 to)
+{
+	return ~0ull >> (63 - to);
+}
+
+/* The filled column nearest below or at @col, or -1. */
+static s64 vd_prev_filled(const struct vd_table *t, u32 col)
+{
+	u32 w = col / 64, s;
+	u64 x = t->col_bits[w] & vd_bits_to(col % 64);
+
+	if (x)
+		return (s64)w * 64 + vd_fls64(x);
+	if (!w--)
+		return -1;
+	s = w / 64;
+	x = t->col_words[s] & vd_bits_to(w % 64);
+	while (!x) {
+		if (!s--)
+			return -1;
+		x = t->col_words[s];
+	}
+	w = s * 64 + vd_fls64(x);
+	return (s64)w * 64 + vd_fls64(t->col_bits[w]);
+}
+
+/* The filled column nearest above or at @col, or -1. */
+static s64 vd_next_filled(const struct vd_table *t, u32 cols, u32 col)
+{
+	u32 w = col / 64, nw = vd_words(cols), s;
+	u64 x = t->col_bits[w] & vd_bits_from(col % 64);
+
+	if (x)
+		return (s64)w * 64 + vd_ffs64(x);
+	if (++w >= nw)
+		return -1;
+	s = w / 64;
+	x = t->col_words[s] & vd_bits_from(w % 64);
+	while (!x) {
+		if (++s >= vd_words(nw))
+			return -1;
+		x = t->col_words[s];
+	}
+	w = s * 64 + vd_ffs64(x);
+	return (s64)w * 64 + vd_ffs64(t->col_bits[w]);
+}
+
 static void vd_col_remove(struct vd_model *m, enum vd_dir dir, u32 col,
 			  const struct vd_cell *c)
 {
+	struct vd_table *t = &m->t[dir];
+
 	if (!c->n)
 		return;
-	m->t[dir].col_mean_sum[col] -= vd_cell_mean(c);
-	m->t[dir].col_filled[col]--;
+	t->col_mean_sum[col] -= vd_cell_mean(c);
 	m->cells_filled--;
+	if (--t->col_filled[col])
+		return;
+	t->col_bits[col / 64] &= ~(1ull << (col % 64));
+	if (!t->col_bits[col / 64])
+		t->col_words[col / 4096] &= ~(1ull << (col / 64 % 64));
 }
 
 static void vd_col_insert(struct vd_model *m, enum vd_dir dir, u32 col,
 			  const struct vd_cell *c)
 {
+	struct vd_table *t = &m->t[dir];
+
 	if (!c->n)
 		return;
-	m->t[dir].col_mean_sum[col] += vd_cell_mean(c);
-	m->t[dir].col_filled[col]++;
+	t->col_mean_sum[col] += vd_cell_mean(c);
 	m->cells_filled++;
+	if (t->col_filled[col]++)
+		return;
+	t->col_bits[col / 64] |= 1ull << (col % 64);
+	t->col_words[col / 4096] |= 1ull << (col / 64 % 64);
 }
 
 static void vd_cell_get_ring(struct vd_model *m, struct vd_cell *c)
@@ -220,19 +303,20 @@ bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
 	const struct vd_cell *c = vd_cell(m, dir, row, col);
 	u64 last = vd_last_row_sectors(m);
 	bool found = false;
-	u32 d;
+	s64 lo, hi;
 
 	*ns = 0;
 	if (c->n) {
 		*ns = vd_cell_mean(c);
 		found = true;
 	} else {
-		for (d = 0; d < m->cols && !found; d++) {
-			if (d <= col && vd_col_mean(m, dir, col - d, ns))
-				found = true;
-			else if (col + d < m->cols && vd_col_mean(m, dir, col + d, ns))
-				found = true;
-		}
+		/* The mean of the nearest filled column; the lower one on a tie. */
+		lo = vd_prev_filled(&m->t[dir], col);
+		hi = vd_next_filled(&m->t[dir], m->cols, col);
+		if (lo >= 0 && (hi < 0 || col - lo <= hi - col))
+			found = vd_col_mean(m, dir, (u32)lo, ns);
+		else if (hi >= 0)
+			found = vd_col_mean(m, dir, (u32)hi, ns);
 	}
 	if (found && sectors > last)
 		*ns = rc_div64(*ns * sectors, last);

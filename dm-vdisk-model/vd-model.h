@@ -56,6 +56,13 @@ struct vd_table {
 	struct vd_cell *cells;	/* rows x cols, row-major */
 	u64 *col_mean_sum;	/* per column: sum of its filled cells' means */
 	u32 *col_filled;	/* per column: cells with samples */
+	/*
+	 * The columns with samples, as a bitmap and a bitmap of its non-zero
+	 * words: an empty cell's nearest filled column is found in
+	 * O(cols / 4096 + 1) words, not by a walk of the columns (up to 2^20).
+	 */
+	u64 *col_bits;
+	u64 *col_words;
 };
 
 struct vd_model {

@@ -923,3 +923,79 @@ CTEST(vdisk_does_not_change_model)
 	CHECK_EQ(sum, 64 * MS);
 	rm(m);
 }
+
+/* The estimate of an empty cell as it was computed before the column index. */
+static bool ref_estimate(const struct vd_model *m, enum vd_dir dir, u64 distance,
+			 u32 sectors, u64 *ns)
+{
+	u32 row = vd_model_row(m, sectors), col = vd_model_col(m, distance), d, n;
+	bool found = false;
+	u64 sum;
+
+	for (d = 0; d < m->cols && !found; d++) {
+		u32 cand[2] = { col - d, col + d };
+		int k;
+
+		for (k = 0; k < 2 && !found; k++) {
+			if ((k == 0 && d > col) || (k == 1 && col + d >= m->cols))
+				continue;
+			if (m->t[dir].col_filled[cand[k]]) {
+				*ns = m->t[dir].col_mean_sum[cand[k]] / m->t[dir].col_filled[cand[k]];
+				found = true;
+			}
+		}
+	}
+	CHECK_EQ(vd_model_get_cell(m, dir, row, col, &n, &sum), 0);
+	CHECK_EQ(n, 0);
+	return found;
+}
+
+/*
+ * Issue 13, defect 4: an empty cell is priced from the nearest filled
+ * column found through the column bitmaps, exactly as the old walk of the
+ * columns found it (ties to the lower one), on a 64 TiB model (65,555
+ * columns) whose columns fill and empty at random.
+ */
+CTEST(estimate_of_empty_cell_uses_nearest_filled_column_as_the_walk_did)
+{
+	struct vd_model *m = mk(1ull << 37, 4, 64);
+	u64 ns, want;
+	int i, j;
+
+	CHECK(m->cols > 65000);
+	CHECK(!vd_model_estimate(m, VD_READ, 12345, 8, &ns));
+	for (i = 0; i < 4000; i++) {
+		u32 col = ctest_rand64() % m->cols;
+		u32 row = 1 + ctest_rand64() % 3;	/* row 0 stays empty */
+		u32 n = (i % 3) ? 1 + ctest_rand64() % 64 : 0;
+
+		CHECK_EQ(vd_model_set_cell(m, VD_READ, row, col, n, n * (1000 + col)), 0);
+		for (j = 0; j < 4; j++) {
+			u64 col2 = ctest_rand64() % m->cols;
+			u64 dist = col2 < 19 ? (col2 ? 8ull << (col2 - 1) : 0) :
+					       (col2 - 18) << 21;
+			bool got = vd_model_estimate(m, VD_READ, dist, 8, &ns);
+
+			CHECK_EQ(got, ref_estimate(m, VD_READ, dist, 8, &want));
+			if (got)
+				CHECK_EQ(ns, want);
+		}
+	}
+	/* Column 0 and the last column, alone. */
+	for (i = 0; i < (int)m->cols; i++) {
+		if (!m->t[VD_READ].col_filled[i])
+			continue;
+		for (j = 1; j < 4; j++)
+			CHECK_EQ(vd_model_set_cell(m, VD_READ, j, i, 0, 0), 0);
+	}
+	CHECK(!vd_model_estimate(m, VD_READ, 0, 8, &ns));
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, m->cols - 1, 1, 777), 0);
+	CHECK(vd_model_estimate(m, VD_READ, 0, 8, &ns));
+	CHECK_EQ(ns, 777);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, 0, 1, 555), 0);
+	CHECK(vd_model_estimate(m, VD_READ, 1ull << 40, 8, &ns));
+	CHECK_EQ(ns, 777);
+	CHECK(vd_model_estimate(m, VD_READ, 8, 8, &ns));
+	CHECK_EQ(ns, 555);
+	rm(m);
+}
