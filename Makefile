@@ -86,7 +86,8 @@ checkpatch:
 
 sparse: modules
 	@mkdir -p $(KBUILD_OUT)
-	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) C=2 modules
+	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) C=2 \
+		$(if $(FAULT_INJECTION),REDCAP_FAULT_INJECTION=y) modules
 
 install: modules userspace
 	$(MAKE) -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) \

@@ -26,10 +26,14 @@ def test_sparse_and_w1_clean(kver):
     with open(os.path.join(CACHE, f"kver-{kver}")) as f:
         rel = f.read().strip()
     out = os.path.join(TOP, "build", rel)
-    subprocess.run(["make", "-s", "-C", TOP, "modules", f"KVER={kver}"], check=True,
-                   capture_output=True)
+    # The test build (what the guest suite loads, with its fault-injection
+    # code): a build without the flag here would replace the modules make
+    # check built for the guest, which then found no fi_* parameters.
+    subprocess.run(["make", "-s", "-C", TOP, "modules", f"KVER={kver}", "FAULT_INJECTION=1"],
+                   check=True, capture_output=True)
     r = subprocess.run(["make", "-s", "-C", f"/lib/modules/{rel}/build", f"M={out}", "W=1",
-                        "C=2", "modules"], capture_output=True, text=True)
+                        "C=2", "REDCAP_FAULT_INJECTION=y", "modules"],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     noise = ("Skipping BTF generation",)
     problems = [line for line in (r.stdout + r.stderr).splitlines()
