@@ -787,26 +787,39 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
  * same place over the same origin with the same geometry (a reload), with
  * a reference taken; else a new one.
  */
-static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_sectors,
-			    u32 nr_segs, u32 pages_per_seg)
+/*
+ * The cache of @md's table at @ti's place over @origin with this geometry,
+ * with a reference taken, or NULL.  redcap_caches_lock held.
+ */
+static struct redcap_cache *redcap_cache_lookup(struct mapped_device *md, struct dm_target *ti,
+						dev_t origin, u32 seg_sectors, u32 nr_segs)
 {
-	struct mapped_device *md = dm_table_get_md(ti->table);
-	dev_t origin = rc->origin->bdev->bd_dev;
 	struct redcap_cache *cc;
-	int r;
 
-	mutex_lock(&redcap_caches_lock);
 	list_for_each_entry(cc, &redcap_caches, list) {
 		if (cc->md == md && cc->begin == ti->begin && cc->len == ti->len &&
 		    cc->origin_dev == origin && cc->seg_sectors == seg_sectors &&
 		    cc->nr_segs == nr_segs) {
 			refcount_inc(&cc->ref);
-			mutex_unlock(&redcap_caches_lock);
-			rc->cc = cc;
-			return 0;
+			return cc;
 		}
 	}
+	return NULL;
+}
+
+static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_sectors,
+			    u32 nr_segs, u32 pages_per_seg)
+{
+	struct mapped_device *md = dm_table_get_md(ti->table);
+	dev_t origin = rc->origin->bdev->bd_dev;
+	struct redcap_cache *cc, *twin;
+	int r;
+
+	mutex_lock(&redcap_caches_lock);
+	rc->cc = redcap_cache_lookup(md, ti, origin, seg_sectors, nr_segs);
 	mutex_unlock(&redcap_caches_lock);
+	if (rc->cc)
+		return 0;
 
 	cc = kzalloc(sizeof(*cc), GFP_KERNEL);
 	if (!cc) {
@@ -830,10 +843,19 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 		redcap_cache_free(cc);
 		return r;
 	}
-	/* Constructors of one device are serialised: nobody added a twin meanwhile. */
+	/*
+	 * dm-ioctl builds tables without a per-device lock: a concurrent load
+	 * may have added the same cache meanwhile.  Then that one is shared.
+	 */
 	mutex_lock(&redcap_caches_lock);
-	list_add(&cc->list, &redcap_caches);
+	twin = redcap_cache_lookup(md, ti, origin, seg_sectors, nr_segs);
+	if (!twin)
+		list_add(&cc->list, &redcap_caches);
 	mutex_unlock(&redcap_caches_lock);
+	if (twin) {
+		redcap_cache_free(cc);
+		cc = twin;
+	}
 	rc->cc = cc;
 	return 0;
 }
