@@ -318,7 +318,7 @@ def test_defect3_reload_of_the_same_geometry_allocates_no_second_cache(loop128, 
 
 def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dmname):
     """Stats, status and messages in a loop while the table is reloaded
-    (same geometry, other policy) and swapped 30 times under a reader: every
+    (same geometry, other policy) and swapped 20 times under a reader: every
     answer is complete and consistent, and the data is the origin's."""
     segs = 32
     write_stamped(loop64, 0, segs * SEG_BLOCKS, SEED)
@@ -351,7 +351,7 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
         for t in threads:
             t.start()
         try:
-            for i in range(30):
+            for i in range(20):
                 rc.reload(table + (" 2 policy off" if i % 2 else ""))
                 rc.suspend()
                 rc.resume()
