@@ -4,6 +4,7 @@
  * and free lists, entry states, write/fill generations and counters.
  */
 #include "rc-core.h"
+#include "rc-parse.h"
 
 #define RC_GOLDEN_RATIO_64	0x61C8864680B583EBull
 #define RC_MIN_WBUCKETS		64u

@@ -4,6 +4,7 @@
  * (REDCAP) and C-Aware placement.  See rc-policy.h and docs/redcap.rst.
  */
 #include "rc-policy.h"
+#include "rc-parse.h"
 
 #define RC_U32_MAX		0xffffffffu
 #define RC_MAX_SAMPLE_NS	1000000000000ull	/* 1000 s: beyond is a stall */
@@ -253,21 +254,6 @@ static const char * const rc_estimator_names[RC_EST_NR] = { "spk", "vdisk" };
 const char *rc_estimator_name(enum rc_estimator e)
 {
 	return e < RC_EST_NR ? rc_estimator_names[e] : "?";
-}
-
-static char rc_lower(char ch)
-{
-	return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
-}
-
-/* ASCII case-insensitive, like the strcasecmp() dm uses for keywords. */
-bool rc_streq(const char *a, const char *b)
-{
-	while (*a && rc_lower(*a) == rc_lower(*b)) {
-		a++;
-		b++;
-	}
-	return rc_lower(*a) == rc_lower(*b);
 }
 
 int rc_estimator_parse(const char *name)

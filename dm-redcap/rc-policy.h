@@ -133,7 +133,6 @@ const char *rc_estimator_name(enum rc_estimator e);
 int rc_estimator_parse(const char *name);
 
 /* ASCII case-insensitive equality, like the strcasecmp() dm uses. */
-bool rc_streq(const char *a, const char *b);
 
 /* --- C-Aware placement -------------------------------------------------- */
 

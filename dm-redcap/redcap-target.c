@@ -20,13 +20,11 @@
 #include <linux/blkdev.h>
 #include <linux/refcount.h>
 
-#include "rc-core.h"
+#include "rc-args.h"
 #include "vdisk.h"
 
 #define DM_MSG_PREFIX "redcap"
 
-#define REDCAP_MIN_SEG_SECTORS	(4096 >> SECTOR_SHIFT)
-#define REDCAP_MAX_SEG_SECTORS	((1024 * 1024) >> SECTOR_SHIFT)
 #define REDCAP_DROP_TIMEOUT_MS	10000
 /* Entries one lock hold may walk (discards, drop_cache): docs/results lockhold. */
 #define REDCAP_WALK_CHUNK	1024
@@ -874,86 +872,6 @@ static void redcap_dtr(struct dm_target *ti)
 	kfree(rc);
 }
 
-static int redcap_parse_write_policy(const char *name)
-{
-	if (!strcasecmp(name, "invalidate"))
-		return RC_WRITE_INVALIDATE;
-	if (!strcasecmp(name, "update"))
-		return RC_WRITE_UPDATE;
-	return -1;
-}
-
-enum { RF_POLICY, RF_WRITE_POLICY, RF_ESTIMATOR, RF_MODEL, RF_NR };
-
-/* Every feature is "<name> <argument>" and may be given once. */
-static const struct redcap_feature {
-	const char *name;
-	int (*parse)(const char *arg);	/* NULL: the argument is kept as it is */
-	char *missing, *duplicated, *unknown;	/* ti->error texts */
-} redcap_features[RF_NR] = {
-	[RF_POLICY] = { "policy", rc_policy_parse, "Feature policy requires a name",
-			"Feature policy duplicated", "Unknown policy" },
-	[RF_WRITE_POLICY] = { "write_policy", redcap_parse_write_policy,
-			      "Feature write_policy requires a name",
-			      "Feature write_policy duplicated", "Unknown write_policy" },
-	[RF_ESTIMATOR] = { "estimator", rc_estimator_parse, "Feature estimator requires a name",
-			   "Feature estimator duplicated", "Unknown estimator" },
-	[RF_MODEL] = { "model", NULL, "Feature model requires a device",
-		       "Feature model duplicated", NULL },
-};
-
-struct redcap_features {
-	const char *arg[RF_NR];		/* NULL: not given */
-	int val[RF_NR];			/* the argument parsed */
-};
-
-static int redcap_parse_features(struct dm_arg_set *as, struct dm_target *ti,
-				 struct redcap_features *f)
-{
-	static const struct dm_arg _args[] = {
-		{0, 2 * RF_NR, "Invalid number of feature args"},
-	};
-	const struct redcap_feature *ft;
-	unsigned int argc;
-	const char *name;
-	int r;
-
-	r = dm_read_arg_group(_args, as, &argc, &ti->error);
-	if (r)
-		return r;
-
-	while (argc) {
-		name = dm_shift_arg(as);
-		argc--;
-		for (ft = redcap_features; ft < redcap_features + RF_NR; ft++)
-			if (!strcasecmp(name, ft->name))
-				break;
-		if (ft == redcap_features + RF_NR) {
-			ti->error = "Unrecognised feature requested";
-			return -EINVAL;
-		}
-		if (!argc) {
-			ti->error = ft->missing;
-			return -EINVAL;
-		}
-		if (f->arg[ft - redcap_features]) {
-			ti->error = ft->duplicated;
-			return -EINVAL;
-		}
-		f->arg[ft - redcap_features] = dm_shift_arg(as);
-		argc--;
-		if (!ft->parse)
-			continue;
-		f->val[ft - redcap_features] = ft->parse(f->arg[ft - redcap_features]);
-		if (f->val[ft - redcap_features] < 0) {
-			ti->error = ft->unknown;
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-
 /*
  * The vdisk model named by the model feature, else the origin's if the
  * origin is a vdisk device; none is fine.
@@ -977,34 +895,18 @@ static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
 	return 0;
 }
 
-/*
- * redcap <origin dev> <segment sectors> <nr segments> [<#features> <feature>*]
- *   features: policy always|off|adaptive|caware|adaptive+caware,
- *             write_policy invalidate|update, estimator spk|vdisk,
- *             model <vdisk dev>
- */
+/* The table line: rc_parse_table() in rc-args.h. */
 static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
-	static const struct dm_arg _args[] = {
-		{REDCAP_MIN_SEG_SECTORS, REDCAP_MAX_SEG_SECTORS, "Invalid segment size"},
-		{1, RC_MAX_ENTRIES, "Invalid number of segments"},
-	};
-	struct dm_arg_set as = { .argc = argc, .argv = argv };
-	struct redcap_features f = {
-		.val = {
-			[RF_POLICY] = RC_POLICY_ALWAYS,
-			[RF_WRITE_POLICY] = RC_WRITE_INVALIDATE,
-			[RF_ESTIMATOR] = RC_EST_SPK,
-		},
-	};
+	struct rc_table_args t;
 	struct rc_geometry g;
-	u32 seg_sectors, nr_segs;
-	const char *devname, *err;
+	const char *err;
 	struct redcap_c *rc;
 	int r;
 
-	if (argc < 3) {
-		ti->error = "Invalid argument count";
+	err = rc_parse_table(argc, argv, &t);
+	if (err) {
+		ti->error = (char *)err;
 		return -EINVAL;
 	}
 
@@ -1015,49 +917,25 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = rc;
 	rc->ti = ti;
-
-	devname = dm_shift_arg(&as);
-	r = dm_read_arg(_args, &as, &seg_sectors, &ti->error);
-	if (r)
-		goto bad;
-	if (!is_power_of_2(seg_sectors)) {
-		ti->error = "Segment size must be a power of 2";
-		r = -EINVAL;
-		goto bad;
-	}
-	r = dm_read_arg(_args + 1, &as, &nr_segs, &ti->error);
-	if (r)
-		goto bad;
-
-	if (as.argc) {
-		r = redcap_parse_features(&as, ti, &f);
-		if (r)
-			goto bad;
-	}
-	if (as.argc) {
-		ti->error = "Too many arguments";
-		r = -EINVAL;
-		goto bad;
-	}
-	rc->policy = f.val[RF_POLICY];
-	rc->write_policy = f.val[RF_WRITE_POLICY];
-	rc->estimator = f.val[RF_ESTIMATOR];
+	rc->policy = t.policy;
+	rc->write_policy = t.write_policy;
+	rc->estimator = t.estimator;
 
 	/* 64 KiB pages, 32-bit sizes: refused here, not met in the I/O path. */
-	err = rc_geometry(seg_sectors, nr_segs, PAGE_SHIFT, SIZE_MAX, &g);
+	err = rc_geometry(t.seg_sectors, t.nr_segs, PAGE_SHIFT, SIZE_MAX, &g);
 	if (err) {
 		ti->error = (char *)err;
 		r = -EINVAL;
 		goto bad;
 	}
 
-	r = dm_get_device(ti, devname, dm_table_get_mode(ti->table), &rc->origin);
+	r = dm_get_device(ti, t.origin, dm_table_get_mode(ti->table), &rc->origin);
 	if (r) {
 		ti->error = "Device lookup failed";
 		goto bad;
 	}
 
-	r = redcap_find_model(rc, ti, f.arg[RF_MODEL]);
+	r = redcap_find_model(rc, ti, t.model);
 	if (r)
 		goto bad;
 	if (rc->estimator == RC_EST_VDISK && !rc->vm) {
@@ -1066,11 +944,11 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	}
 
-	r = redcap_cache_get(rc, ti, seg_sectors, nr_segs, g.pages_per_seg);
+	r = redcap_cache_get(rc, ti, t.seg_sectors, t.nr_segs, g.pages_per_seg);
 	if (r)
 		goto bad;
 
-	r = dm_set_target_max_io_len(ti, seg_sectors);
+	r = dm_set_target_max_io_len(ti, t.seg_sectors);
 	if (r)
 		goto bad;
 	ti->num_flush_bios = 1;
@@ -1332,48 +1210,36 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	return 1;
 }
 
-struct redcap_tunable {
-	const char *key;
-	u32 max;
-};
-
-static const struct redcap_tunable redcap_tunables[] = {
-	{ "window", RC_ADAPT_MAX_WINDOW },
-	{ "margin", RC_ADAPT_MAX_MARGIN - 1 },
-	{ "dwell", RC_ADAPT_MAX_DWELL },
-	{ "decay_ms", RC_CAWARE_MAX_DECAY_MS },
-};
-
 /* set <key> <value>: the tunables of the adaptive policies. */
-static int redcap_msg_set(struct redcap_c *rc, const char *key, const char *val)
+static void redcap_msg_set(struct redcap_c *rc, const struct rc_msg *m)
 {
-	const struct redcap_tunable *t;
-	unsigned long flags;
-	u32 v;
+	struct rc_cache *c = rc->cc->cache;
 
-	for (t = redcap_tunables; t < redcap_tunables + ARRAY_SIZE(redcap_tunables); t++)
-		if (!strcasecmp(key, t->key))
-			break;
-	if (t == redcap_tunables + ARRAY_SIZE(redcap_tunables)) {
-		DMERR("set: unknown key '%s'", key);
-		return -EINVAL;
+	switch (m->key) {
+	case RC_TUN_WINDOW:
+		c->adapt.window = m->uvalue;
+		break;
+	case RC_TUN_MARGIN:
+		c->adapt.margin = m->uvalue;
+		break;
+	case RC_TUN_DWELL:
+		c->adapt.dwell = m->uvalue;
+		break;
+	default:
+		c->caware.interval_ns = (u64)m->uvalue * NSEC_PER_MSEC;
+		break;
 	}
-	if (kstrtou32(val, 10, &v) || v > t->max || (v == 0 && !strcmp(t->key, "window"))) {
-		DMERR("set: %s must be %u..%u", t->key, strcmp(t->key, "window") ? 0 : 1,
-		      t->max);
-		return -EINVAL;
-	}
-	spin_lock_irqsave(&rc->cc->lock, flags);
-	if (!strcmp(t->key, "window"))
-		rc->cc->cache->adapt.window = v;
-	else if (!strcmp(t->key, "margin"))
-		rc->cc->cache->adapt.margin = v;
-	else if (!strcmp(t->key, "dwell"))
-		rc->cc->cache->adapt.dwell = v;
-	else
-		rc->cc->cache->caware.interval_ns = (u64)v * NSEC_PER_MSEC;
-	spin_unlock_irqrestore(&rc->cc->lock, flags);
-	return 0;
+}
+
+static void redcap_msg_reset_stats(struct redcap_cache *cc)
+{
+	rc_reset_counters(cc->cache);
+	cc->vdisk.requests = 0;
+	cc->vdisk.busy_ns = 0;
+	cc->vdisk.unestimated = 0;
+	cc->vdisk_cache.requests = 0;
+	cc->vdisk_cache.busy_ns = 0;
+	cc->vdisk_cache.unestimated = 0;
 }
 
 static int redcap_msg_drop_cache(struct redcap_c *rc)
@@ -1404,81 +1270,59 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	}
 }
 
+/* The messages: rc_parse_message() in rc-args.h, docs/redcap.rst. */
 static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			  char *result, unsigned int maxlen)
 {
 	struct redcap_c *rc = ti->private;
+	struct redcap_cache *cc = rc->cc;
+	const char *err;
+	struct rc_msg m;
 	unsigned long flags;
-	int v;
+	char buf[128];
 
-	if (!argc) {
-		DMERR("Empty message");
+	err = rc_parse_message(argc, argv, &m, buf, sizeof(buf));
+	if (err) {
+		DMERR("%s", err);
 		return -EINVAL;
 	}
-	if (!strcasecmp(argv[0], "stats") && argc == 1)
+	switch (m.verb) {
+	case RC_MSG_STATS:
 		return redcap_msg_stats(rc, result, maxlen);
-	if (!strcasecmp(argv[0], "reset_stats") && argc == 1) {
-		spin_lock_irqsave(&rc->cc->lock, flags);
-		rc_reset_counters(rc->cc->cache);
-		rc->cc->vdisk.requests = 0;
-		rc->cc->vdisk.busy_ns = 0;
-		rc->cc->vdisk.unestimated = 0;
-		rc->cc->vdisk_cache.requests = 0;
-		rc->cc->vdisk_cache.busy_ns = 0;
-		rc->cc->vdisk_cache.unestimated = 0;
-		spin_unlock_irqrestore(&rc->cc->lock, flags);
-		return 0;
-	}
-	if (!strcasecmp(argv[0], "drop_cache") && argc == 1)
+	case RC_MSG_DROP_CACHE:
 		return redcap_msg_drop_cache(rc);
-	if (!strcasecmp(argv[0], "policy") && argc == 2) {
-		v = rc_policy_parse(argv[1]);
-		if (v < 0) {
-			DMERR("policy: unknown policy '%s'", argv[1]);
-			return -EINVAL;
-		}
-		spin_lock_irqsave(&rc->cc->lock, flags);
-		rc_set_policy(rc->cc->cache, v);
-		spin_unlock_irqrestore(&rc->cc->lock, flags);
-		return 0;
-	}
-	if (!strcasecmp(argv[0], "estimator") && argc == 2) {
-		v = rc_estimator_parse(argv[1]);
-		if (v < 0) {
-			DMERR("estimator: unknown estimator '%s'", argv[1]);
-			return -EINVAL;
-		}
-		if (v == RC_EST_VDISK && !rc->vm) {
+	case RC_MSG_ESTIMATOR:
+		if (m.value == RC_EST_VDISK && !rc->vm) {
 			DMERR("estimator: no vdisk model below or named");
 			return -EINVAL;
 		}
-		spin_lock_irqsave(&rc->cc->lock, flags);
-		rc->cc->cache->adapt.estimator = v;
-		spin_unlock_irqrestore(&rc->cc->lock, flags);
-		return 0;
+		break;
+	default:
+		break;
 	}
-	if (!strcasecmp(argv[0], "set") && argc == 3)
-		return redcap_msg_set(rc, argv[1], argv[2]);
-	if (!strcasecmp(argv[0], "write_policy") && argc == 2) {
-		v = redcap_parse_write_policy(argv[1]);
-		if (v < 0) {
-			DMERR("write_policy: unknown write policy '%s'", argv[1]);
-			return -EINVAL;
-		}
-		spin_lock_irqsave(&rc->cc->lock, flags);
-		rc->cc->cache->write_policy = v;
-		spin_unlock_irqrestore(&rc->cc->lock, flags);
-		return 0;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	switch (m.verb) {
+	case RC_MSG_RESET_STATS:
+		redcap_msg_reset_stats(cc);
+		break;
+	case RC_MSG_POLICY:
+		rc_set_policy(cc->cache, m.value);
+		break;
+	case RC_MSG_ESTIMATOR:
+		cc->cache->adapt.estimator = m.value;
+		break;
+	case RC_MSG_WRITE_POLICY:
+		cc->cache->write_policy = m.value;
+		break;
+	case RC_MSG_SET:
+		redcap_msg_set(rc, &m);
+		break;
+	default:
+		break;
 	}
-	if (!strcasecmp(argv[0], "stats") || !strcasecmp(argv[0], "reset_stats") ||
-	    !strcasecmp(argv[0], "drop_cache") || !strcasecmp(argv[0], "policy") ||
-	    !strcasecmp(argv[0], "write_policy") || !strcasecmp(argv[0], "estimator") ||
-	    !strcasecmp(argv[0], "set")) {
-		DMERR("%s: wrong number of arguments", argv[0]);
-		return -EINVAL;
-	}
-	DMERR("Unrecognised message '%s'", argv[0]);
-	return -EINVAL;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	return 0;
 }
 
 static int redcap_iterate_devices(struct dm_target *ti,

@@ -12,13 +12,11 @@
 #include <linux/mm.h>
 
 #include "vdisk.h"
-#include "vd-drive.h"
+#include "vd-args.h"
 
 #define DM_MSG_PREFIX "vdisk"
 
 #define VDISK_MAX_RINGS		8192	/* 2 MiB of 64-sample rings */
-
-enum vdisk_mode { VDISK_MEASURE, VDISK_EMULATE };
 
 static const char * const vdisk_mode_names[] = { "measure", "emulate" };
 
@@ -46,21 +44,14 @@ struct vdisk_model {
 static LIST_HEAD(vdisk_models);
 static DEFINE_MUTEX(vdisk_models_lock);
 
-/* Which table-line features were given (status TABLE repeats them). */
-enum vdisk_feature {
-	VDF_MODE, VDF_PROFILE, VDF_CAPACITY, VDF_SEED, VDF_ROWS, VDF_RPM,
-	VDF_CYLINDERS, VDF_SEEK, VDF_MEDIA, VDF_BUS, VDF_OVERHEAD, VDF_CACHE,
-	VDF_READAHEAD, VDF_NR,
-};
-
 struct vdisk_c {
 	struct dm_dev *dev;
 	struct vdisk_model *vm;
 	dev_t md_dev;
 
 	/* The table line. */
-	unsigned long features;		/* bitmap of enum vdisk_feature */
-	enum vdisk_mode table_mode;
+	u32 features;			/* bitmap of the enum vd_feature given */
+	enum vd_mode table_mode;
 	const struct vd_drive_profile *profile;
 	struct vd_drive_params params;
 	u64 capacity;			/* as given, else ti->len */
@@ -71,7 +62,7 @@ struct vdisk_c {
 	struct hrtimer timer;		/* emulate: the next completion is due */
 
 	spinlock_t lock;		/* protects everything below */
-	enum vdisk_mode mode;
+	enum vd_mode mode;
 	bool draining;			/* suspending: hold nothing back */
 	u64 next_sector;		/* end of the previous request */
 	u64 last_done;			/* ns: latest completion */
@@ -222,173 +213,6 @@ static void vdisk_model_register(struct vdisk_model *vm)
 
 /* --- constructor ----------------------------------------------------------- */
 
-struct vdisk_feature_spec {
-	const char *name;
-	unsigned int nargs;
-	char *error;		/* for a missing or bad value */
-};
-
-static const struct vdisk_feature_spec vdisk_feature_specs[VDF_NR] = {
-	[VDF_MODE] = { "mode", 1, "Invalid mode" },
-	[VDF_PROFILE] = { "profile", 1, "Unknown profile" },
-	[VDF_CAPACITY] = { "capacity", 1, "Invalid capacity" },
-	[VDF_SEED] = { "seed", 1, "Invalid seed" },
-	[VDF_ROWS] = { "rows", 1, "Invalid rows" },
-	[VDF_RPM] = { "rpm", 1, "Invalid rpm" },
-	[VDF_CYLINDERS] = { "cylinders", 1, "Invalid cylinders" },
-	[VDF_SEEK] = { "seek", 5, "Invalid seek curve" },
-	[VDF_MEDIA] = { "media_mbps", 1, "Invalid media_mbps" },
-	[VDF_BUS] = { "bus_mbps", 1, "Invalid bus_mbps" },
-	[VDF_OVERHEAD] = { "overhead_us", 1, "Invalid overhead_us" },
-	[VDF_CACHE] = { "cache", 2, "Invalid cache geometry" },
-	[VDF_READAHEAD] = { "readahead", 1, "Invalid readahead" },
-};
-
-static int vdisk_parse_u32s(char **argv, unsigned int n, u32 *v)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (kstrtou32(argv[i], 10, &v[i]))
-			return -EINVAL;
-	return 0;
-}
-
-/* One feature's values into @vc; 0 or -EINVAL. */
-static int vdisk_parse_feature(struct vdisk_c *vc, enum vdisk_feature f,
-			       char **argv)
-{
-	struct vd_drive_params *p = &vc->params;
-	u32 v[5];
-
-	switch (f) {
-	case VDF_MODE:
-		if (!strcasecmp(argv[0], "measure"))
-			vc->table_mode = VDISK_MEASURE;
-		else if (!strcasecmp(argv[0], "emulate"))
-			vc->table_mode = VDISK_EMULATE;
-		else
-			return -EINVAL;
-		return 0;
-	case VDF_PROFILE:
-		vc->profile = vd_drive_profile(argv[0]);
-		return vc->profile ? 0 : -EINVAL;
-	case VDF_CAPACITY:
-		return kstrtou64(argv[0], 10, &vc->capacity) || !vc->capacity ?
-		       -EINVAL : 0;
-	case VDF_SEED:
-		return kstrtou64(argv[0], 10, &vc->seed);
-	case VDF_ROWS:
-		return kstrtou32(argv[0], 10, &vc->rows) || !vc->rows ||
-		       vc->rows > VD_MAX_ROWS ? -EINVAL : 0;
-	default:
-		break;
-	}
-
-	if (vdisk_parse_u32s(argv, vdisk_feature_specs[f].nargs, v))
-		return -EINVAL;
-	switch (f) {
-	case VDF_RPM:
-		p->rpm = v[0];
-		return v[0] ? 0 : -EINVAL;
-	case VDF_CYLINDERS:
-		p->cylinders = v[0];
-		return v[0] ? 0 : -EINVAL;
-	case VDF_SEEK:
-		p->seek_alpha_ns = v[0];
-		p->seek_beta_ns = v[1];
-		p->seek_theta = v[2];
-		p->seek_gamma_ns = v[3];
-		p->seek_delta_ns = v[4];
-		return 0;
-	case VDF_MEDIA:
-		p->media_mbps = v[0];
-		return v[0] ? 0 : -EINVAL;
-	case VDF_BUS:
-		p->bus_mbps = v[0];
-		return v[0] ? 0 : -EINVAL;
-	case VDF_OVERHEAD:
-		if (v[0] > 1000000)
-			return -EINVAL;
-		p->overhead_ns = v[0] * 1000;
-		return 0;
-	case VDF_CACHE:
-		if (v[0] > VD_DRIVE_MAX_SEGS || (v[0] && !v[1]))
-			return -EINVAL;
-		p->nr_segs = v[0];
-		p->seg_sectors = v[1];
-		return 0;
-	case VDF_READAHEAD:
-		p->ra_sectors = v[0];
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* Explicit drive parameters override the profile's, in any order. */
-static int vdisk_parse_features(struct vdisk_c *vc, struct dm_target *ti,
-				struct dm_arg_set *as)
-{
-	static const struct dm_arg _args[] = {
-		{0, 40, "Invalid number of feature args"},
-	};
-	const struct vdisk_feature_spec *spec;
-	char **vals[VDF_NR] = { NULL };
-	unsigned int argc, f;
-	const char *name;
-	int r;
-
-	r = dm_read_arg_group(_args, as, &argc, &ti->error);
-	if (r)
-		return r;
-	while (argc) {
-		name = dm_shift_arg(as);
-		argc--;
-		for (f = 0; f < VDF_NR; f++)
-			if (!strcasecmp(name, vdisk_feature_specs[f].name))
-				break;
-		if (f == VDF_NR) {
-			ti->error = "Unrecognised feature requested";
-			return -EINVAL;
-		}
-		spec = &vdisk_feature_specs[f];
-		if (argc < spec->nargs) {
-			ti->error = spec->error;
-			return -EINVAL;
-		}
-		if (__test_and_set_bit(f, &vc->features)) {
-			ti->error = "Duplicate feature";
-			return -EINVAL;
-		}
-		vals[f] = as->argv;
-		dm_consume_args(as, spec->nargs);
-		argc -= spec->nargs;
-	}
-
-	/* The profile first, so that explicit values land on top of it. */
-	if (vals[VDF_PROFILE]) {
-		if (vdisk_parse_feature(vc, VDF_PROFILE, vals[VDF_PROFILE])) {
-			ti->error = vdisk_feature_specs[VDF_PROFILE].error;
-			return -EINVAL;
-		}
-		vc->params = vc->profile->p;
-	}
-	for (f = 0; f < VDF_NR; f++) {
-		if (f == VDF_PROFILE || !vals[f])
-			continue;
-		if (vdisk_parse_feature(vc, f, vals[f])) {
-			ti->error = vdisk_feature_specs[f].error;
-			return -EINVAL;
-		}
-	}
-	if (vd_drive_params_check(&vc->params)) {
-		ti->error = "Invalid drive parameters";
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static enum hrtimer_restart vdisk_timer_fn(struct hrtimer *timer);
 
 /* A table of @vm's device was built (@delta 1) or destroyed (-1). */
@@ -417,22 +241,17 @@ static void vdisk_dtr(struct dm_target *ti)
 	kfree(vc);
 }
 
-/*
- * vdisk <dev> [<#features> <feature>*]
- *   mode measure|emulate, profile <name>, capacity <sectors>, seed <n>,
- *   rows <n>, rpm <n>, cylinders <n>, seek <a_ns> <b_ns> <theta> <c_ns> <d_ns>,
- *   media_mbps <n>, bus_mbps <n>, overhead_us <n>,
- *   cache <segments> <segment sectors>, readahead <sectors>
- */
+/* The table line: vd_parse_table() in vd-args.h. */
 static int vdisk_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
-	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	struct vd_table_args t;
 	struct vdisk_c *vc;
-	const char *path;
+	const char *err;
 	int r;
 
-	if (!argc) {
-		ti->error = "Missing device argument";
+	err = vd_parse_table(argc, argv, &t);
+	if (err) {
+		ti->error = (char *)err;
 		return -EINVAL;
 	}
 	vc = kzalloc(sizeof(*vc), GFP_KERNEL);
@@ -445,27 +264,23 @@ static int vdisk_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	INIT_LIST_HEAD(&vc->held);
 	hrtimer_init(&vc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	vc->timer.function = vdisk_timer_fn;
-	vc->seed = 1;
-	vc->rows = VD_DEFAULT_ROWS;
-	vc->profile = &vd_drive_profiles[0];
-	vc->params = vc->profile->p;
+	vc->features = t.features;
+	vc->table_mode = t.mode;
+	vc->profile = t.profile;
+	vc->params = t.params;
+	vc->capacity = t.capacity;
+	vc->seed = t.seed;
+	vc->rows = t.rows;
 
-	path = dm_shift_arg(&as);
 	r = -EINVAL;
-	if (as.argc && vdisk_parse_features(vc, ti, &as))
-		goto bad;
-	if (as.argc) {
-		ti->error = "Too many arguments";
-		goto bad;
-	}
-	if (!test_bit(VDF_CAPACITY, &vc->features))
+	if (!vc->capacity)
 		vc->capacity = ti->len;
 	if (vc->capacity < ti->len) {
 		ti->error = "Capacity smaller than the device";
 		goto bad;
 	}
 
-	r = dm_get_device(ti, path, dm_table_get_mode(ti->table), &vc->dev);
+	r = dm_get_device(ti, t.dev, dm_table_get_mode(ti->table), &vc->dev);
 	if (r) {
 		ti->error = "Device lookup failed";
 		goto bad;
@@ -636,7 +451,7 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	pb->dir = dir;
 	pb->sectors = bio_sectors(bio);
 	/* From the mempool: waits, never fails. */
-	if (READ_ONCE(vc->mode) == VDISK_EMULATE)
+	if (READ_ONCE(vc->mode) == VD_MODE_EMULATE)
 		clone = bio_alloc_clone(vc->dev->bdev, bio, GFP_NOIO, &vc->bs);
 	now = ktime_get_ns();
 	pb->start = now;
@@ -754,37 +569,37 @@ static void vdisk_emit_features(struct vdisk_c *vc, char *result,
 	unsigned int sz = *szp, nargs = 0, f;
 
 	for (f = 0; f < VDF_NR; f++)
-		if (test_bit(f, &vc->features))
-			nargs += 1 + vdisk_feature_specs[f].nargs;
+		if (vc->features & (1u << f))
+			nargs += 1 + vd_feature_nargs(f);
 	if (!nargs)
 		return;
 	DMEMIT(" %u", nargs);
-	if (test_bit(VDF_MODE, &vc->features))
+	if (vc->features & (1u << VDF_MODE))
 		DMEMIT(" mode %s", vdisk_mode_names[vc->table_mode]);
-	if (test_bit(VDF_PROFILE, &vc->features))
+	if (vc->features & (1u << VDF_PROFILE))
 		DMEMIT(" profile %s", vc->profile->name);
-	if (test_bit(VDF_CAPACITY, &vc->features))
+	if (vc->features & (1u << VDF_CAPACITY))
 		DMEMIT(" capacity %llu", vc->capacity);
-	if (test_bit(VDF_SEED, &vc->features))
+	if (vc->features & (1u << VDF_SEED))
 		DMEMIT(" seed %llu", vc->seed);
-	if (test_bit(VDF_ROWS, &vc->features))
+	if (vc->features & (1u << VDF_ROWS))
 		DMEMIT(" rows %u", vc->rows);
-	if (test_bit(VDF_RPM, &vc->features))
+	if (vc->features & (1u << VDF_RPM))
 		DMEMIT(" rpm %u", p->rpm);
-	if (test_bit(VDF_CYLINDERS, &vc->features))
+	if (vc->features & (1u << VDF_CYLINDERS))
 		DMEMIT(" cylinders %u", p->cylinders);
-	if (test_bit(VDF_SEEK, &vc->features))
+	if (vc->features & (1u << VDF_SEEK))
 		DMEMIT(" seek %u %u %u %u %u", p->seek_alpha_ns, p->seek_beta_ns,
 		       p->seek_theta, p->seek_gamma_ns, p->seek_delta_ns);
-	if (test_bit(VDF_MEDIA, &vc->features))
+	if (vc->features & (1u << VDF_MEDIA))
 		DMEMIT(" media_mbps %u", p->media_mbps);
-	if (test_bit(VDF_BUS, &vc->features))
+	if (vc->features & (1u << VDF_BUS))
 		DMEMIT(" bus_mbps %u", p->bus_mbps);
-	if (test_bit(VDF_OVERHEAD, &vc->features))
+	if (vc->features & (1u << VDF_OVERHEAD))
 		DMEMIT(" overhead_us %u", p->overhead_ns / 1000);
-	if (test_bit(VDF_CACHE, &vc->features))
+	if (vc->features & (1u << VDF_CACHE))
 		DMEMIT(" cache %u %u", p->nr_segs, p->seg_sectors);
-	if (test_bit(VDF_READAHEAD, &vc->features))
+	if (vc->features & (1u << VDF_READAHEAD))
 		DMEMIT(" readahead %u", p->ra_sectors);
 	*szp = sz;
 }
@@ -877,215 +692,154 @@ static void vdisk_reset_stats(struct vdisk_c *vc)
 	spin_unlock_irq(&vc->lock);
 }
 
-static int vdisk_parse_dir(const char *s)
-{
-	if (!strcasecmp(s, "r") || !strcasecmp(s, "read"))
-		return VD_READ;
-	if (!strcasecmp(s, "w") || !strcasecmp(s, "write"))
-		return VD_WRITE;
-	return -EINVAL;
-}
-
 /* estimate <r|w> <distance sectors> <size sectors>: microseconds. */
-static int vdisk_estimate_msg(struct vdisk_c *vc, char **argv, char *result,
+static int vdisk_estimate_msg(struct vdisk_c *vc, const struct vd_msg *m, char *result,
 			      unsigned int maxlen)
 {
-	int dir = vdisk_parse_dir(argv[1]);
 	unsigned int sz = 0;
-	u64 distance, ns;
-	u32 sectors;
+	u64 ns;
 
-	if (dir < 0 || kstrtou64(argv[2], 10, &distance) ||
-	    kstrtou32(argv[3], 10, &sectors) || !sectors) {
-		DMERR("estimate: usage: estimate <r|w> <distance sectors> <size sectors>");
-		return -EINVAL;
-	}
-	if (!vdisk_model_estimate(vc->vm, dir, distance, sectors, &ns)) {
-		DMERR("estimate: no %s samples yet", dir == VD_READ ? "read" : "write");
+	if (!vdisk_model_estimate(vc->vm, m->dir, m->distance, m->sectors, &ns)) {
+		DMERR("estimate: no %s samples yet", m->dir == VD_READ ? "read" : "write");
 		return -ENODATA;
 	}
 	DMEMIT("%llu\n", vdisk_us(ns));
 	return 1;
 }
 
+/* Cells one lock hold of table and load may visit (a 1 PiB disk has ~1M columns). */
+#define VDISK_CELL_CHUNK	1024
+
 /* table <r|w> <first row> <nr rows>: one line per row, non-empty cells. */
-static int vdisk_table_msg(struct vdisk_c *vc, char **argv, char *result,
+static int vdisk_table_msg(struct vdisk_c *vc, const struct vd_msg *m, char *result,
 			   unsigned int maxlen)
 {
 	struct vdisk_model *vm = vc->vm;
-	int dir = vdisk_parse_dir(argv[1]);
-	u32 first, nr, row, col, n;
+	u32 row, col, end, n;
 	unsigned int sz = 0;
 	unsigned long flags;
 	u64 sum;
 
-	if (dir < 0 || kstrtou32(argv[2], 10, &first) ||
-	    kstrtou32(argv[3], 10, &nr) || first >= vm->m.rows ||
-	    nr > vm->m.rows - first) {
-		DMERR("table: usage: table <r|w> <first row> <nr rows> (rows 0..%u)",
-		       vm->m.rows - 1);
-		return -EINVAL;
-	}
-	spin_lock_irqsave(&vm->lock, flags);
-	for (row = first; row < first + nr; row++) {
+	for (row = m->row; row < m->row + m->nr_rows; row++) {
 		DMEMIT("%u", row);
-		for (col = 0; col < vm->m.cols; col++) {
-			vd_model_get_cell(&vm->m, dir, row, col, &n, &sum);
-			if (n)
-				DMEMIT(" %u:%u:%llu", col, n, sum);
+		for (col = 0; col < vm->m.cols; col = end) {
+			end = min(vm->m.cols, col + VDISK_CELL_CHUNK);
+			spin_lock_irqsave(&vm->lock, flags);
+			for (; col < end; col++) {
+				vd_model_get_cell(&vm->m, m->dir, row, col, &n, &sum);
+				if (n)
+					DMEMIT(" %u:%u:%llu", col, n, sum);
+			}
+			spin_unlock_irqrestore(&vm->lock, flags);
+			cond_resched();
 		}
 		DMEMIT("\n");
 	}
-	spin_unlock_irqrestore(&vm->lock, flags);
 	return 1;
 }
 
-static int vdisk_parse_cell(const char *s, u32 *col, u32 *n, u64 *sum)
-{
-	char end;
-
-	if (sscanf(s, "%u:%u:%llu%c", col, n, sum, &end) != 3)
-		return -EINVAL;
-	return 0;
-}
-
-/* load <r|w> <row> [<col>:<n>:<sum>]...: replaces one row of a table. */
-static int vdisk_load_msg(struct vdisk_c *vc, unsigned int argc, char **argv)
+/*
+ * load <r|w> <row> [<col>:<n>:<sum>]...: replaces one row of a table (a
+ * sample trained meanwhile may land in the part not yet cleared).
+ */
+static int vdisk_load_msg(struct vdisk_c *vc, const struct vd_msg *m, unsigned int argc,
+			  char **argv)
 {
 	struct vdisk_model *vm = vc->vm;
-	int dir = vdisk_parse_dir(argv[1]);
-	u32 row, col, n;
-	unsigned long flags;
+	u32 col, end, n;
 	unsigned int i;
 	u64 sum;
 
-	if (dir < 0 || kstrtou32(argv[2], 10, &row) || row >= vm->m.rows) {
-		DMERR("load: usage: load <r|w> <row> [<col>:<n>:<sum ns>]...");
-		return -EINVAL;
+	for (col = 0; col < vm->m.cols; col = end) {
+		end = min(vm->m.cols, col + VDISK_CELL_CHUNK);
+		spin_lock_irq(&vm->lock);
+		for (; col < end; col++)
+			vd_model_set_cell(&vm->m, m->dir, m->row, col, 0, 0);
+		spin_unlock_irq(&vm->lock);
+		cond_resched();
 	}
-	for (i = 3; i < argc; i++)
-		if (vdisk_parse_cell(argv[i], &col, &n, &sum) ||
-		    col >= vm->m.cols || n > VD_WINDOW ||
-		    sum > (u64)n * VD_MAX_SAMPLE_NS) {
-			DMERR("load: bad cell '%s'", argv[i]);
-			return -EINVAL;
-		}
-
-	spin_lock_irqsave(&vm->lock, flags);
-	for (col = 0; col < vm->m.cols; col++)
-		vd_model_set_cell(&vm->m, dir, row, col, 0, 0);
-	for (i = 3; i < argc; i++) {
-		vdisk_parse_cell(argv[i], &col, &n, &sum);
-		vd_model_set_cell(&vm->m, dir, row, col, n, sum);
+	spin_lock_irq(&vm->lock);
+	for (i = m->first_cell; i < argc; i++) {
+		vd_parse_cell(argv[i], &col, &n, &sum);	/* vd_parse_message() checked it */
+		vd_model_set_cell(&vm->m, m->dir, m->row, col, n, sum);
 	}
-	spin_unlock_irqrestore(&vm->lock, flags);
+	spin_unlock_irq(&vm->lock);
 	return 0;
 }
 
-static int vdisk_mode_msg(struct vdisk_c *vc, const char *arg)
+/*
+ * Tables, counters and the emulated drive back to their state at load.  The
+ * empty tables are built aside and swapped in: the lock is held for the
+ * swap, not for clearing rows x columns cells.
+ */
+static int vdisk_reset(struct vdisk_c *vc)
 {
-	enum vdisk_mode mode;
+	struct vdisk_model *vm = vc->vm;
+	struct vd_model fresh;
+	void *mem, *old;
 
-	if (!strcasecmp(arg, "measure")) {
-		mode = VDISK_MEASURE;
-	} else if (!strcasecmp(arg, "emulate")) {
-		mode = VDISK_EMULATE;
-	} else {
-		DMERR("mode: unknown mode '%s'", arg);
-		return -EINVAL;
+	mem = kvmalloc(vm->mem_size, GFP_KERNEL | __GFP_NOWARN);
+	if (!mem) {
+		DMERR("reset: cannot allocate model tables");
+		return -ENOMEM;
 	}
-	spin_lock_irq(&vc->lock);
-	vc->mode = mode;
-	spin_unlock_irq(&vc->lock);
-	return 0;
-}
-
-static int vdisk_train_msg(struct vdisk_c *vc, const char *arg)
-{
-	bool on;
-
-	if (kstrtobool(arg, &on)) {
-		DMERR("train: expected on or off, not '%s'", arg);
-		return -EINVAL;
-	}
-	spin_lock_irq(&vc->vm->lock);
-	vc->vm->train = on;
-	spin_unlock_irq(&vc->vm->lock);
-	return 0;
-}
-
-/* Tables, counters and the emulated drive back to their state at load. */
-static void vdisk_reset(struct vdisk_c *vc)
-{
+	vd_model_init(&fresh, mem, vm->m.capacity, vm->m.rows, VDISK_MAX_RINGS);
 	vdisk_reset_stats(vc);
-	spin_lock_irq(&vc->vm->lock);
-	vd_model_reset(&vc->vm->m);
-	spin_unlock_irq(&vc->vm->lock);
+	spin_lock_irq(&vm->lock);
+	old = vm->mem;
+	vm->mem = mem;
+	vm->m = fresh;
+	spin_unlock_irq(&vm->lock);
+	kvfree(old);
+
 	spin_lock_irq(&vc->lock);
 	vd_vdisk_init(&vc->self);
 	vd_drive_reset(&vc->drive);
 	vc->next_sector = 0;
 	spin_unlock_irq(&vc->lock);
+	return 0;
 }
 
-enum vdisk_msg {
-	VMSG_STATS, VMSG_RESET, VMSG_RESET_STATS, VMSG_MODE, VMSG_TRAIN,
-	VMSG_ESTIMATE, VMSG_TABLE, VMSG_LOAD, VMSG_NR,
-};
-
-static const struct {
-	const char *verb;
-	unsigned int min_args, max_args;
-} vdisk_messages[VMSG_NR] = {
-	[VMSG_STATS] = { "stats", 0, 0 },
-	[VMSG_RESET] = { "reset", 0, 0 },
-	[VMSG_RESET_STATS] = { "reset_stats", 0, 0 },
-	[VMSG_MODE] = { "mode", 1, 1 },
-	[VMSG_TRAIN] = { "train", 1, 1 },
-	[VMSG_ESTIMATE] = { "estimate", 3, 3 },
-	[VMSG_TABLE] = { "table", 3, 3 },
-	[VMSG_LOAD] = { "load", 2, UINT_MAX },
-};
-
+/* The messages: vd_parse_message() in vd-args.h, docs/vdisk.rst. */
 static int vdisk_message(struct dm_target *ti, unsigned int argc, char **argv,
 			 char *result, unsigned int maxlen)
 {
 	struct vdisk_c *vc = ti->private;
-	const char *cmd = argv[0];
-	enum vdisk_msg i;
+	const char *err;
+	struct vd_msg m;
+	char buf[128];
 
-	for (i = 0; i < VMSG_NR; i++)
-		if (!strcasecmp(cmd, vdisk_messages[i].verb))
-			break;
-	if (i == VMSG_NR) {
-		DMERR("Unrecognised message '%s'", cmd);
-		return -EINVAL;
-	}
-	if (argc - 1 < vdisk_messages[i].min_args ||
-	    argc - 1 > vdisk_messages[i].max_args) {
-		DMERR("%s: wrong number of arguments", vdisk_messages[i].verb);
+	err = vd_parse_message(argc, argv, vc->vm->m.rows, vc->vm->m.cols, &m, buf,
+			       sizeof(buf));
+	if (err) {
+		DMERR("%s", err);
 		return -EINVAL;
 	}
 
-	switch (i) {
-	case VMSG_STATS:
+	switch (m.verb) {
+	case VD_MSG_STATS:
 		return vdisk_stats(vc, result, maxlen);
-	case VMSG_RESET:
-		vdisk_reset(vc);
-		return 0;
-	case VMSG_RESET_STATS:
+	case VD_MSG_RESET:
+		return vdisk_reset(vc);
+	case VD_MSG_RESET_STATS:
 		vdisk_reset_stats(vc);
 		return 0;
-	case VMSG_MODE:
-		return vdisk_mode_msg(vc, argv[1]);
-	case VMSG_TRAIN:
-		return vdisk_train_msg(vc, argv[1]);
-	case VMSG_ESTIMATE:
-		return vdisk_estimate_msg(vc, argv, result, maxlen);
-	case VMSG_TABLE:
-		return vdisk_table_msg(vc, argv, result, maxlen);
+	case VD_MSG_MODE:
+		spin_lock_irq(&vc->lock);
+		vc->mode = m.mode;
+		spin_unlock_irq(&vc->lock);
+		return 0;
+	case VD_MSG_TRAIN:
+		spin_lock_irq(&vc->vm->lock);
+		vc->vm->train = m.train;
+		spin_unlock_irq(&vc->vm->lock);
+		return 0;
+	case VD_MSG_ESTIMATE:
+		return vdisk_estimate_msg(vc, &m, result, maxlen);
+	case VD_MSG_TABLE:
+		return vdisk_table_msg(vc, &m, result, maxlen);
 	default:
-		return vdisk_load_msg(vc, argc, argv);
+		return vdisk_load_msg(vc, &m, argc, argv);
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <linux/string.h>
 #include <linux/math64.h>
+#include <linux/kernel.h>
 
 static inline u64 rc_div64(u64 a, u64 b)
 {
@@ -19,6 +20,7 @@ static inline u64 rc_div64(u64 a, u64 b)
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 typedef uint64_t u64;
 typedef int64_t s64;

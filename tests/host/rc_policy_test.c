@@ -6,6 +6,7 @@
  */
 #include "ctest.h"
 #include "rc-core.h"
+#include "rc-parse.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define MS		1000000ull		/* ns */

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The redcap table line and messages, parsed in portable C so that the
+ * kernel target and the host's fuzzer (tests/fuzz) run the same code.
+ * Nothing here looks at devices or the running cache: the glue resolves
+ * paths and applies what was parsed.
+ */
+#ifndef RC_ARGS_H
+#define RC_ARGS_H
+
+#include "rc-core.h"
+
+/* Segment sizes the target accepts, in 512-byte sectors: 4 KiB .. 1 MiB. */
+#define RC_MIN_SEG_SECTORS	8u
+#define RC_MAX_SEG_SECTORS	2048u
+
+/*
+ * redcap <origin dev> <segment sectors> <nr segments> [<#features> <feature>*]
+ *   features: policy always|off|adaptive|caware|adaptive+caware,
+ *             write_policy invalidate|update, estimator spk|vdisk,
+ *             model <vdisk dev>
+ */
+struct rc_table_args {
+	const char *origin;
+	u32 seg_sectors, nr_segs;
+	enum rc_policy policy;
+	enum rc_write_policy write_policy;
+	enum rc_estimator estimator;
+	const char *model;		/* NULL: not given */
+};
+
+/* NULL, or the constructor's error text (for ti->error). */
+const char *rc_parse_table(unsigned int argc, char **argv, struct rc_table_args *t);
+
+int rc_write_policy_parse(const char *name);
+
+enum rc_msg_verb {
+	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
+	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_NR,
+};
+
+/* The tunables of "set <key> <value>". */
+enum rc_tunable { RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DWELL, RC_TUN_DECAY_MS, RC_TUN_NR };
+
+struct rc_msg {
+	enum rc_msg_verb verb;
+	int value;			/* policy, write_policy, estimator */
+	enum rc_tunable key;		/* set */
+	u32 uvalue;			/* set */
+};
+
+/*
+ * NULL, or the error to log, formatted into @buf (@len bytes) when it
+ * names the offending word.
+ */
+const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
+			     char *buf, size_t len);
+
+#endif

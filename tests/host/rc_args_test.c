@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the redcap table line and message parsers
+ * (dm-redcap/rc-args.c): what each accepts, and the exact error texts the
+ * target logs for what it refuses.
+ */
+#include "ctest.h"
+#include "rc-args.h"
+
+#define MAX_WORDS 32
+
+/* Splits @line at spaces into a private copy; the words stay valid until the next call. */
+static unsigned int words(const char *line, char **argv)
+{
+	static char buf[512];
+	unsigned int argc = 0;
+	char *p;
+
+	CHECK(strlen(line) < sizeof(buf));
+	strcpy(buf, line);
+	for (p = strtok(buf, " "); p; p = strtok(NULL, " ")) {
+		CHECK(argc < MAX_WORDS);
+		argv[argc++] = p;
+	}
+	return argc;
+}
+
+static const char *table(const char *line, struct rc_table_args *t)
+{
+	char *argv[MAX_WORDS];
+
+	return rc_parse_table(words(line, argv), argv, t);
+}
+
+static const char *message(const char *line, struct rc_msg *m)
+{
+	static char buf[128];
+	char *argv[MAX_WORDS];
+
+	return rc_parse_message(words(line, argv), argv, m, buf, sizeof(buf));
+}
+
+CTEST(table_defaults)
+{
+	struct rc_table_args t;
+
+	CHECK(!table("/dev/sdb 256 16", &t));
+	CHECK_STREQ(t.origin, "/dev/sdb");
+	CHECK_EQ(t.seg_sectors, 256);
+	CHECK_EQ(t.nr_segs, 16);
+	CHECK_EQ(t.policy, RC_POLICY_ALWAYS);
+	CHECK_EQ(t.write_policy, RC_WRITE_INVALIDATE);
+	CHECK_EQ(t.estimator, RC_EST_SPK);
+	CHECK(!t.model);
+}
+
+CTEST(table_every_feature_in_any_case)
+{
+	struct rc_table_args t;
+
+	CHECK(!table("8:16 8 16777216 8 POLICY Adaptive+CAware write_policy update "
+		     "Estimator vdisk model /dev/mapper/vd", &t));
+	CHECK_EQ(t.seg_sectors, 8);
+	CHECK_EQ(t.nr_segs, 1u << 24);
+	CHECK_EQ(t.policy, RC_POLICY_ADAPTIVE_CAWARE);
+	CHECK_EQ(t.write_policy, RC_WRITE_UPDATE);
+	CHECK_EQ(t.estimator, RC_EST_VDISK);
+	CHECK_STREQ(t.model, "/dev/mapper/vd");
+	CHECK(!table("x 2048 1 0", &t));
+	CHECK_EQ(t.seg_sectors, 2048);
+	CHECK(!table("x 000256 01 0", &t));
+	CHECK_EQ(t.seg_sectors, 256);
+}
+
+/* The texts tests/guest/test_redcap_faults.py expects from the kernel. */
+CTEST(table_errors)
+{
+	static const struct {
+		const char *line, *error;
+	} bad[] = {
+		{ "", "Invalid argument count" },
+		{ "d 256", "Invalid argument count" },
+		{ "d abc 16", "Invalid segment size" },
+		{ "d 24 16", "Segment size must be a power of 2" },
+		{ "d 4 16", "Invalid segment size" },
+		{ "d 4096 16", "Invalid segment size" },
+		{ "d +256 16", "Invalid segment size" },
+		{ "d 4294967552 16", "Invalid segment size" },
+		{ "d 256 0", "Invalid number of segments" },
+		{ "d 256 x", "Invalid number of segments" },
+		{ "d 256 16777217", "Invalid number of segments" },
+		{ "d 256 16 9 policy off write_policy update estimator spk model x y",
+		  "Invalid number of feature args" },
+		{ "d 256 16 x", "Invalid number of feature args" },
+		{ "d 256 16 -1", "Invalid number of feature args" },
+		{ "d 256 16 2 policy", "Invalid number of feature args" },
+		{ "d 256 16 1 bogus", "Unrecognised feature requested" },
+		{ "d 256 16 1 policy", "Feature policy requires a name" },
+		{ "d 256 16 2 policy bogus", "Unknown policy" },
+		{ "d 256 16 4 policy off policy always", "Feature policy duplicated" },
+		{ "d 256 16 1 write_policy", "Feature write_policy requires a name" },
+		{ "d 256 16 2 write_policy bogus", "Unknown write_policy" },
+		{ "d 256 16 4 write_policy update write_policy invalidate",
+		  "Feature write_policy duplicated" },
+		{ "d 256 16 1 estimator", "Feature estimator requires a name" },
+		{ "d 256 16 2 estimator bogus", "Unknown estimator" },
+		{ "d 256 16 4 estimator spk estimator spk", "Feature estimator duplicated" },
+		{ "d 256 16 1 model", "Feature model requires a device" },
+		{ "d 256 16 4 model a model b", "Feature model duplicated" },
+		{ "d 256 16 2 policy off extra", "Too many arguments" },
+		/* A bad feature is named before the words left over. */
+		{ "d 256 16 2 policy bogus extra", "Unknown policy" },
+		{ "d 256 16 0 extra", "Too many arguments" },
+	};
+	struct rc_table_args t;
+	unsigned int i;
+	const char *err;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = table(bad[i].line, &t);
+		if (!err || strcmp(err, bad[i].error)) {
+			fprintf(stderr, "'%s': got '%s', want '%s'\n", bad[i].line,
+				err ? err : "(accepted)", bad[i].error);
+			exit(1);
+		}
+	}
+}
+
+CTEST(message_verbs)
+{
+	struct rc_msg m;
+
+	CHECK(!message("stats", &m));
+	CHECK_EQ(m.verb, RC_MSG_STATS);
+	CHECK(!message("RESET_STATS", &m));
+	CHECK_EQ(m.verb, RC_MSG_RESET_STATS);
+	CHECK(!message("drop_cache", &m));
+	CHECK_EQ(m.verb, RC_MSG_DROP_CACHE);
+	CHECK(!message("policy caware", &m));
+	CHECK_EQ(m.verb, RC_MSG_POLICY);
+	CHECK_EQ(m.value, RC_POLICY_CAWARE);
+	CHECK(!message("write_policy UPDATE", &m));
+	CHECK_EQ(m.verb, RC_MSG_WRITE_POLICY);
+	CHECK_EQ(m.value, RC_WRITE_UPDATE);
+	CHECK(!message("estimator vdisk", &m));
+	CHECK_EQ(m.verb, RC_MSG_ESTIMATOR);
+	CHECK_EQ(m.value, RC_EST_VDISK);
+	CHECK(!message("set window 1000000", &m));
+	CHECK_EQ(m.verb, RC_MSG_SET);
+	CHECK_EQ(m.key, RC_TUN_WINDOW);
+	CHECK_EQ(m.uvalue, 1000000);
+	CHECK(!message("set margin 0", &m));
+	CHECK_EQ(m.key, RC_TUN_MARGIN);
+	CHECK(!message("set dwell 1000", &m));
+	CHECK_EQ(m.key, RC_TUN_DWELL);
+	CHECK_EQ(m.uvalue, 1000);
+	CHECK(!message("set decay_ms 3600000", &m));
+	CHECK_EQ(m.key, RC_TUN_DECAY_MS);
+	CHECK_EQ(m.uvalue, 3600000);
+}
+
+/* The texts tests/guest/test_redcap_faults.py expects in the kernel log. */
+CTEST(message_errors)
+{
+	static const struct {
+		const char *line, *error;
+	} bad[] = {
+		{ "", "Empty message" },
+		{ "frobnicate", "Unrecognised message 'frobnicate'" },
+		{ "policy", "policy: wrong number of arguments" },
+		{ "policy bogus", "policy: unknown policy 'bogus'" },
+		{ "write_policy bogus", "write_policy: unknown write policy 'bogus'" },
+		{ "stats extra", "stats: wrong number of arguments" },
+		{ "reset_stats now", "reset_stats: wrong number of arguments" },
+		{ "drop_cache now", "drop_cache: wrong number of arguments" },
+		{ "estimator", "estimator: wrong number of arguments" },
+		{ "estimator bogus", "estimator: unknown estimator 'bogus'" },
+		{ "set window", "set: wrong number of arguments" },
+		{ "set bogus 1", "set: unknown key 'bogus'" },
+		{ "set window 0", "set: window must be 1..1000000" },
+		{ "set window 1000001", "set: window must be 1..1000000" },
+		{ "set margin 100", "set: margin must be 0..99" },
+		{ "set dwell x", "set: dwell must be 0..1000" },
+		{ "set decay_ms 3600001", "set: decay_ms must be 0..3600000" },
+		{ "set margin 0x10", "set: margin must be 0..99" },
+		{ "set margin 18446744073709551626", "set: margin must be 0..99" },
+	};
+	struct rc_msg m;
+	unsigned int i;
+	const char *err;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = message(bad[i].line, &m);
+		if (!err || strcmp(err, bad[i].error)) {
+			fprintf(stderr, "'%s': got '%s', want '%s'\n", bad[i].line,
+				err ? err : "(accepted)", bad[i].error);
+			exit(1);
+		}
+	}
+}
+
+/* A long word is cut to the buffer, never written past it. */
+CTEST(message_error_truncated_to_buffer)
+{
+	char word[300], buf[16], *argv[1] = { word };
+	struct rc_msg m;
+	const char *err;
+
+	memset(word, 'x', sizeof(word) - 1);
+	word[sizeof(word) - 1] = '\0';
+	err = rc_parse_message(1, argv, &m, buf, sizeof(buf));
+	CHECK(err == buf);
+	CHECK_STREQ(err, "Unrecognised me");
+}
