@@ -7,6 +7,7 @@ export REDCAP_CACHE
 PYTHON ?= /usr/bin/python3
 
 # Kernel to build for: 6.1 or 6.12 (the Debian guest kernels of tests/vm),
+# debug (the KASAN/lockdep kernel of make check-debug),
 # "native" (the running kernel, whose headers must be installed) or a full
 # release string.  Default: native when its headers are there, else 6.1.
 NATIVE_KDIR := /lib/modules/$(shell uname -r)/build
@@ -14,9 +15,12 @@ ifeq ($(origin KVER),undefined)
 KVER := $(if $(wildcard $(NATIVE_KDIR)/Makefile),native,6.1)
 endif
 krel = $(strip $(if $(filter native,$(1)),$(shell uname -r),\
-	$(if $(filter 6.1 6.12,$(1)),$(shell cat $(REDCAP_CACHE)/kver-$(1) 2>/dev/null),$(1))))
+	$(if $(filter 6.1 6.12 debug,$(1)),$(shell cat $(REDCAP_CACHE)/kver-$(1) 2>/dev/null),$(1))))
 KREL = $(call krel,$(KVER))
 KBUILD_OUT = $(TOP)/build/$(KREL)
+# Headers: installed for Debian's kernels, in the cache for the debug kernel.
+KDIR = $(patsubst %/Makefile,%,$(firstword $(wildcard /lib/modules/$(KREL)/build/Makefile \
+	$(REDCAP_CACHE)/kernels/$(KREL)/lib/modules/$(KREL)/build/Makefile)))
 MODULE_SRCS := $(wildcard dm-redcap/* dm-vdisk-model/* include/*) Kbuild
 
 # "make check" runs the guest suite on this series and then the other.
@@ -26,7 +30,7 @@ DESTDIR ?=
 PREFIX ?= /usr/local
 
 .PHONY: all deps modules userspace bench-tools host-tests check demo bench clean install lockhold \
-	checkpatch sparse
+	checkpatch sparse check-debug soak fuzz
 
 all: modules userspace
 
@@ -37,10 +41,10 @@ deps:
 # Build in build/<release>/ so one tree can hold modules for several kernels.
 modules:
 	@test -n "$(KREL)" || { echo "make: kernel $(KVER) is not set up: run 'make deps KVER=$(KVER)'" >&2; exit 1; }
-	@test -f /lib/modules/$(KREL)/build/Makefile || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
+	@test -n "$(KDIR)" || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
 	@mkdir -p $(KBUILD_OUT)
 	@cp -a --parents $(MODULE_SRCS) $(KBUILD_OUT)/
-	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= \
+	$(MAKE) -s -C $(KDIR) M=$(KBUILD_OUT) W=1 CONFIG_DEBUG_INFO_BTF_MODULES= \
 		$(if $(FAULT_INJECTION),REDCAP_FAULT_INJECTION=y) modules
 
 userspace:
@@ -69,6 +73,24 @@ host-tests:
 check: deps
 	@$(TOP)/tests/check $(KVER) $(OTHER_KVER)
 
+# The whole guest suite on the debug kernel (KASAN, KFENCE, lockdep,
+# kmemleak, UBSAN, ...), built once from Debian's linux-source-6.1; fails on
+# any kernel report.  Not part of make check (README.md: how long it takes).
+check-debug: deps
+	@$(TOP)/tests/vm/debug-kernel
+	@$(TOP)/tests/check-debug
+
+# The soak (issue 13) on the debug kernel: SOAK_MIN minutes, 60 by default.
+SOAK_MIN ?= 60
+soak: deps
+	@$(TOP)/tests/vm/debug-kernel
+	@$(TOP)/tests/soak/run $(SOAK_MIN)
+
+# The parsers under libFuzzer (tests/fuzz/README.md); make check runs a short round.
+FUZZ_RUNS ?= 10000000
+fuzz: deps
+	@$(MAKE) -s -C tests/fuzz run FUZZ_RUNS=$(FUZZ_RUNS)
+
 # The benchmark suite (docs/results/README.md): QUICK=1 for the reduced set.
 PROFILE ?= hdd7200
 JOBS ?= 2
@@ -86,11 +108,11 @@ checkpatch:
 
 sparse: modules
 	@mkdir -p $(KBUILD_OUT)
-	$(MAKE) -s -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) C=2 \
+	$(MAKE) -s -C $(KDIR) M=$(KBUILD_OUT) C=2 \
 		$(if $(FAULT_INJECTION),REDCAP_FAULT_INJECTION=y) modules
 
 install: modules userspace
-	$(MAKE) -C /lib/modules/$(KREL)/build M=$(KBUILD_OUT) \
+	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT) \
 		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
 	install -D -m 755 build/userspace/vdiskctl $(DESTDIR)$(PREFIX)/sbin/vdiskctl
 	install -D -m 644 userspace/vdiskctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8
