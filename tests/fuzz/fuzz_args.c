@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer harness of the table-line and message parsers of both targets
+ * (dm-redcap/rc-args.c, dm-vdisk-model/vd-args.c).  One source, built once
+ * per parser (tests/fuzz/Makefile):
+ *   -DFUZZ_RC_TABLE	rc_parse_table()
+ *   -DFUZZ_RC_MESSAGE	rc_parse_message()
+ *   -DFUZZ_VD_TABLE	vd_parse_table()
+ *   -DFUZZ_VD_MESSAGE	vd_parse_message(); the first two input bytes give
+ *			the model's size (vd_geometry() below), the rest is
+ *			the message
+ *
+ * The input is split into words the way dm_split_args() does, every word
+ * copied into a heap block of its exact size so that ASan sees a read past
+ * its NUL.  After a successful parse the result is checked against the
+ * words by an independent reading of them; after a refusal, the error text.
+ * A broken invariant abort()s with the line that failed.
+ *
+ * FUZZ_ARGS_VERBOSE=1 in the environment prints what each input parsed to,
+ * e.g. "FUZZ_ARGS_VERBOSE=1 build/fuzz/rc_table tests/fuzz/corpus/rc_table/<file>...".
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#if defined(FUZZ_RC_TABLE) || defined(FUZZ_RC_MESSAGE)
+#include "rc-args.h"
+#elif defined(FUZZ_VD_TABLE) || defined(FUZZ_VD_MESSAGE)
+#include "vd-args.h"
+#else
+#error "build with one of -DFUZZ_RC_TABLE -DFUZZ_RC_MESSAGE -DFUZZ_VD_TABLE -DFUZZ_VD_MESSAGE"
+#endif
+
+#define MAX_INPUT	4096	/* bytes of a line; longer inputs are skipped */
+#define MAX_WORDS	64	/* words of a line; more and the input is skipped */
+#define ERR_LEN		128	/* the buffer both targets' message functions pass */
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "fuzz_args: %s:%d: check failed: %s\n", \
+				__FILE__, __LINE__, #cond);		\
+			abort();					\
+		}							\
+	} while (0)
+
+static int verbose;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *v = getenv("FUZZ_ARGS_VERBOSE");
+
+	verbose = v && *v && strcmp(v, "0");
+	return 0;
+}
+
+/* --- Splitting, as dm_split_args() does ------------------------------- */
+
+/* The kernel's isspace(): its ctype table also marks 0xa0 (Latin-1 NBSP). */
+static int dm_isspace(unsigned char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r') || c == 0xa0;
+}
+
+struct words {
+	unsigned int argc;
+	char **argv;		/* argc entries, each its own exact-size block */
+	char *saved[MAX_WORDS];	/* copies, to see that the parser changed nothing */
+};
+
+static void report(const struct words *w, const char *err)
+{
+	unsigned int i;
+
+	if (!verbose)
+		return;
+	fprintf(stderr, "fuzz_args: %u words:", w->argc);
+	for (i = 0; i < w->argc; i++)
+		fprintf(stderr, " [%s]", w->argv[i]);
+	fprintf(stderr, " -> %s\n", err ? err : "ok");
+}
+
+/*
+ * @data as dm_split_args() sees it: a C string (it ends at the first NUL),
+ * words separated by whitespace, a backslash taking the next character
+ * (not the NUL) literally.  0, or -1 if the input is too long.
+ */
+static int split(const uint8_t *data, size_t size, struct words *w)
+{
+	char line[MAX_INPUT + 1], *start, *end, *out, *tok[MAX_WORDS];
+	size_t len[MAX_WORDS];
+	unsigned int i;
+
+	if (size > MAX_INPUT)
+		return -1;
+	memcpy(line, data, size);
+	line[size] = '\0';
+
+	w->argc = 0;
+	end = line;
+	for (;;) {
+		for (start = end; dm_isspace((unsigned char)*start); start++)
+			;
+		if (!*start)
+			break;
+		end = out = start;
+		while (*end) {
+			if (*end == '\\' && end[1]) {
+				*out++ = end[1];
+				end += 2;
+				continue;
+			}
+			if (dm_isspace((unsigned char)*end))
+				break;
+			*out++ = *end++;
+		}
+		if (*end)
+			end++;
+		*out = '\0';
+		if (w->argc == MAX_WORDS)
+			return -1;
+		tok[w->argc] = start;
+		len[w->argc] = (size_t)(out - start);
+		w->argc++;
+	}
+
+	/* malloc(0) for no words: ASan reports any use of argv[0]. */
+	w->argv = malloc(w->argc * sizeof(*w->argv));
+	CHECK(w->argv);
+	for (i = 0; i < w->argc; i++) {
+		w->argv[i] = malloc(len[i] + 1);
+		w->saved[i] = malloc(len[i] + 1);
+		CHECK(w->argv[i] && w->saved[i]);
+		memcpy(w->argv[i], tok[i], len[i] + 1);
+		memcpy(w->saved[i], tok[i], len[i] + 1);
+	}
+	return 0;
+}
+
+static void words_free(struct words *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->argc; i++) {
+		/* The parsers take char ** but must leave the words alone. */
+		CHECK(!strcmp(w->argv[i], w->saved[i]));
+		free(w->argv[i]);
+		free(w->saved[i]);
+	}
+	free(w->argv);
+}
+
+/* --- Independent readings of the words --------------------------------- */
+
+/* A decimal number 0..@max, digits only: true and *@v, or false. */
+static int ref_dec(const char *s, uint64_t max, uint64_t *v)
+{
+	uint64_t n = 0;
+
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' ||
+		    __builtin_mul_overflow(n, 10, &n) ||
+		    __builtin_add_overflow(n, (uint64_t)(*s - '0'), &n))
+			return 0;
+	}
+	if (n > max)
+		return 0;
+	*v = n;
+	return 1;
+}
+
+/* ref_dec() that must succeed: the parser accepted the word as a number. */
+static uint64_t dec(const char *s, uint64_t max)
+{
+	uint64_t v = 0;
+
+	CHECK(ref_dec(s, max, &v));
+	return v;
+}
+
+/* Is @p one of the words? (A pointer the parser hands back must be.) */
+static __attribute__((unused)) int is_word(const struct words *w, const char *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->argc; i++)
+		if (p == w->argv[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * An error: non-empty, NUL-terminated within @len.  Table errors are
+ * constant texts for ti->error, so printable ASCII too.  @buf is the
+ * message buffer, of exactly @len bytes (ASan catches an unterminated one).
+ */
+static void check_error(const char *err, size_t len, int printable)
+{
+	size_t n = strlen(err);
+	size_t i;
+
+	CHECK(n > 0);
+	CHECK(n < len);
+	if (printable)
+		for (i = 0; i < n; i++)
+			CHECK(err[i] >= 0x20 && err[i] < 0x7f);
+}
+
+static __attribute__((unused)) char *err_buf(void)
+{
+	char *buf = malloc(ERR_LEN);
+
+	CHECK(buf);
+	memset(buf, 'X', ERR_LEN);	/* no NUL but the one the parser writes */
+	return buf;
+}
+
+/* --- rc_parse_table() -------------------------------------------------- */
+
+#ifdef FUZZ_RC_TABLE
+static void fuzz(struct words *w)
+{
+	struct rc_table_args t;
+	int seen_policy = 0, seen_wp = 0, seen_est = 0, seen_model = 0;
+	uint64_t nr;
+	unsigned int i;
+	const char *err;
+
+	memset(&t, 0x5a, sizeof(t));
+	err = rc_parse_table(w->argc, w->argv, &t);
+	report(w, err);
+	if (err) {
+		check_error(err, ERR_LEN, 1);
+		return;
+	}
+
+	CHECK(w->argc >= 3);
+	CHECK(t.origin && t.origin == w->argv[0]);
+	CHECK(t.seg_sectors >= RC_MIN_SEG_SECTORS && t.seg_sectors <= RC_MAX_SEG_SECTORS);
+	CHECK(!(t.seg_sectors & (t.seg_sectors - 1)));
+	CHECK(t.seg_sectors == dec(w->argv[1], UINT32_MAX));
+	CHECK(t.nr_segs >= 1 && t.nr_segs <= (1u << 24) && t.nr_segs <= RC_MAX_ENTRIES);
+	CHECK(t.nr_segs == dec(w->argv[2], UINT32_MAX));
+	CHECK((unsigned int)t.policy < RC_POLICY_NR);
+	CHECK((unsigned int)t.write_policy <= RC_WRITE_UPDATE);
+	CHECK((unsigned int)t.estimator < RC_EST_NR);
+	CHECK(!t.model || is_word(w, t.model));
+
+	if (w->argc == 3) {
+		CHECK(t.policy == RC_POLICY_ALWAYS && t.write_policy == RC_WRITE_INVALIDATE &&
+		      t.estimator == RC_EST_SPK && !t.model);
+		return;
+	}
+	/* <#features> counts every word after it: pairs of name and value. */
+	nr = dec(w->argv[3], UINT32_MAX);
+	CHECK(nr == w->argc - 4 && nr % 2 == 0 && nr <= 8);
+	for (i = 4; i < w->argc; i += 2) {
+		const char *name = w->argv[i], *val = w->argv[i + 1];
+
+		if (!strcasecmp(name, "policy")) {
+			CHECK(!seen_policy++);
+			CHECK(!strcasecmp(rc_policy_name(t.policy), val));
+		} else if (!strcasecmp(name, "write_policy")) {
+			CHECK(!seen_wp++);
+			CHECK(!strcasecmp(t.write_policy == RC_WRITE_UPDATE ? "update" : "invalidate",
+					  val));
+		} else if (!strcasecmp(name, "estimator")) {
+			CHECK(!seen_est++);
+			CHECK(!strcasecmp(rc_estimator_name(t.estimator), val));
+		} else if (!strcasecmp(name, "model")) {
+			CHECK(!seen_model++);
+			CHECK(t.model == val);
+		} else {
+			CHECK(!"unknown feature accepted");
+		}
+	}
+	CHECK(seen_policy || t.policy == RC_POLICY_ALWAYS);
+	CHECK(seen_wp || t.write_policy == RC_WRITE_INVALIDATE);
+	CHECK(seen_est || t.estimator == RC_EST_SPK);
+	CHECK(seen_model || !t.model);
+}
+#endif
+
+/* --- rc_parse_message() ------------------------------------------------ */
+
+#ifdef FUZZ_RC_MESSAGE
+static void fuzz(struct words *w)
+{
+	static const struct {
+		const char *verb;
+		unsigned int args;
+	} verbs[] = {
+		[RC_MSG_STATS] = { "stats", 0 },
+		[RC_MSG_RESET_STATS] = { "reset_stats", 0 },
+		[RC_MSG_DROP_CACHE] = { "drop_cache", 0 },
+		[RC_MSG_POLICY] = { "policy", 1 },
+		[RC_MSG_WRITE_POLICY] = { "write_policy", 1 },
+		[RC_MSG_ESTIMATOR] = { "estimator", 1 },
+		[RC_MSG_SET] = { "set", 2 },
+	};
+	static const struct {
+		const char *key;
+		uint32_t min, max;
+	} keys[] = {
+		[RC_TUN_WINDOW] = { "window", 1, 1000000 },
+		[RC_TUN_MARGIN] = { "margin", 0, 99 },
+		[RC_TUN_DWELL] = { "dwell", 0, 1000 },
+		[RC_TUN_DECAY_MS] = { "decay_ms", 0, 3600000 },
+	};
+	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
+	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");
+	struct rc_msg m;
+	char *buf = err_buf();
+	const char *err;
+
+	memset(&m, 0x5a, sizeof(m));
+	err = rc_parse_message(w->argc, w->argv, &m, buf, ERR_LEN);
+	report(w, err);
+	if (err) {
+		check_error(err, ERR_LEN, 0);
+		free(buf);
+		return;
+	}
+	free(buf);
+
+	CHECK((unsigned int)m.verb < RC_MSG_NR);
+	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
+	CHECK(w->argc == 1 + verbs[m.verb].args);
+	switch (m.verb) {
+	case RC_MSG_POLICY:
+		CHECK(m.value >= 0 && m.value < RC_POLICY_NR);
+		CHECK(!strcasecmp(rc_policy_name((enum rc_policy)m.value), w->argv[1]));
+		break;
+	case RC_MSG_WRITE_POLICY:
+		CHECK(m.value == RC_WRITE_INVALIDATE || m.value == RC_WRITE_UPDATE);
+		CHECK(!strcasecmp(m.value == RC_WRITE_UPDATE ? "update" : "invalidate",
+				  w->argv[1]));
+		break;
+	case RC_MSG_ESTIMATOR:
+		CHECK(m.value >= 0 && m.value < RC_EST_NR);
+		CHECK(!strcasecmp(rc_estimator_name((enum rc_estimator)m.value), w->argv[1]));
+		break;
+	case RC_MSG_SET:
+		CHECK((unsigned int)m.key < RC_TUN_NR);
+		CHECK(!strcasecmp(keys[m.key].key, w->argv[1]));
+		CHECK(m.uvalue >= keys[m.key].min && m.uvalue <= keys[m.key].max);
+		CHECK(m.uvalue == dec(w->argv[2], UINT32_MAX));
+		break;
+	default:
+		break;
+	}
+}
+#endif
+
+/* --- vd_parse_table() -------------------------------------------------- */
+
+#ifdef FUZZ_VD_TABLE
+static const char *const vd_feature_names[VDF_NR] = {
+	[VDF_MODE] = "mode", [VDF_PROFILE] = "profile", [VDF_CAPACITY] = "capacity",
+	[VDF_SEED] = "seed", [VDF_ROWS] = "rows", [VDF_RPM] = "rpm",
+	[VDF_CYLINDERS] = "cylinders", [VDF_SEEK] = "seek", [VDF_MEDIA] = "media_mbps",
+	[VDF_BUS] = "bus_mbps", [VDF_OVERHEAD] = "overhead_us", [VDF_CACHE] = "cache",
+	[VDF_READAHEAD] = "readahead",
+};
+static const unsigned int vd_nargs[VDF_NR] = {
+	[VDF_SEEK] = 5, [VDF_CACHE] = 2,
+	[VDF_MODE] = 1, [VDF_PROFILE] = 1, [VDF_CAPACITY] = 1, [VDF_SEED] = 1,
+	[VDF_ROWS] = 1, [VDF_RPM] = 1, [VDF_CYLINDERS] = 1, [VDF_MEDIA] = 1,
+	[VDF_BUS] = 1, [VDF_OVERHEAD] = 1, [VDF_READAHEAD] = 1,
+};
+
+static void fuzz(struct words *w)
+{
+	struct vd_table_args t;
+	struct vd_drive_params want;
+	const struct vd_drive_profile *pr;
+	char **val[VDF_NR] = { NULL };
+	uint64_t nr;
+	uint32_t seen = 0;
+	unsigned int i, f = 0;
+	const char *err;
+
+	memset(&t, 0x5a, sizeof(t));
+	err = vd_parse_table(w->argc, w->argv, &t);
+	report(w, err);
+	if (err) {
+		check_error(err, ERR_LEN, 1);
+		return;
+	}
+
+	CHECK(w->argc >= 1 && t.dev == w->argv[0]);
+	CHECK(t.rows >= 1 && t.rows <= VD_MAX_ROWS);
+	CHECK(vd_drive_params_check(&t.params) == 0);
+	CHECK(t.mode == VD_MODE_MEASURE || t.mode == VD_MODE_EMULATE);
+	CHECK(t.features < (1u << VDF_NR));
+	for (pr = vd_drive_profiles; pr->name && pr != t.profile; pr++)
+		;
+	CHECK(t.profile && pr == t.profile);
+
+	/* Which features the words name, and where their values are. */
+	if (w->argc > 1) {
+		nr = dec(w->argv[1], UINT32_MAX);
+		CHECK(nr == w->argc - 2 && nr <= 40);
+		for (i = 2; i < w->argc; i += 1 + vd_nargs[f]) {
+			for (f = 0; f < VDF_NR; f++)
+				if (!strcasecmp(w->argv[i], vd_feature_names[f]))
+					break;
+			CHECK(f < VDF_NR);
+			CHECK(vd_feature_nargs((enum vd_feature)f) == vd_nargs[f]);
+			CHECK(!(seen & (1u << f)));
+			CHECK(i + vd_nargs[f] < w->argc);
+			seen |= 1u << f;
+			val[f] = w->argv + i + 1;
+		}
+	}
+	CHECK(t.features == seen);
+
+	CHECK(t.mode == (val[VDF_MODE] && !strcasecmp(val[VDF_MODE][0], "emulate") ?
+			 VD_MODE_EMULATE : VD_MODE_MEASURE));
+	if (val[VDF_MODE])
+		CHECK(!strcasecmp(val[VDF_MODE][0], "emulate") ||
+		      !strcasecmp(val[VDF_MODE][0], "measure"));
+	if (val[VDF_PROFILE])
+		CHECK(!strcasecmp(t.profile->name, val[VDF_PROFILE][0]));
+	else
+		CHECK(t.profile == &vd_drive_profiles[0]);
+	if (val[VDF_CAPACITY])
+		CHECK(t.capacity && t.capacity == dec(val[VDF_CAPACITY][0], UINT64_MAX));
+	else
+		CHECK(t.capacity == 0);
+	CHECK(t.seed == (val[VDF_SEED] ? dec(val[VDF_SEED][0], UINT64_MAX) : 1));
+	CHECK(t.rows == (val[VDF_ROWS] ? dec(val[VDF_ROWS][0], UINT32_MAX) : VD_DEFAULT_ROWS));
+
+	/* The profile's drive, with every explicit value on top. */
+	want = t.profile->p;
+	if (val[VDF_RPM])
+		want.rpm = dec(val[VDF_RPM][0], UINT32_MAX);
+	if (val[VDF_CYLINDERS])
+		want.cylinders = dec(val[VDF_CYLINDERS][0], UINT32_MAX);
+	if (val[VDF_SEEK]) {
+		want.seek_alpha_ns = dec(val[VDF_SEEK][0], UINT32_MAX);
+		want.seek_beta_ns = dec(val[VDF_SEEK][1], UINT32_MAX);
+		want.seek_theta = dec(val[VDF_SEEK][2], UINT32_MAX);
+		want.seek_gamma_ns = dec(val[VDF_SEEK][3], UINT32_MAX);
+		want.seek_delta_ns = dec(val[VDF_SEEK][4], UINT32_MAX);
+	}
+	if (val[VDF_MEDIA])
+		want.media_mbps = dec(val[VDF_MEDIA][0], UINT32_MAX);
+	if (val[VDF_BUS])
+		want.bus_mbps = dec(val[VDF_BUS][0], UINT32_MAX);
+	if (val[VDF_OVERHEAD])
+		want.overhead_ns = dec(val[VDF_OVERHEAD][0], 1000000) * 1000;
+	if (val[VDF_CACHE]) {
+		want.nr_segs = dec(val[VDF_CACHE][0], VD_DRIVE_MAX_SEGS);
+		want.seg_sectors = dec(val[VDF_CACHE][1], UINT32_MAX);
+	}
+	if (val[VDF_READAHEAD])
+		want.ra_sectors = dec(val[VDF_READAHEAD][0], UINT32_MAX);
+	CHECK(!memcmp(&want, &t.params, sizeof(want)));
+}
+#endif
+
+/* --- vd_parse_message() ------------------------------------------------ */
+
+#ifdef FUZZ_VD_MESSAGE
+/*
+ * The model's size from the first two bytes, big-endian v: rows 1..2048
+ * (1 + v % 2048), cols 1, 4, .., 91 (1 + 3k for k = v / 2048 < 31) or 2^20,
+ * the most a capacity gives.  "0?" is rows 64, cols 19 (the guest tests').
+ */
+static void vd_geometry(const uint8_t *data, uint32_t *rows, uint32_t *cols)
+{
+	unsigned int v = (unsigned int)data[0] << 8 | data[1];
+
+	*rows = 1 + v % 2048;
+	*cols = v / 2048 < 31 ? 1 + 3 * (v / 2048) : 1u << 20;
+}
+
+static enum vd_dir dir_of(const char *s)
+{
+	if (!strcasecmp(s, "r") || !strcasecmp(s, "read"))
+		return VD_READ;
+	CHECK(!strcasecmp(s, "w") || !strcasecmp(s, "write"));
+	return VD_WRITE;
+}
+
+/* A cell by an independent reading: three ':'-separated decimal fields. */
+static void ref_cell(const char *s, uint32_t *col, uint32_t *n, uint64_t *sum)
+{
+	char f[3][32];
+	const char *colon;
+	unsigned int i;
+	size_t len;
+
+	for (i = 0; i < 3; i++) {
+		colon = strchr(s, ':');
+		CHECK(i < 2 ? colon != NULL : colon == NULL);
+		len = colon ? (size_t)(colon - s) : strlen(s);
+		CHECK(len < sizeof(f[i]));
+		memcpy(f[i], s, len);
+		f[i][len] = '\0';
+		s += len + 1;
+	}
+	*col = (uint32_t)dec(f[0], UINT32_MAX);
+	*n = (uint32_t)dec(f[1], UINT32_MAX);
+	*sum = dec(f[2], UINT64_MAX);
+}
+
+static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
+{
+	static const struct {
+		const char *verb;
+		unsigned int min_args, max_args;
+	} verbs[] = {
+		[VD_MSG_STATS] = { "stats", 0, 0 },
+		[VD_MSG_RESET] = { "reset", 0, 0 },
+		[VD_MSG_RESET_STATS] = { "reset_stats", 0, 0 },
+		[VD_MSG_MODE] = { "mode", 1, 1 },
+		[VD_MSG_TRAIN] = { "train", 1, 1 },
+		[VD_MSG_ESTIMATE] = { "estimate", 3, 3 },
+		[VD_MSG_TABLE] = { "table", 3, 3 },
+		[VD_MSG_LOAD] = { "load", 2, ~0u },
+	};
+	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == VD_MSG_NR, "verbs");
+	static const char *const yes[] = { "on", "1", "y", "yes", "true" };
+	static const char *const no[] = { "off", "0", "n", "no", "false" };
+	struct vd_msg m;
+	char *buf = err_buf();
+	const char *err;
+	unsigned int i, on = 0, off = 0;
+
+	memset(&m, 0x5a, sizeof(m));
+	err = vd_parse_message(w->argc, w->argv, rows, cols, &m, buf, ERR_LEN);
+	report(w, err);
+	if (err) {
+		check_error(err, ERR_LEN, 0);
+		free(buf);
+		return;
+	}
+	free(buf);
+
+	CHECK((unsigned int)m.verb < VD_MSG_NR);
+	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
+	CHECK(w->argc - 1 >= verbs[m.verb].min_args && w->argc - 1 <= verbs[m.verb].max_args);
+	switch (m.verb) {
+	case VD_MSG_MODE:
+		CHECK(m.mode == (!strcasecmp(w->argv[1], "emulate") ?
+				 VD_MODE_EMULATE : VD_MODE_MEASURE));
+		CHECK(!strcasecmp(w->argv[1], "emulate") || !strcasecmp(w->argv[1], "measure"));
+		break;
+	case VD_MSG_TRAIN:
+		for (i = 0; i < 5; i++) {
+			on += !strcasecmp(w->argv[1], yes[i]);
+			off += !strcasecmp(w->argv[1], no[i]);
+		}
+		CHECK(on + off == 1 && m.train == (on == 1));
+		break;
+	case VD_MSG_ESTIMATE:
+		CHECK(m.dir == dir_of(w->argv[1]));
+		CHECK(m.distance == dec(w->argv[2], UINT64_MAX));
+		CHECK(m.sectors && m.sectors == dec(w->argv[3], UINT32_MAX));
+		break;
+	case VD_MSG_TABLE:
+		CHECK(m.dir == dir_of(w->argv[1]));
+		CHECK(m.row == dec(w->argv[2], UINT32_MAX));
+		CHECK(m.nr_rows == dec(w->argv[3], UINT32_MAX));
+		CHECK(m.row < rows && (uint64_t)m.row + m.nr_rows <= rows);
+		break;
+	case VD_MSG_LOAD:
+		CHECK(m.dir == dir_of(w->argv[1]));
+		CHECK(m.row == dec(w->argv[2], UINT32_MAX) && m.row < rows);
+		CHECK(m.first_cell >= 3 && m.first_cell <= w->argc);
+		for (i = m.first_cell; i < w->argc; i++) {
+			uint32_t col = 0, n = 0, rcol, rn;
+			uint64_t sum = 0, rsum;
+
+			CHECK(vd_parse_cell(w->argv[i], &col, &n, &sum) == 0);
+			ref_cell(w->argv[i], &rcol, &rn, &rsum);
+			CHECK(col == rcol && n == rn && sum == rsum);
+			CHECK(col < cols && n <= VD_WINDOW);
+			CHECK(sum <= (uint64_t)n * VD_MAX_SAMPLE_NS);
+		}
+		break;
+	default:
+		break;
+	}
+}
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct words w;
+
+#ifdef FUZZ_VD_MESSAGE
+	uint32_t rows, cols;
+
+	if (size < 2)
+		return 0;
+	vd_geometry(data, &rows, &cols);
+	data += 2;
+	size -= 2;
+#endif
+	if (split(data, size, &w))
+		return 0;
+#ifdef FUZZ_VD_MESSAGE
+	fuzz_vd_message(&w, rows, cols);
+#else
+	fuzz(&w);
+#endif
+	words_free(&w);
+	return 0;
+}
