@@ -43,6 +43,10 @@ MODULE_PARM_DESC(fi_finish_delay_us,
 static unsigned int fi_fill_alloc_fail;
 module_param(fi_fill_alloc_fail, uint, 0644);
 MODULE_PARM_DESC(fi_fill_alloc_fail, "test builds: fail every Nth fill set-up (0: none)");
+static unsigned int fi_endio_delay_us;
+module_param(fi_endio_delay_us, uint, 0644);
+MODULE_PARM_DESC(fi_endio_delay_us,
+		 "test builds: spin this long in a fill's bio completion, before its work is queued");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -59,6 +63,15 @@ static void redcap_fi_finish_delay(void)
 	if (us)
 		usleep_range(us, us + 100);
 }
+
+/* Completion context: a busy wait, at most 10 ms. */
+static void redcap_fi_endio_delay(void)
+{
+	unsigned int us = min(READ_ONCE(fi_endio_delay_us), 10000u);
+
+	if (us)
+		udelay(us);
+}
 #else
 static inline bool redcap_fi_alloc_fail(void)
 {
@@ -66,6 +79,10 @@ static inline bool redcap_fi_alloc_fail(void)
 }
 
 static inline void redcap_fi_finish_delay(void)
+{
+}
+
+static inline void redcap_fi_endio_delay(void)
 {
 }
 #endif
@@ -247,6 +264,7 @@ static void redcap_fill_endio(struct bio *bio)
 		redcap_disk_done(cc, RC_DISK_FILL, f->sector, f->sectors, f->start_ns);
 		spin_unlock_irqrestore(&cc->lock, flags);
 	}
+	redcap_fi_endio_delay();
 	queue_work(cc->wq, &f->work);
 }
 

@@ -408,16 +408,18 @@ def test_defect4_drop_cache_and_a_large_write_zeroes_walk_in_chunks(loop64, dmna
 
 def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault):
     """Readers on 16 segments stop and the device is removed at once, 12
-    times: every fill's completion (delayed by fi_finish_delay_us on the
-    failed ones) finishes before the cache is freed.  On 503ac65 the
-    completion queued the shared work item after the fill count could
-    already have reached zero."""
+    times: every fill's completion finishes before the cache is freed, with
+    its bio completion held between the bio's end and the queueing of its
+    work (fi_endio_delay_us) and the failed ones' work held too
+    (fi_finish_delay_us).  On 503ac65 the completion queued the shared work
+    item after the fill count could already have reached zero."""
     write_stamped(loop64, 0, 32 * SEG_BLOCKS, SEED)
     n = 32 * SEG
     bad = {3, 7, 11}
     good = [b for b in range(32 * SEG_BLOCKS)
             if b // SEG_BLOCKS not in bad or b % SEG_BLOCKS != (SEG // 2) // 8]
     fault("fi_finish_delay_us", 2000)
+    fault("fi_endio_delay_us", 500)
     with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low, kmsg() as k:
         for i in range(12):
             with Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 8") as rc:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""tests/vm/run as a user and a script see it: exit status, output, timeout."""
+"""tests/vm/run as a user and a script see it: exit status, output, the
+kernel log kept with --klog, timeout."""
 import os
 import subprocess
 
@@ -15,16 +16,17 @@ def _run(*args, timeout=600):
                           stdin=subprocess.DEVNULL, timeout=timeout)
 
 
-def test_false_exits_1():
-    assert _run("--", "false").returncode == 1
-
-
-def test_exit_status_and_output_pass_through():
-    r = _run("--", "sh", "-c", "echo out-line; echo err-line >&2; "
+def test_exit_status_output_and_kernel_log_pass_through():
+    klog = os.path.join(TOP, "build", "vm", "test-klog.log")
+    r = _run("--klog", klog, "--", "sh", "-c", "echo out-line; echo err-line >&2; "
+             "echo redcap-klog-test > /dev/kmsg; sleep 1; "
              "grep -qw dm_redcap /proc/modules && grep -qw dm_vdisk /proc/modules; exit 7")
     assert r.returncode == 7, r.stderr
     assert "out-line" in r.stdout
     assert "err-line" in r.stderr
+    with open(klog) as f:
+        assert "redcap-klog-test" in f.read()
+    os.unlink(klog)
 
 
 def test_hung_guest_times_out_with_kernel_log():
