@@ -79,4 +79,48 @@ static inline uint64_t ctest_rand(uint64_t n)
 	return (ctest_rand64() >> 8) % n;
 }
 
+/*
+ * Splits @line at spaces into argv (at most @max words) for the parser
+ * tests; the words live in a private copy, valid until the next call.
+ */
+static inline unsigned int ctest_words(const char *line, char **argv, unsigned int max)
+{
+	static char buf[512];
+	unsigned int argc = 0;
+	char *p;
+
+	CHECK(strlen(line) < sizeof(buf));
+	strcpy(buf, line);
+	for (p = strtok(buf, " "); p; p = strtok(NULL, " ")) {
+		CHECK(argc < max);
+		argv[argc++] = p;
+	}
+	return argc;
+}
+
+/*
+ * Each {line, error} of @cases must be refused with exactly that error by
+ * @parse(line) (NULL: accepted).
+ */
+struct ctest_refusal {
+	const char *line, *error;
+};
+
+#define CHECK_REFUSALS(cases, parse)					\
+	do {								\
+		unsigned int ctest_i;					\
+		const char *ctest_err;					\
+									\
+		for (ctest_i = 0; ctest_i < sizeof(cases) / sizeof((cases)[0]); ctest_i++) { \
+			ctest_err = parse((cases)[ctest_i].line);	\
+			if (!ctest_err || strcmp(ctest_err, (cases)[ctest_i].error)) { \
+				fprintf(stderr, "%s:%d: '%s': got '%s', want '%s'\n", \
+					__FILE__, __LINE__, (cases)[ctest_i].line, \
+					ctest_err ? ctest_err : "(accepted)", \
+					(cases)[ctest_i].error);	\
+				exit(1);				\
+			}						\
+		}							\
+	} while (0)
+
 #endif
