@@ -46,7 +46,7 @@ MODULE_PARM_DESC(fi_fill_alloc_fail, "test builds: fail every Nth fill set-up (0
 static unsigned int fi_endio_delay_us;
 module_param(fi_endio_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_endio_delay_us,
-		 "test builds: spin this long in a fill's bio completion, before its work is queued");
+		 "test builds: wait this long in a fill's bio completion, before its work is queued");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -64,13 +64,21 @@ static void redcap_fi_finish_delay(void)
 		usleep_range(us, us + 100);
 }
 
-/* Completion context: a busy wait, at most 10 ms. */
+/*
+ * A fill's completion may run in a thread (a driver that completes there,
+ * dm-delay's worker) or in interrupt context: sleep there, at most 2 s,
+ * busy-wait here, at most 10 ms.
+ */
 static void redcap_fi_endio_delay(void)
 {
-	unsigned int us = min(READ_ONCE(fi_endio_delay_us), 10000u);
+	unsigned int us = READ_ONCE(fi_endio_delay_us);
 
-	if (us)
-		udelay(us);
+	if (!us)
+		return;
+	if (preemptible())
+		msleep(min(us, 2000000u) / 1000);
+	else
+		udelay(min(us, 10000u));
 }
 #else
 static inline bool redcap_fi_alloc_fail(void)

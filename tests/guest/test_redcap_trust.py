@@ -428,6 +428,42 @@ def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault
     assert not reports, reports
 
 
+def test_defect5_removal_waits_for_a_fill_completion_that_has_not_queued_its_work(
+        dmname, fault):
+    """Two readers miss on two segments at once, and the device is removed
+    as soon as both reads returned, 4 times.  The origin, dm-delay over a
+    RAM disk, completes the fills in its worker thread, where
+    fi_endio_delay_us makes each completion sleep 2 s before it queues its
+    work.  Removal must wait for both: no kernel report, every block read
+    as stamped.  On 503ac65 with tests/repro/503ac65-fi.patch (where
+    fi_finish_delay_us holds the shared fill worker 200 ms before it takes
+    the completed fills, and only a completion that joined a pending list
+    waits), the worker finished both fills while the second completion
+    waited, the fill count reached zero, removal freed the cache, and the
+    completion then read it: KASAN use-after-free in redcap_fill_endio."""
+    sh("modprobe", "dm-delay")
+    with brd_device(64) as ram:
+        write_stamped(ram, 0, 16 * SEG_BLOCKS, SEED)
+        n = dev_sectors(ram)
+        with Dm(dmname(), f"0 {n} delay {ram} 0 1") as slow, kmsg() as k:
+            for r in range(4):
+                with Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8") as rc:
+                    fault("fi_finish_delay_us", 200000)
+                    fault("fi_endio_delay_us", 2000000)
+                    go = threading.Barrier(2)
+                    blocks = [(2 * r + c) * SEG_BLOCKS + 5 for c in (0, 1)]
+
+                    def read_one(b):
+                        go.wait()
+                        check_block(read_blocks(rc.path, b * BLOCK, BLOCK), b, SEED)
+                    in_threads(read_one, [(b,) for b in blocks])
+                # removed here, while the second completion may still wait
+                set_param("fi_endio_delay_us", 0)
+                set_param("fi_finish_delay_us", 0)
+            reports = kernel_reports(k.lines())
+    assert not reports, reports
+
+
 # --------------------------------------------------------------------------
 # Defect 7: write_policy update copies a write's pages after it completed;
 # what it promises is in docs/redcap.rst, and tested here.
