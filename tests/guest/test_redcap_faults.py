@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, Dm, aligned, dev_sectors, dm_major_minor, kmsg, loop_device,
+from dmtest import (BLOCK, SLOW, Dm, aligned, dev_sectors, dm_major_minor, kmsg, loop_device,
                     read_blocks, read_pattern, sh, stamp, write_stamped)
 
 SEG = 256                       # segment sectors used throughout: 128 KiB
@@ -86,7 +86,7 @@ def exists(name):
 
 
 def wait_for(cond, what, timeout=30):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + timeout * SLOW
     while not cond():
         assert time.monotonic() < end, f"timed out waiting for {what}"
         time.sleep(0.1)
@@ -516,7 +516,7 @@ def test_remove_while_open_fails_and_device_keeps_working(origin, dmname):
 # 7. Suspend, resume and reload under load
 
 # Long enough for 3 suspends and 3 reloads on a guest slowed by a busy host.
-FIO_RUNTIME = 45
+FIO_RUNTIME = 45 * SLOW
 
 
 def test_suspend_resume_and_reload_under_fio_keep_data_consistent(loop64, dmname):

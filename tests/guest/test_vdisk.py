@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from dmtest import (Dm, brd_device, dev_sectors, dm_major_minor, fio, kmsg, read_pattern, sh,
+from dmtest import (SLOW, Dm, brd_device, dev_sectors, dm_major_minor, fio, kmsg, read_pattern, sh,
                     write_stamped)
 
 TABLE_ERR = re.compile(r"^device-mapper: table: \d+:\d+: vdisk: (.*)$")
@@ -171,7 +171,7 @@ def test_data_written_through_emulate_and_measure_reads_back(emu, ram, dmname):
 def test_mode_switches_and_suspends_under_verifying_fio_lose_nothing(emu):
     cmd = ["fio", "--name=v", f"--filename={emu.path}", "--direct=1", "--ioengine=libaio",
            "--iodepth=4", "--rw=randrw", "--bs=4k", "--size=8m", "--verify=crc32c",
-           "--verify_backlog=64", "--verify_fatal=1", "--time_based=1", "--runtime=15",
+           "--verify_backlog=64", "--verify_fatal=1", "--time_based=1", f"--runtime={15 * SLOW}",
            "--randseed=3", "--verify_state_save=0"]
     fio_p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, cwd="/tmp")
