@@ -104,17 +104,14 @@ const char *rc_parse_table(unsigned int argc, char **argv, struct rc_table_args 
 	return NULL;
 }
 
-static const struct {
-	const char *verb;
-	unsigned int args;
-} rc_msgs[RC_MSG_NR] = {
-	[RC_MSG_STATS] = { "stats", 0 },
-	[RC_MSG_RESET_STATS] = { "reset_stats", 0 },
-	[RC_MSG_DROP_CACHE] = { "drop_cache", 0 },
-	[RC_MSG_POLICY] = { "policy", 1 },
-	[RC_MSG_WRITE_POLICY] = { "write_policy", 1 },
-	[RC_MSG_ESTIMATOR] = { "estimator", 1 },
-	[RC_MSG_SET] = { "set", 2 },
+static const struct rc_verb rc_msgs[RC_MSG_NR] = {
+	[RC_MSG_STATS] = { "stats", 0, 0 },
+	[RC_MSG_RESET_STATS] = { "reset_stats", 0, 0 },
+	[RC_MSG_DROP_CACHE] = { "drop_cache", 0, 0 },
+	[RC_MSG_POLICY] = { "policy", 1, 1 },
+	[RC_MSG_WRITE_POLICY] = { "write_policy", 1, 1 },
+	[RC_MSG_ESTIMATOR] = { "estimator", 1, 1 },
+	[RC_MSG_SET] = { "set", 2, 2 },
 };
 
 static const struct {
@@ -150,22 +147,13 @@ static const char *rc_parse_set(char **argv, struct rc_msg *m, char *buf, size_t
 const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
 			     char *buf, size_t len)
 {
+	const char *err;
 	unsigned int i;
 
 	memset(m, 0, sizeof(*m));
-	if (!argc)
-		return "Empty message";
-	for (i = 0; i < RC_MSG_NR; i++)
-		if (rc_streq(argv[0], rc_msgs[i].verb))
-			break;
-	if (i == RC_MSG_NR) {
-		snprintf(buf, len, "Unrecognised message '%s'", argv[0]);
-		return buf;
-	}
-	if (argc - 1 != rc_msgs[i].args) {
-		snprintf(buf, len, "%s: wrong number of arguments", rc_msgs[i].verb);
-		return buf;
-	}
+	err = rc_parse_verb(rc_msgs, RC_MSG_NR, argc, argv, &i, buf, len);
+	if (err)
+		return err;
 	m->verb = (enum rc_msg_verb)i;
 	switch (m->verb) {
 	case RC_MSG_POLICY:

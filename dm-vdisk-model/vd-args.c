@@ -178,10 +178,7 @@ const char *vd_parse_table(unsigned int argc, char **argv, struct vd_table_args 
 	return NULL;
 }
 
-static const struct {
-	const char *verb;
-	unsigned int min_args, max_args;
-} vd_msgs[VD_MSG_NR] = {
+static const struct rc_verb vd_msgs[VD_MSG_NR] = {
 	[VD_MSG_STATS] = { "stats", 0, 0 },
 	[VD_MSG_RESET] = { "reset", 0, 0 },
 	[VD_MSG_RESET_STATS] = { "reset_stats", 0, 0 },
@@ -291,22 +288,13 @@ static const char *vd_parse_load(unsigned int argc, char **argv, u32 rows, u32 c
 const char *vd_parse_message(unsigned int argc, char **argv, u32 rows, u32 cols,
 			     struct vd_msg *m, char *buf, size_t len)
 {
+	const char *err;
 	unsigned int i;
 
 	memset(m, 0, sizeof(*m));
-	if (!argc)
-		return "Empty message";
-	for (i = 0; i < VD_MSG_NR; i++)
-		if (rc_streq(argv[0], vd_msgs[i].verb))
-			break;
-	if (i == VD_MSG_NR) {
-		snprintf(buf, len, "Unrecognised message '%s'", argv[0]);
-		return buf;
-	}
-	if (argc - 1 < vd_msgs[i].min_args || argc - 1 > vd_msgs[i].max_args) {
-		snprintf(buf, len, "%s: wrong number of arguments", vd_msgs[i].verb);
-		return buf;
-	}
+	err = rc_parse_verb(vd_msgs, VD_MSG_NR, argc, argv, &i, buf, len);
+	if (err)
+		return err;
 	m->verb = (enum vd_msg_verb)i;
 	switch (m->verb) {
 	case VD_MSG_MODE:

@@ -54,4 +54,38 @@ static inline int rc_parse_u32(const char *s, u32 *v)
 	return 0;
 }
 
+/* A message's first word, and how many words may follow it. */
+struct rc_verb {
+	const char *verb;
+	unsigned int min_args, max_args;
+};
+
+/*
+ * Look @argv[0] up among the @n entries of @verbs and check how many words
+ * follow it: NULL with its index in *@idx, or the error, in @buf where it
+ * names a word.
+ */
+static inline const char *rc_parse_verb(const struct rc_verb *verbs, unsigned int n,
+					unsigned int argc, char **argv, unsigned int *idx,
+					char *buf, size_t len)
+{
+	unsigned int i;
+
+	if (!argc)
+		return "Empty message";
+	for (i = 0; i < n; i++)
+		if (rc_streq(argv[0], verbs[i].verb))
+			break;
+	if (i == n) {
+		snprintf(buf, len, "Unrecognised message '%s'", argv[0]);
+		return buf;
+	}
+	if (argc - 1 < verbs[i].min_args || argc - 1 > verbs[i].max_args) {
+		snprintf(buf, len, "%s: wrong number of arguments", verbs[i].verb);
+		return buf;
+	}
+	*idx = i;
+	return NULL;
+}
+
 #endif
