@@ -47,6 +47,10 @@ static unsigned int fi_endio_delay_us;
 module_param(fi_endio_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_endio_delay_us,
 		 "test builds: wait this long in a fill's bio completion, before its work is queued");
+static unsigned int fi_preresume_delay_us;
+module_param(fi_preresume_delay_us, uint, 0644);
+MODULE_PARM_DESC(fi_preresume_delay_us,
+		 "test builds: sleep this long in preresume, with the new table live (at most 10 s)");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -62,6 +66,14 @@ static void redcap_fi_finish_delay(void)
 
 	if (us)
 		usleep_range(us, us + 100);
+}
+
+static void redcap_fi_preresume_delay(void)
+{
+	unsigned int us = min(READ_ONCE(fi_preresume_delay_us), 10000000u);
+
+	if (us)
+		msleep(us / 1000);
 }
 
 /*
@@ -91,6 +103,10 @@ static inline void redcap_fi_finish_delay(void)
 }
 
 static inline void redcap_fi_endio_delay(void)
+{
+}
+
+static inline void redcap_fi_preresume_delay(void)
 {
 }
 #endif
@@ -1040,6 +1056,7 @@ static int redcap_preresume(struct dm_target *ti)
 	struct redcap_cache *cc = rc->cc;
 	unsigned long flags;
 
+	redcap_fi_preresume_delay();
 	if (rc->applied)
 		return 0;
 	spin_lock_irqsave(&cc->lock, flags);

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, Dm, aligned, brd_device, check_block, dev_sectors, disk_reads,
+from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, disk_reads,
                     in_threads, kmsg, read_blocks, read_pattern, sh, write_stamped)
 
 SEG = 256                        # 128 KiB segments
@@ -362,6 +362,40 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
         reports = kernel_reports(k.lines())
     assert not errors, errors[0]
     assert not reports, reports
+
+
+def test_defect3_a_message_while_a_reload_resumes_reaches_the_cache_that_serves(
+        loop64, dmname, fault):
+    """A reload's resume makes the new table live, then calls its preresume
+    (held 3 s by fi_preresume_delay_us); a message sent in between reaches
+    the new table, and must change the cache that serves after the resume.
+    On 503ac65 (tests/repro/run-503ac65) the new table still had a cache of
+    its own there, which preresume swapped for the live one, without its
+    lock: the message went to the cache the old table then freed, and
+    window read 100 after the resume."""
+    n = dev_sectors(loop64)
+    table = f"0 {n} redcap {loop64} {SEG} 16"
+    with Dm(dmname(), table) as rc:
+        rc.message("set", "window", "100")
+        rc.reload(table + " 2 policy always")
+        fault("fi_preresume_delay_us", 3000000)
+        resume = subprocess.Popen(["dmsetup", "resume", rc.name])
+        try:
+            # The new table is live and the device still suspended: inside preresume.
+            end = time.monotonic() + 30 * SLOW
+            while not (rc.table().endswith("policy always") and
+                       sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended",
+                          rc.name).stdout.strip() == "Suspended"):
+                assert time.monotonic() < end, "the reload's new table never went live"
+                assert resume.poll() is None, "the resume ended before the message"
+                time.sleep(0.05)
+            rc.message("set", "window", "64")
+            assert resume.poll() is None, "the resume ended before the message"
+        finally:
+            assert resume.wait(timeout=60 * SLOW) == 0
+        set_param("fi_preresume_delay_us", 0)
+        st = rc.stats()
+    assert (st["policy"], st["window"]) == ("always", 64), st
 
 
 # --------------------------------------------------------------------------
