@@ -95,18 +95,10 @@ void rc_adapt_reset_stats(struct rc_adapt *a)
 	a->last_disk_ns = 0;
 }
 
-/* A new state: its dwell starts, and its evidence with it. */
-static void rc_adapt_switched(struct rc_adapt *a)
-{
-	a->since_switch = 0;
-	a->ev_cache_ns = 0;
-	a->ev_disk_ns = 0;
-}
-
 void rc_adapt_set_active(struct rc_adapt *a, bool active)
 {
 	if (a->active != active)
-		rc_adapt_switched(a);
+		a->since_switch = 0;
 	a->active = active;
 	rc_adapt_new_window(a);
 }
@@ -142,19 +134,17 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 		a->last_disk_ns = a->disk_ns;
 		a->total_cache_ns += a->cache_ns;
 		a->total_disk_ns += a->disk_ns;
-		a->ev_cache_ns += a->cache_ns - (a->ev_cache_ns >> RC_ADAPT_KEEP_SHIFT);
-		a->ev_disk_ns += a->disk_ns - (a->ev_disk_ns >> RC_ADAPT_KEEP_SHIFT);
 		if (a->switching && a->since_switch > a->dwell) {
 			if (a->active)
-				sw = a->ev_cache_ns * 100 > a->ev_disk_ns * (100 + a->margin);
+				sw = a->cache_ns * 100 > a->disk_ns * (100 + a->margin);
 			else
-				sw = a->ev_cache_ns * 100 < a->ev_disk_ns * (100 - a->margin);
+				sw = a->cache_ns * 100 < a->disk_ns * (100 - a->margin);
 		}
 	}
 	if (sw) {
 		a->active = !a->active;
 		a->switches++;
-		rc_adapt_switched(a);
+		a->since_switch = 0;
 	}
 	rc_adapt_new_window(a);
 	return sw;

@@ -62,14 +62,6 @@ enum rc_disk_kind {
 #define RC_ADAPT_WINDOW		128	/* reads per judgement */
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
-/*
- * A verdict weighs the judged windows since the last switch, each older
- * one at 3/4 of the weight of the one after it: the evidence of about the
- * last four windows.  One window of random reads is too short a sample to
- * tell a 10 % difference (see docs/redcap.rst); a real change of workload
- * still shows within a window or two.
- */
-#define RC_ADAPT_KEEP_SHIFT	2	/* evidence keeps 1 - 1/4 per window */
 #define RC_ADAPT_MAX_WINDOW	1000000u
 #define RC_ADAPT_MAX_MARGIN	100u
 #define RC_ADAPT_MAX_DWELL	1000u
@@ -87,7 +79,6 @@ struct rc_adapt {
 	u64 cache_ns;		/* the reads' time with the cache */
 	u64 disk_ns;		/* the same reads' time on the bare disk */
 	u32 since_switch;	/* windows judged since the last switch */
-	u64 ev_cache_ns, ev_disk_ns;	/* the evidence: the windows since then, decayed */
 
 	/* learnt */
 	struct rc_spk bare[RC_SPK_POOLS];	/* reads sent to the disk as received */

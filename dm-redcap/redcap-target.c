@@ -1184,8 +1184,6 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	       redcap_us(a->total_cache_ns), redcap_us(a->total_disk_ns));
 	DMEMIT("last_cache_time_us=%llu\nlast_est_disk_time_us=%llu\n",
 	       redcap_us(a->last_cache_ns), redcap_us(a->last_disk_ns));
-	DMEMIT("evidence_cache_time_us=%llu\nevidence_est_disk_time_us=%llu\n",
-	       redcap_us(a->ev_cache_ns), redcap_us(a->ev_disk_ns));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
 	DMEMIT("caware_decays=%llu\n", w->decays);
