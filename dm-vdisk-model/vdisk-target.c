@@ -16,6 +16,16 @@
 
 #define DM_MSG_PREFIX "vdisk"
 
+#ifdef REDCAP_FAULT_INJECTION
+/* Test builds only (make modules FAULT_INJECTION=1, as make check does). */
+static bool fi_reset_alloc_fail;
+module_param(fi_reset_alloc_fail, bool, 0644);
+MODULE_PARM_DESC(fi_reset_alloc_fail, "test builds: reset finds no memory for its tables");
+#define vdisk_fi_reset_alloc_fail()	READ_ONCE(fi_reset_alloc_fail)
+#else
+#define vdisk_fi_reset_alloc_fail()	false
+#endif
+
 #define VDISK_MAX_RINGS		8192	/* 2 MiB of 64-sample rings */
 
 static const char * const vdisk_mode_names[] = { "measure", "emulate" };
@@ -778,7 +788,8 @@ static int vdisk_reset(struct vdisk_c *vc)
 	struct vd_model fresh;
 	void *mem, *old;
 
-	mem = kvmalloc(vm->mem_size, GFP_KERNEL | __GFP_NOWARN);
+	mem = vdisk_fi_reset_alloc_fail() ? NULL :
+	      kvmalloc(vm->mem_size, GFP_KERNEL | __GFP_NOWARN);
 	if (!mem) {
 		DMERR("reset: cannot allocate model tables");
 		return -ENOMEM;

@@ -389,6 +389,30 @@ def test_bad_message_is_refused_and_changes_nothing(emu, msg, expected):
     assert (emu.stats(), emu.query("table", "r", "0", "64"), emu.table()) == before
 
 
+def test_reset_without_memory_is_refused_and_changes_nothing(emu):
+    """reset builds its empty tables aside before it swaps them in: when
+    that allocation fails (fi_reset_alloc_fail, test builds), the message
+    fails with ENOMEM and the tables, counters and table line stay."""
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=16k")
+    before = (emu.stats(), emu.query("table", "r", "0", "64"), emu.table())
+    param = "/sys/module/dm_vdisk/parameters/fi_reset_alloc_fail"
+    assert os.path.exists(param), f"{param} missing: the suite needs test builds"
+    with open(param, "w") as f:
+        f.write("1\n")
+    try:
+        with kmsg() as k:
+            r = emu.message("reset", check=False)
+            lines = k.lines()
+    finally:
+        with open(param, "w") as f:
+            f.write("0\n")
+    assert r.returncode != 0 and "Cannot allocate memory" in r.stderr, r
+    assert errors(VDISK_ERR, lines) == ["reset: cannot allocate model tables"], lines
+    assert (emu.stats(), emu.query("table", "r", "0", "64"), emu.table()) == before
+    emu.message("reset")
+    assert emu.query("table", "r", "0", "64") != before[1]
+
+
 # --------------------------------------------------------------------------
 # 5. redcap finds the model
 
