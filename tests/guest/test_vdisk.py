@@ -233,6 +233,30 @@ def test_table_dump_and_load_round_trip(emu, ram, dmname):
         assert meas.stats()["cells_filled"] == st["cells_filled"]
 
 
+def test_table_and_load_cross_their_1024_column_chunks(ram, dmname):
+    """table and load walk a row 1024 columns per lock hold: a model of a
+    5 TiB disk (5121 GiB columns) loaded with cells on both sides of each
+    chunk boundary dumps exactly those cells, and loads back from the
+    dump after a reset."""
+    capacity = 5 << 31                  # sectors: 5 TiB
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 2 capacity {capacity}") as d:
+        d.message("train", "off")       # only the loaded cells
+        d.message("reset")
+        st = d.stats()
+        assert st["cols"] > 4096, st
+        cols = [0, 1, 1022, 1023, 1024, 1025, 2047, 2048, 2049, 3071, 3072, 4095, 4096,
+                st["cols"] - 1]
+        cells = [f"{c}:{1 + i % 3}:{1000 * (c + 1)}" for i, c in enumerate(cols)]
+        d.message("load", "r", "3", *cells)
+        dump = d.query("table", "r", "3", "1")
+        assert dump.split() == ["3"] + cells, dump
+        assert d.stats()["cells_filled"] == len(cols)
+        d.message("reset")
+        assert d.query("table", "r", "3", "1").split() == ["3"]
+        d.message("load", "r", *dump.split())
+        assert d.query("table", "r", "3", "1") == dump
+
+
 def test_train_off_freezes_the_tables(emu, ram, dmname):
     with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {emu.path}") as meas:
         fio(meas.path, "--rw=randread", "--bs=4k", "--number_ios=50", "--size=100%")
