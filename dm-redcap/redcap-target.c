@@ -65,7 +65,7 @@ static void redcap_fi_finish_delay(void)
 	unsigned int us = READ_ONCE(fi_finish_delay_us);
 
 	if (us)
-		usleep_range(us, us + 100);
+		fsleep(us);
 }
 
 static void redcap_fi_preresume_delay(void)
@@ -73,7 +73,7 @@ static void redcap_fi_preresume_delay(void)
 	unsigned int us = min(READ_ONCE(fi_preresume_delay_us), 10000000u);
 
 	if (us)
-		msleep(us / 1000);
+		fsleep(us);
 }
 
 /*
@@ -88,7 +88,7 @@ static void redcap_fi_endio_delay(void)
 	if (!us)
 		return;
 	if (preemptible())
-		msleep(min(us, 2000000u) / 1000);
+		fsleep(min(us, 2000000u));
 	else
 		udelay(min(us, 10000u));
 }
