@@ -29,6 +29,16 @@ def test_exit_status_output_and_kernel_log_pass_through():
     os.unlink(klog)
 
 
+def test_a_command_exiting_126_is_not_a_boot_report():
+    """126 is also what guest-init exits with when a debug kernel reported a
+    bug while booting; only its mark beside the kernel log makes the harness
+    boot again, so a command's own 126 is passed through from one boot."""
+    r = _run("--", "sh", "-c", "echo ran-once; exit 126")
+    assert r.returncode == 126, r.stderr
+    assert r.stdout.count("ran-once") == 1, r.stdout
+    assert "booting again" not in r.stderr
+
+
 def test_hung_guest_times_out_with_kernel_log():
     r = _run("--timeout", "60", "--", "sh", "-c", "echo redcap-hang-test > /dev/kmsg; sleep 600")
     assert r.returncode == 124
