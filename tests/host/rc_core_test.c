@@ -2220,7 +2220,7 @@ CTEST(held_fills_bypass_misses_and_let_fills_in_flight_finish)
  * 32-bit sizes are refused with the constructor's text; what fits is
  * computed exactly.
  */
-CTEST(geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
+CTEST(defect6_geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
 {
 	struct rc_geometry g;
 
@@ -2256,7 +2256,7 @@ CTEST(geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
  * walk passed stays uncached, and a fill that completes before the walk
  * reaches it is still dropped.
  */
-CTEST(range_walk_in_chunks_at_1m_segments)
+CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 {
 	u32 n = 1u << 20, i = 0, steps = 0, a, b, f, g, idx, k;
 	struct rc_cache *c = mk(n);
