@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * /etc/redcaptab: one redcap stack per line, "name origin size [options]"
+ * (redcaptab(5)).  One parser for redcapctl, the udev helper and the
+ * systemd generator.  It checks everything a line says by itself (names,
+ * sizes, option words, against the target's own parsers); what depends on
+ * the machine (the origin present and free, RAM) is redcapctl's to check.
+ */
+#ifndef REDCAPTAB_H
+#define REDCAPTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* DM_NAME_LEN (128, with its NUL) less the "-vd" of the model layer. */
+#define RCTAB_NAME_MAX		124
+#define RCTAB_ORIGIN_MAX	4095
+#define RCTAB_ERR_MAX		256
+#define RCTAB_DEFAULT_SEGMENT	(128u << 10)
+
+enum rctab_origin { RCTAB_ORIGIN_PATH, RCTAB_ORIGIN_PARTUUID, RCTAB_ORIGIN_PARTLABEL };
+enum rctab_on_fail { RCTAB_ON_FAIL_FAIL, RCTAB_ON_FAIL_LINEAR };
+
+struct rctab_entry {
+	unsigned int line;			/* 1-based, in its file */
+	char name[RCTAB_NAME_MAX + 1];
+	enum rctab_origin origin_kind;
+	char origin[RCTAB_ORIGIN_MAX + 1];	/* the path, or what follows PARTUUID=/PARTLABEL= */
+	uint64_t ram_bytes;
+	uint32_t segment_bytes;			/* RCTAB_DEFAULT_SEGMENT unless segment= */
+	uint32_t nr_segments;			/* ram_bytes / segment_bytes */
+	int policy;				/* enum rc_policy, or -1: the tool's default */
+	int write_policy;			/* enum rc_write_policy, or -1 */
+	int estimator;				/* enum rc_estimator, or -1 */
+	bool nomodel, nofail, noauto;
+	enum rctab_on_fail on_fail;
+	bool has_device_timeout;
+	uint64_t device_timeout_us;		/* x-systemd.device-timeout=; 0: none */
+	char device_timeout[32];		/* as written, for the generator */
+	char warning[RCTAB_ERR_MAX];		/* "" or advice (e.g. a /dev/sdX origin) */
+};
+
+/*
+ * Parse one line (without or with its newline).  Returns 1 and fills @e for
+ * an entry, 0 for a blank or comment line, -1 with the reason in @err
+ * (RCTAB_ERR_MAX bytes) for a bad one.
+ */
+int rctab_parse_line(const char *text, unsigned int lineno, struct rctab_entry *e, char *err);
+
+/*
+ * A size in bytes: digits with an optional K, M, G or T (powers of 1024,
+ * any case, optionally followed by "iB").  0, or -1 on a malformed or
+ * overflowing size.
+ */
+int rctab_parse_size(const char *s, uint64_t *bytes);
+
+/* A systemd time span as fstab options use it: "30", "30s", "500ms", "2min", "1h", "infinity". */
+int rctab_parse_timespan(const char *s, uint64_t *us);
+
+/*
+ * A whole file: @entry is called for each good entry (in order), @bad for
+ * each bad line, with "line N: why".  A name used twice is an error on the
+ * later line.  Returns the number of bad lines, or -1 if @f cannot be read.
+ */
+int rctab_read(FILE *f, void (*entry)(const struct rctab_entry *e, void *arg),
+	       void (*bad)(unsigned int line, const char *why, void *arg), void *arg);
+
+#endif
