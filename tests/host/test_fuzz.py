@@ -13,7 +13,7 @@ import pytest
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SRC = os.path.join(TOP, "tests", "fuzz")
 BIN = os.path.join(TOP, "build", "fuzz")
-FUZZERS = ["rc_table", "rc_message", "vd_table", "vd_message"]
+FUZZERS = ["rc_table", "rc_message", "vd_table", "vd_message", "redcaptab"]
 RUNS = 200000
 
 
