@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,25 +151,14 @@ static int parse_origin(const char *word, struct rctab_entry *e, char *err)
 }
 
 /* policy=, write_policy=, estimator=: the target's own words for them. */
-static int parse_keyword(int k, const char *val, struct rctab_entry *e, char *err)
+static int parse_keyword(const char *opt, const char *val, int (*parse)(const char *name),
+			 const char *choices, int *out, char *err)
 {
-	static const struct {
-		const char *opt, *choices;
-		int (*parse)(const char *name);
-		size_t field;
-	} kw[] = {
-		{ "policy", "one of always, off, adaptive, caware, adaptive+caware",
-		  rc_policy_parse, offsetof(struct rctab_entry, policy) },
-		{ "write_policy", "invalidate or update",
-		  rc_write_policy_parse, offsetof(struct rctab_entry, write_policy) },
-		{ "estimator", "spk or vdisk",
-		  rc_estimator_parse, offsetof(struct rctab_entry, estimator) },
-	};
-	int r = kw[k].parse(val);
+	int r = parse(val);
 
 	if (r < 0)
-		return fail(err, "%s=%s: %s", kw[k].opt, val, kw[k].choices);
-	*(int *)((char *)e + kw[k].field) = r;
+		return fail(err, "%s=%s: %s", opt, val, choices);
+	*out = r;
 	return 0;
 }
 
@@ -225,9 +213,15 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 		e->segment_bytes = (uint32_t)v;
 		return 0;
 	case O_POLICY:
+		return parse_keyword(opt, val, rc_policy_parse,
+				     "one of always, off, adaptive, caware, adaptive+caware",
+				     &e->policy, err);
 	case O_WRITE_POLICY:
+		return parse_keyword(opt, val, rc_write_policy_parse, "invalidate or update",
+				     &e->write_policy, err);
 	case O_ESTIMATOR:
-		return parse_keyword(o - O_POLICY, val, e, err);
+		return parse_keyword(opt, val, rc_estimator_parse, "spk or vdisk",
+				     &e->estimator, err);
 	case O_ON_FAIL:
 		if (!strcmp(val, "linear"))
 			e->on_fail = RCTAB_ON_FAIL_LINEAR;
@@ -242,7 +236,6 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 			return fail(err, "x-systemd.device-timeout=%s is not a time span "
 				    "(30s, 2min, infinity)", val);
 		strcpy(e->device_timeout, val);
-		e->has_device_timeout = true;
 		return 0;
 	}
 }

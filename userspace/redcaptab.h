@@ -36,9 +36,8 @@ struct rctab_entry {
 	int estimator;				/* enum rc_estimator, or -1 */
 	bool nomodel, nofail, noauto;
 	enum rctab_on_fail on_fail;
-	bool has_device_timeout;
-	uint64_t device_timeout_us;		/* x-systemd.device-timeout=; 0: none */
-	char device_timeout[32];		/* as written, for the generator */
+	char device_timeout[32];		/* x-systemd.device-timeout= as written; "": none */
+	uint64_t device_timeout_us;		/* its value (UINT64_MAX: infinity) */
 	char warning[RCTAB_ERR_MAX];		/* "" or advice (e.g. a /dev/sdX origin) */
 };
 

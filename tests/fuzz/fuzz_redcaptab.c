@@ -28,6 +28,7 @@ static void check_entry(const struct rctab_entry *e)
 {
 	size_t len = strlen(e->name);
 	uint32_t seg = e->segment_bytes;
+	uint64_t us;
 
 	check(len > 0 && len <= RCTAB_NAME_MAX, "name length");
 	check(strspn(e->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+_.-")
@@ -43,7 +44,8 @@ static void check_entry(const struct rctab_entry *e)
 	check(e->write_policy >= -1 && e->write_policy <= RC_WRITE_UPDATE, "write_policy");
 	check(e->estimator >= -1 && e->estimator < RC_EST_NR, "estimator");
 	check(!(e->nomodel && e->estimator == RC_EST_VDISK), "nomodel with estimator vdisk");
-	check(e->has_device_timeout == !!e->device_timeout[0], "device timeout text");
+	check(!e->device_timeout[0] || (!rctab_parse_timespan(e->device_timeout, &us) &&
+					us == e->device_timeout_us), "device timeout text");
 	check(strlen(e->warning) < RCTAB_ERR_MAX, "warning length");
 }
 

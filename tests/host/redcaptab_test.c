@@ -39,7 +39,7 @@ CTEST(redcaptab_minimal_line_gets_the_defaults)
 	CHECK_EQ(ent.policy, -1);
 	CHECK_EQ(ent.write_policy, -1);
 	CHECK_EQ(ent.estimator, -1);
-	CHECK(!ent.nomodel && !ent.nofail && !ent.noauto && !ent.has_device_timeout);
+	CHECK(!ent.nomodel && !ent.nofail && !ent.noauto && !ent.device_timeout[0]);
 	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_FAIL);
 	CHECK_STREQ(ent.warning, "");
 }
@@ -60,7 +60,6 @@ CTEST(redcaptab_every_option)
 	CHECK_EQ(ent.estimator, RC_EST_VDISK);
 	CHECK(!ent.nomodel && ent.nofail && ent.noauto);
 	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_LINEAR);
-	CHECK(ent.has_device_timeout);
 	CHECK_EQ(ent.device_timeout_us, 90000000ull);
 	CHECK_STREQ(ent.device_timeout, "90s");
 
