@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dmctl.h"
+
 #define TABLES_MAGIC		"vdisk-tables"
 #define TABLES_VERSION		1
 #define MAX_ROWS_PER_QUERY	16	/* rows per "table" message ... */
@@ -31,11 +33,9 @@
 #define MAX_ROWS		(1u << 20)
 #define MAX_COLS		(1u << 24)
 #define MAX_WINDOW		255	/* a cell's n is a byte in the target */
-#define MAX_STATS		256	/* key=value lines in a stats answer */
 #define BLOCK			4096u
-#define DM_LOG_LEVEL_ERR	3	/* libdevmapper's _LOG_ERR */
 
-static const char usage_text[] =
+static const char vdiskctl_usage[] =
 "usage: vdiskctl stats <dev> [--json]\n"
 "       vdiskctl save <dev> <file>\n"
 "       vdiskctl load <dev> <file>\n"
@@ -68,211 +68,6 @@ static const char help_text[] =
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See vdiskctl(8).\n";
 
-/* train's progress line is on a tty and not ended yet */
-static bool progress_line;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (progress_line)
-		fputc('\n', stderr);
-	fputs("vdiskctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt) {
-		fputs("vdiskctl: ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	fputs(usage_text, stderr);
-	exit(2);
-}
-
-static void *xmalloc(size_t size)
-{
-	void *p = malloc(size ? size : 1);
-
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-/* Decimal digits at *p (no sign) into *v, *p moved past them; false if none or overflow. */
-static bool take_u64(const char **p, uint64_t *v)
-{
-	const char *s = *p;
-	uint64_t x = 0;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (x > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(*s - '0');
-	}
-	*p = s;
-	*v = x;
-	return true;
-}
-
-/* The whole of @s as a number in [min, max]. */
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
-{
-	return take_u64(&s, v) && !*s && *v >= min && *v <= max;
-}
-
-/* @lit at *p: *p moved past it. */
-static bool take(const char **p, const char *lit)
-{
-	size_t n = strlen(lit);
-
-	if (strncmp(*p, lit, n))
-		return false;
-	*p += n;
-	return true;
-}
-
-/* --- device-mapper ------------------------------------------------------- */
-
-struct dev {
-	const char *arg;	/* as given, for messages */
-	const char *name;	/* dm name, or NULL: use major:minor */
-	int major, minor;
-	char path[PATH_MAX];	/* the block device, for train */
-};
-
-static void dev_resolve(const char *arg, struct dev *d)
-{
-	struct stat st;
-
-	memset(d, 0, sizeof(*d));
-	d->arg = arg;
-	if (!*arg)
-		usage_error("empty device name");
-	if (!strncmp(arg, "/dev/mapper/", 12) && arg[12] && !strchr(arg + 12, '/')) {
-		d->name = arg + 12;
-	} else if (strchr(arg, '/')) {
-		if (stat(arg, &st))
-			die("%s: %s", arg, strerror(errno));
-		if (!S_ISBLK(st.st_mode))
-			die("%s: not a block device", arg);
-		d->major = (int)major(st.st_rdev);
-		d->minor = (int)minor(st.st_rdev);
-	} else {
-		d->name = arg;
-	}
-	if ((size_t)snprintf(d->path, sizeof(d->path), "%s%s", d->name == arg ? "/dev/mapper/" : "",
-			     arg) >= sizeof(d->path))
-		die("%s: name too long", arg);
-}
-
-/* The first error libdevmapper logged since dm_send() began: ours to print, not its. */
-static char dm_error[256];
-
-static void dm_log(int level, const char *file, int line, int dm_errno_or_class,
-		   const char *f, ...) __attribute__((format(printf, 5, 6)));
-static void dm_log(int level, const char *file, int line, int dm_errno_or_class,
-		   const char *f, ...)
-{
-	va_list ap;
-
-	(void)file;
-	(void)line;
-	(void)dm_errno_or_class;
-	if ((level & 0x7f) > DM_LOG_LEVEL_ERR || dm_error[0])
-		return;
-	va_start(ap, f);
-	vsnprintf(dm_error, sizeof(dm_error), f, ap);
-	va_end(ap);
-}
-
-/*
- * Whether the kernel has device-mapper.  Asked first because libdevmapper,
- * run as root, creates /dev/mapper/control even where there is no driver.
- */
-static bool dm_available(void)
-{
-	char line[64];
-	bool found = false;
-	FILE *f;
-
-	if (!access("/dev/mapper/control", F_OK))
-		return true;
-	f = fopen("/proc/misc", "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, " device-mapper\n") != NULL;
-	fclose(f);
-	return found;
-}
-
-/*
- * Sends @msg to sector 0 of @d.  Returns NULL with the answer in *@answer
- * (malloc'd, "" when the target said nothing), or why the message failed.
- */
-static const char *dm_send(const struct dev *d, const char *msg, char **answer)
-{
-	const char *why = NULL;
-	struct dm_task *dmt;
-	int err;
-
-	if (!dm_available())
-		return "device-mapper is not available (no /dev/mapper/control)";
-	dm_error[0] = '\0';
-	dmt = dm_task_create(DM_DEVICE_TARGET_MSG);
-	if (!dmt)
-		return dm_error[0] ? dm_error : "cannot talk to device-mapper";
-	if (!(d->name ? dm_task_set_name(dmt, d->name) :
-	      dm_task_set_major(dmt, d->major) && dm_task_set_minor(dmt, d->minor)) ||
-	    !dm_task_set_sector(dmt, 0) || !dm_task_set_message(dmt, msg)) {
-		why = dm_error[0] ? dm_error : "out of memory";
-	} else if (!dm_task_run(dmt)) {
-		/* The ioctl's errno if it ran; else why it could not run. */
-		err = dm_task_get_errno(dmt);
-		if (err == ENXIO)
-			why = "no such device-mapper device";
-		else if (err)
-			why = strerror(err);
-		else
-			why = dm_error[0] ? dm_error : "device-mapper failure";
-	} else {
-		const char *a = dm_task_get_message_response(dmt);
-
-		*answer = strdup(a ? a : "");
-		if (!*answer)
-			why = "out of memory";
-	}
-	dm_task_destroy(dmt);
-	return why;
-}
-
-/* dm_send(), exiting with an error if the message failed. */
-static char *dm_message(const struct dev *d, const char *msg)
-{
-	const char *why;
-	char *answer;
-
-	why = dm_send(d, msg, &answer);
-	if (why)
-		die("%s: message '%.40s%s': %s", d->arg, msg, strlen(msg) > 40 ? "..." : "", why);
-	return answer;
-}
-
 /* What to undo when the program exits, on success or on error. */
 static struct {
 	char *tmp_file;		/* unlinked */
@@ -280,59 +75,6 @@ static struct {
 	struct dev train_dev;
 } pending;
 
-/* --- stats: key=value lines ---------------------------------------------- */
-
-struct stats {
-	char *text;
-	int n;
-	struct {
-		const char *key, *val;
-	} kv[MAX_STATS];
-};
-
-/* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
-static void stats_get(const struct dev *d, struct stats *st)
-{
-	char *line, *next, *eq;
-
-	st->text = dm_message(d, "stats");
-	st->n = 0;
-	for (line = st->text; *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq || eq == line)
-			die("%s: bad answer to 'stats': '%.60s' is not key=value", d->arg, line);
-		if (st->n == MAX_STATS)
-			die("%s: bad answer to 'stats': more than %d lines", d->arg, MAX_STATS);
-		*eq = '\0';
-		st->kv[st->n].key = line;
-		st->kv[st->n].val = eq + 1;
-		st->n++;
-	}
-}
-
-static const char *stats_str(const struct dev *d, const struct stats *st, const char *key)
-{
-	for (int i = 0; i < st->n; i++)
-		if (!strcmp(st->kv[i].key, key))
-			return st->kv[i].val;
-	die("%s: bad answer to 'stats': no %s= (not a vdisk device?)", d->arg, key);
-}
-
-static uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
-			  uint64_t min, uint64_t max)
-{
-	const char *s = stats_str(d, st, key);
-	uint64_t v;
-
-	if (!parse_u64(s, min, max, &v))
-		die("%s: bad answer to 'stats': %s=%.40s", d->arg, key, s);
-	return v;
-}
 
 static void json_string(const char *s)
 {
@@ -682,8 +424,8 @@ static void cleanup(void)
 	if (pending.train_off) {
 		why = dm_send(&pending.train_dev, "train off", &answer);
 		if (why)
-			fprintf(stderr, "vdiskctl: %s: cannot switch learning back off: %s\n",
-				pending.train_dev.arg, why);
+			fprintf(stderr, "%s: %s: cannot switch learning back off: %s\n",
+				progname, pending.train_dev.arg, why);
 		else
 			free(answer);
 	}
@@ -1013,6 +755,7 @@ int main(int argc, char **argv)
 		{ "check-file", cmd_check_file },
 	};
 
+	dmctl_init("vdiskctl", vdiskctl_usage);
 	if (argc < 2)
 		usage_error(NULL);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -1020,7 +763,6 @@ int main(int argc, char **argv)
 		fputs(help_text, stdout);
 		return 0;
 	}
-	dm_log_with_errno_init(dm_log);
 	atexit(cleanup);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What vdiskctl and redcapctl share (dmctl.c). */
+#ifndef DMCTL_H
+#define DMCTL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_STATS	256	/* key=value lines in a stats answer */
+
+extern const char *progname;	/* before every error: "<progname>: <what>: <why>" */
+extern const char *usage_text;	/* printed after a usage error */
+extern bool progress_line;	/* a progress line is on the terminal, not ended yet */
+
+void dmctl_init(const char *prog, const char *usage);
+
+/* "<progname>: <message>" on stderr, exit 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The same and the usage text, exit 2; a NULL @fmt prints the usage alone. */
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void *xmalloc(size_t size);
+
+bool take_u64(const char **p, uint64_t *v);
+bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
+bool take(const char **p, const char *lit);
+
+struct dev {
+	const char *arg;	/* as given, for messages */
+	const char *name;	/* dm name, or NULL: use major:minor */
+	int major, minor;
+	char path[PATH_MAX];	/* the block device, for train */
+};
+
+/* A device-mapper name, /dev/mapper/<name>, or a block device path. */
+void dev_resolve(const char *arg, struct dev *d);
+
+/* Whether the kernel has device-mapper (without creating its control node). */
+bool dm_available(void);
+/* @msg to sector 0 of @d: NULL and the answer in *@answer (malloc'd), or why not. */
+const char *dm_send(const struct dev *d, const char *msg, char **answer);
+/* dm_send(), exiting with an error if the message failed. */
+char *dm_message(const struct dev *d, const char *msg);
+/* The last error libdevmapper logged, "" if none since the last dm_log_clear(). */
+const char *dm_last_error(void);
+void dm_log_clear(void);
+
+struct stats {
+	char *text;
+	int n;
+	struct {
+		const char *key, *val;
+	} kv[MAX_STATS];
+};
+
+/* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+void stats_get(const struct dev *d, struct stats *st);
+/* The value of @key; exits if there is none. */
+const char *stats_str(const struct dev *d, const struct stats *st, const char *key);
+uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
+		   uint64_t min, uint64_t max);
+
+#endif
