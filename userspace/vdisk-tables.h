@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The latency tables of a vdisk device: saved to and loaded from a file,
+ * filled by off-line training (vdisk-tables.c).  What vdiskctl and redcapctl
+ * share; errors exit through die(), reading "<progname>: <what>: <why>".
+ */
+#ifndef VDISK_TABLES_H
+#define VDISK_TABLES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dmctl.h"
+
+struct vdt_train {
+	uint64_t seconds, seed, max_kib;
+	bool write;
+};
+
+/* Both tables of @d to @file, written whole or not at all. */
+void vdt_save(const struct dev *d, const char *file);
+/* Both tables of @d replaced by those of @file, once all of it is checked. */
+void vdt_load(const struct dev *d, const char *file);
+/* Off-line training of @d: 0, or 130 when interrupted by SIGINT or SIGTERM. */
+int vdt_train(const struct dev *d, const struct vdt_train *o);
+/* Checks @file without a device and prints what it holds on stdout. */
+void vdt_check_file(const char *file);
+/* What to undo at exit (a temporary file, "train off"); register with atexit(). */
+void vdt_cleanup(void);
+
+#endif
