@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,54 +50,6 @@ static const char help_text[] =
 "                         scripts); prints its geometry and filled cells\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See vdiskctl(8).\n";
-
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-/* A JSON number as its grammar has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static bool is_json_number(const char *s)
-{
-	size_t n;
-
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		s += strspn(s, "0123456789");
-	else
-		return false;
-	if (*s == '.') {
-		n = strspn(++s, "0123456789");
-		if (!n)
-			return false;
-		s += n;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		n = strspn(s, "0123456789");
-		if (!n)
-			return false;
-		s += n;
-	}
-	return !*s;
-}
-
 
 /* --- commands ------------------------------------------------------------ */
 
@@ -152,6 +105,28 @@ static void stats_opt(int c, const char *arg, void *ctx)
 		*(bool *)ctx = true;
 }
 
+/*
+ * A stats value as JSON: an integer (-?(0|[1-9][0-9]*), within int64 or
+ * uint64) as a number, anything else as a string.
+ */
+static struct json_object *json_value(const char *s)
+{
+	const char *p = s + (*s == '-');
+	uint64_t v;
+
+	if ((p[0] != '0' || !p[1]) && take_u64(&p, &v) && !*p) {
+		if (*s != '-' && v > INT64_MAX)
+			return json_object_new_uint64(v);
+		if (*s != '-')
+			return json_object_new_int64((int64_t)v);
+		if (v <= (uint64_t)INT64_MAX)
+			return json_object_new_int64(-(int64_t)v);
+		if (v == (uint64_t)INT64_MAX + 1)
+			return json_object_new_int64(INT64_MIN);
+	}
+	return json_object_new_string(s);
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -161,6 +136,7 @@ static int cmd_stats(int argc, char **argv)
 	};
 	bool json = false;
 	int i = parse_opts(argc, argv, longopts, stats_opt, &json);
+	struct json_object *obj, *val;
 	struct stats st;
 	struct dev d;
 
@@ -177,17 +153,17 @@ static int cmd_stats(int argc, char **argv)
 		return 0;
 	}
 	stats_get(&d, &st);
-	putchar('{');
+	obj = json_object_new_object();
+	if (!obj)
+		die("out of memory");
 	for (i = 0; i < st.n; i++) {
-		fputs(i ? ",\n  " : "\n  ", stdout);
-		json_string(st.kv[i].key);
-		fputs(": ", stdout);
-		if (is_json_number(st.kv[i].val))
-			fputs(st.kv[i].val, stdout);
-		else
-			json_string(st.kv[i].val);
+		val = json_value(st.kv[i].val);
+		if (!val || json_object_object_add(obj, st.kv[i].key, val))
+			die("out of memory");
 	}
-	puts("\n}");
+	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+					    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(obj);
 	free(st.text);
 	return 0;
 }

@@ -182,6 +182,15 @@ def test_stats_json_has_numbers_as_numbers(vdisk):
     assert set(got) == set(vdisk.stats())
 
 
+def test_stats_json_is_pretty_printed_in_the_order_of_the_stats(vdisk):
+    out = vdiskctl("stats", vdisk.name, "--json").stdout
+    got = json.loads(out)
+    assert out == json.dumps(got, indent=2) + "\n"
+    st = vdisk.stats()
+    assert list(got) == list(st)
+    assert [type(v) for v in got.values()] == [type(v) for v in st.values()]
+
+
 def test_stats_takes_the_device_path(vdisk):
     by_path = vdiskctl("stats", vdisk.path).stdout
     assert "mode=measure\n" in by_path
