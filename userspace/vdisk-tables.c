@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The latency tables of a vdisk device: saved to a file, loaded back,
- * checked offline, and filled by off-line training.  What vdiskctl's and
- * redcapctl's table commands run; every error exits through die().
+ * The latency tables of a vdisk device: saved to a file with the identity
+ * and capacity of the disk they were learnt on, loaded back (on that disk
+ * only), checked offline, and filled by off-line training.  What vdiskctl's
+ * and redcapctl's table commands run; every error exits through die().
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libdevmapper.h>
+#include <libgen.h>
 #include <limits.h>
 #include <linux/fs.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,13 +28,17 @@
 #include "vdisk-tables.h"
 
 #define TABLES_MAGIC		"vdisk-tables"
-#define TABLES_VERSION		1
+#define TABLES_VERSION		2	/* written; 1 (no capacity, no id) is still read */
 #define MAX_ROWS_PER_QUERY	16	/* rows per "table" message ... */
 #define MAX_CELLS_PER_QUERY	1024	/* ... fewer when the rows are wide */
 #define MAX_ROWS		(1u << 20)
 #define MAX_COLS		(1u << 24)
 #define MAX_WINDOW		255	/* a cell's n is a byte in the target */
 #define BLOCK			4096u
+
+#define EXPECTED_V1	"bad header (expected '" TABLES_MAGIC " 1 rows=<R> cols=<C> window=<W>')"
+#define EXPECTED_V2	"bad header (expected '" TABLES_MAGIC " 2 rows=<R> cols=<C> window=<W>" \
+			" capacity=<sectors> id=<disk>')"
 
 /* What to undo when the program exits, on success or on error. */
 static struct {
@@ -63,11 +71,219 @@ void vdt_cleanup(void)
 	train_restore();
 }
 
-/* --- the tables file and the table answers ------------------------------- */
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die("out of memory");
+	return s;
+}
+
+/* --- the device: geometry, capacity, identity ---------------------------- */
 
 struct geom {
 	uint32_t rows, cols, window;
 };
+
+/* The tables' geometry and the capacity (sectors) of the disk @d stands for. */
+static void device_info(const struct dev *d, struct geom *g, uint64_t *capacity)
+{
+	struct stats st;
+
+	stats_get(d, &st);
+	g->rows = (uint32_t)stats_u64(d, &st, "rows", 1, MAX_ROWS);
+	g->cols = (uint32_t)stats_u64(d, &st, "cols", 1, MAX_COLS);
+	g->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
+	if (capacity)
+		*capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
+	free(st.text);
+}
+
+/* "<major>:<minor>" at *p: *p moved past it. */
+static bool take_devno(const char **p, unsigned int *maj, unsigned int *min)
+{
+	const char *s = *p;
+	uint64_t a, b;
+
+	if (!take_u64(&s, &a) || !take(&s, ":") || !take_u64(&s, &b) || a > UINT_MAX || b > UINT_MAX)
+		return false;
+	*maj = (unsigned int)a;
+	*min = (unsigned int)b;
+	*p = s;
+	return true;
+}
+
+/*
+ * The disk under the vdisk target of @d: the device of its table line
+ * ("<major>:<minor> [features]"), which the stats answer does not name.
+ */
+static void vdisk_disk(const struct dev *d, unsigned int *maj, unsigned int *min)
+{
+	char *type = NULL, *params = NULL;
+	const char *why = NULL, *p;
+	uint64_t start, length;
+	struct dm_task *dmt;
+	int err;
+
+	if (!dm_available())
+		die("%s: table: device-mapper is not available (no /dev/mapper/control)", d->arg);
+	dm_log_clear();
+	dmt = dm_task_create(DM_DEVICE_TABLE);
+	if (!dmt)
+		die("%s: table: %s", d->arg,
+		    *dm_last_error() ? dm_last_error() : "cannot talk to device-mapper");
+	if (!(d->name ? dm_task_set_name(dmt, d->name) :
+	      dm_task_set_major(dmt, d->major) && dm_task_set_minor(dmt, d->minor))) {
+		why = *dm_last_error() ? dm_last_error() : "out of memory";
+	} else if (!dm_task_run(dmt)) {
+		err = dm_task_get_errno(dmt);
+		if (err == ENXIO)
+			why = "no such device-mapper device";
+		else if (err)
+			why = strerror(err);
+		else
+			why = *dm_last_error() ? dm_last_error() : "device-mapper failure";
+	} else {
+		dm_get_next_target(dmt, NULL, &start, &length, &type, &params);
+		p = params;
+		if (!type || start || strcmp(type, "vdisk"))
+			why = "no vdisk target at sector 0";
+		else if (!p || !take_devno(&p, maj, min) || (*p && *p != ' '))
+			why = "its table line does not start with <major>:<minor>";
+	}
+	if (why)
+		die("%s: table: %s", d->arg, why);
+	dm_task_destroy(dmt);
+}
+
+/* The first line of <@dir>/<@name> without its newline; false if none or empty. */
+static bool sysfs_line(const char *dir, const char *name, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	do
+		n = read(fd, buf, size - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return buf[0] != '\0';
+}
+
+/* The disk's WWN, else its serial number, as udev recorded them; NULL if neither. */
+static char *udev_identity(unsigned int maj, unsigned int min)
+{
+	static const struct {
+		const char *key, *prefix;
+	} keys[] = {
+		{ "E:ID_WWN_WITH_EXTENSION=", "wwn:" },
+		{ "E:ID_WWN=", "wwn:" },
+		{ "E:ID_SERIAL=", "serial:" },
+	};
+	char path[64], *line = NULL, *found[3] = { NULL }, *id = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/run/udev/data/b%u:%u", maj, min);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		for (size_t k = 0; k < 3; k++) {
+			size_t len = strlen(keys[k].key);
+
+			if (!found[k] && !strncmp(line, keys[k].key, len) && line[len])
+				found[k] = xasprintf("%s%s", keys[k].prefix, line + len);
+		}
+	}
+	fclose(f);
+	free(line);
+	for (size_t k = 0; k < 3; k++) {
+		if (!id)
+			id = found[k];
+		else
+			free(found[k]);
+	}
+	return id;
+}
+
+/* Who the whole disk @maj:@min is, as it would be known after a reboot. */
+static char *disk_identity(unsigned int maj, unsigned int min)
+{
+	char sys[64], buf[PATH_MAX + 16], *id;
+
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", maj, min);
+	if (sysfs_line(sys, "loop/backing_file", buf, sizeof(buf)))
+		return xasprintf("loop:%s", buf);
+	if (sysfs_line(sys, "dm/uuid", buf, sizeof(buf)))
+		return xasprintf("dm-uuid:%s", buf);
+	if (sysfs_line(sys, "dm/name", buf, sizeof(buf)))
+		return xasprintf("dm-name:%s", buf);
+	id = udev_identity(maj, min);
+	return id ? id : xasprintf("dev:%u:%u", maj, min);
+}
+
+/*
+ * The identity of the disk under @d, one word: see disk_identity(), a
+ * partition as its whole disk's identity and "-part<N>".  Bytes that are
+ * not printable ASCII, spaces and '%' are written %XX.
+ */
+static char *device_identity(const struct dev *d)
+{
+	char sys[64], partition[32], whole_dev[32], *raw, *id, *p;
+	unsigned int maj, min, wmaj, wmin;
+	const char *s = whole_dev;
+	uint64_t part;
+
+	vdisk_disk(d, &maj, &min);
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", maj, min);
+	/* A partition's sysfs directory is in its whole disk's. */
+	if (sysfs_line(sys, "partition", partition, sizeof(partition)) &&
+	    parse_u64(partition, 1, UINT32_MAX, &part) &&
+	    sysfs_line(sys, "../dev", whole_dev, sizeof(whole_dev)) &&
+	    take_devno(&s, &wmaj, &wmin) && !*s) {
+		char *whole = disk_identity(wmaj, wmin);
+
+		raw = xasprintf("%s-part%" PRIu64, whole, part);
+		free(whole);
+	} else {
+		raw = disk_identity(maj, min);
+	}
+	id = p = xmalloc(3 * strlen(raw) + 1);
+	for (s = raw; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c <= ' ' || c >= 0x7f || c == '%')
+			p += snprintf(p, 4, "%%%02X", c);
+		else
+			*p++ = (char)c;
+	}
+	*p = '\0';
+	free(raw);
+	return id;
+}
+
+/* --- the tables file and the table answers ------------------------------- */
 
 struct cell {
 	uint32_t col, n;
@@ -79,17 +295,6 @@ struct row {
 	uint32_t nr;
 	struct cell *cell;	/* room for geom.cols */
 };
-
-static void device_geom(const struct dev *d, struct geom *g)
-{
-	struct stats st;
-
-	stats_get(d, &st);
-	g->rows = (uint32_t)stats_u64(d, &st, "rows", 1, MAX_ROWS);
-	g->cols = (uint32_t)stats_u64(d, &st, "cols", 1, MAX_COLS);
-	g->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
-	free(st.text);
-}
 
 /*
  * Parses "<row>[ <col>:<n>:<sum>]..." (a line of a table answer, or of a
@@ -154,6 +359,8 @@ struct tfile {
 	size_t cap;
 	unsigned int lineno;
 	struct geom g;
+	uint64_t capacity;	/* version 2: of the disk the tables were learnt on */
+	char *id;		/* version 2: that disk's identity; NULL in version 1 */
 	struct row r;
 	uint64_t cells;		/* filled cells read so far */
 };
@@ -182,34 +389,33 @@ static const char *tfile_line(struct tfile *t)
 	return t->line;
 }
 
-/* Opens @path and checks its header line; exits on an error. */
-static void tfile_open(struct tfile *t, const char *what, const char *path)
+/* Reads and checks the header line; exits on an error. */
+static void tfile_header(struct tfile *t)
 {
-	static const char expected[] = "bad header (expected '" TABLES_MAGIC " 1 rows=<R> cols=<C> window=<W>')";
-	uint64_t version, rows, cols, window;
-	const char *p;
-	char why[80];
+	uint64_t version, rows, cols, window, capacity = 0;
+	const char *p = tfile_line(t), *expected = EXPECTED_V2;
+	char why[160];
 
-	memset(t, 0, sizeof(*t));
-	t->what = what;
-	t->path = path;
-	t->f = fopen(path, "r");
-	if (!t->f)
-		die("%s: %s: %s", what, path, strerror(errno));
-	p = tfile_line(t);
 	if (!p) {
 		t->lineno = 1;
 		tfile_die(t, "empty file");
 	}
 	if (!take(&p, TABLES_MAGIC " ") || !take_u64(&p, &version))
 		tfile_die(t, expected);
-	if (version != TABLES_VERSION) {
-		snprintf(why, sizeof(why), "unsupported version %" PRIu64 " (expected %d)", version,
-			 TABLES_VERSION);
+	if (version < 1 || version > TABLES_VERSION) {
+		snprintf(why, sizeof(why), "unsupported version %" PRIu64 " (expected 1 or %d)",
+			 version, TABLES_VERSION);
 		tfile_die(t, why);
 	}
+	if (version == 1)
+		expected = EXPECTED_V1;
 	if (!take(&p, " rows=") || !take_u64(&p, &rows) || !take(&p, " cols=") ||
-	    !take_u64(&p, &cols) || !take(&p, " window=") || !take_u64(&p, &window) || *p)
+	    !take_u64(&p, &cols) || !take(&p, " window=") || !take_u64(&p, &window))
+		tfile_die(t, expected);
+	if (version >= 2 && (!take(&p, " capacity=") || !take_u64(&p, &capacity) ||
+			     !take(&p, " id=") || !*p))
+		tfile_die(t, expected);
+	if (version == 1 && *p)
 		tfile_die(t, expected);
 	if (rows < 1 || rows > MAX_ROWS || cols < 1 || cols > MAX_COLS || window < 1 ||
 	    window > MAX_WINDOW) {
@@ -217,8 +423,36 @@ static void tfile_open(struct tfile *t, const char *what, const char *path)
 			 " out of range", rows, cols, window);
 		tfile_die(t, why);
 	}
+	if (version >= 2) {
+		if (!capacity)
+			tfile_die(t, "capacity=0 out of range");
+		for (const char *s = p; *s; s++) {
+			if (*s <= ' ' || *s >= 0x7f) {
+				snprintf(why, sizeof(why), "id '%.60s' is not one word of printable "
+					 "ASCII", p);
+				tfile_die(t, why);
+			}
+		}
+		free(t->id);
+		t->id = strdup(p);
+		if (!t->id)
+			die("out of memory");
+	}
+	t->capacity = capacity;
 	t->g = (struct geom){ (uint32_t)rows, (uint32_t)cols, (uint32_t)window };
-	t->r.cell = xmalloc(cols * sizeof(*t->r.cell));
+}
+
+/* Opens @path and checks its header line; exits on an error. */
+static void tfile_open(struct tfile *t, const char *what, const char *path)
+{
+	memset(t, 0, sizeof(*t));
+	t->what = what;
+	t->path = path;
+	t->f = fopen(path, "re");
+	if (!t->f)
+		die("%s: %s: %s", what, path, strerror(errno));
+	tfile_header(t);
+	t->r.cell = xmalloc(t->g.cols * sizeof(*t->r.cell));
 }
 
 /* Reads the line of row @row of table @dir ('r' or 'w') into t->r. */
@@ -247,9 +481,10 @@ static void tfile_close(struct tfile *t)
 	fclose(t->f);
 	free(t->line);
 	free(t->r.cell);
+	free(t->id);
 }
 
-/* Reads the whole file: every row of both tables, then the end. */
+/* Opens and reads the whole file: every row of both tables, then the end. */
 static void tfile_check(struct tfile *t, const char *what, const char *path)
 {
 	tfile_open(t, what, path);
@@ -260,28 +495,72 @@ static void tfile_check(struct tfile *t, const char *what, const char *path)
 		tfile_die(t, "data after the last row");
 }
 
+/*
+ * Back to the first row of the file tfile_check() read: the same open file,
+ * so a file replaced meanwhile (a save to the same name) does not mix in.
+ */
+static void tfile_rewind(struct tfile *t)
+{
+	struct geom g = t->g;
+
+	if (fseek(t->f, 0, SEEK_SET))
+		die("%s: %s: %s", t->what, t->path, strerror(errno));
+	t->lineno = 0;
+	t->cells = 0;
+	tfile_header(t);
+	if (t->g.rows != g.rows || t->g.cols != g.cols || t->g.window != g.window)
+		tfile_die(t, "file changed while being read");
+}
+
 /* --- commands ------------------------------------------------------------ */
+
+/* Makes the rename of a file in the directory of @file durable. */
+static void sync_dir(const char *file)
+{
+	char *copy = strdup(file);
+	const char *dir;
+	int fd;
+
+	if (!copy)
+		die("out of memory");
+	dir = dirname(copy);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		die("save: %s: %s", dir, strerror(errno));
+	/* EINVAL: a file system whose directories cannot be synced (and need not be). */
+	if (fsync(fd) && errno != EINVAL)
+		die("save: %s: %s", dir, strerror(errno));
+	close(fd);
+	free(copy);
+}
 
 void vdt_save(const struct dev *d, const char *file)
 {
-	char msg[64], why[160];
+	char msg[64], why[160], *tmp, *id;
+	uint64_t capacity;
 	uint32_t chunk;
 	struct geom g;
 	struct row r;
 	FILE *f;
+	int fd;
 
-	device_geom(d, &g);
+	device_info(d, &g, &capacity);
+	id = device_identity(d);
 	r.cell = xmalloc(g.cols * sizeof(*r.cell));
 	chunk = MAX_CELLS_PER_QUERY / g.cols;
 	chunk = chunk < 1 ? 1 : chunk > MAX_ROWS_PER_QUERY ? MAX_ROWS_PER_QUERY : chunk;
 
-	if (asprintf(&pending.tmp_file, "%s.tmp", file) < 0)
-		die("out of memory");
-	f = fopen(pending.tmp_file, "w");
+	/* Written whole and synced under another name, then renamed over @file. */
+	tmp = xasprintf("%s.tmp", file);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		die("save: %s: %s", tmp, strerror(errno));
+	pending.tmp_file = tmp;
+	f = fdopen(fd, "w");
 	if (!f)
-		die("save: %s: %s", pending.tmp_file, strerror(errno));
-	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 "\n",
-		TABLES_VERSION, g.rows, g.cols, g.window);
+		die("save: %s: %s", tmp, strerror(errno));
+	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32
+		" capacity=%" PRIu64 " id=%s\n", TABLES_VERSION, g.rows, g.cols, g.window, capacity, id);
 	for (const char *dir = "rw"; *dir; dir++) {
 		for (uint32_t first = 0; first < g.rows; first += chunk) {
 			uint32_t nr = g.rows - first < chunk ? g.rows - first : chunk;
@@ -308,24 +587,33 @@ void vdt_save(const struct dev *d, const char *file)
 			free(answer);
 		}
 	}
-	if (fflush(f) || fsync(fileno(f)) || ferror(f) || fclose(f))
-		die("save: %s: %s", pending.tmp_file, strerror(errno));
-	if (rename(pending.tmp_file, file))
+	if (fflush(f) || fsync(fileno(f)) || ferror(f))
+		die("save: %s: %s", tmp, strerror(errno));
+	if (fclose(f))
+		die("save: %s: %s", tmp, strerror(errno));
+	if (rename(tmp, file))
 		die("save: %s: %s", file, strerror(errno));
-	free(pending.tmp_file);
 	pending.tmp_file = NULL;
+	free(tmp);
+	sync_dir(file);
 	free(r.cell);
+	free(id);
 }
 
 void vdt_load(const struct dev *d, const char *file)
 {
+	uint64_t capacity;
 	struct tfile t;
 	struct geom g;
+	char *id;
 
 	/* The whole file is checked before the device is touched. */
 	tfile_check(&t, "load", file);
-	tfile_close(&t);
-	device_geom(d, &g);
+	device_info(d, &g, &capacity);
+	id = device_identity(d);
+	if (t.id && (strcmp(t.id, id) || t.capacity != capacity))
+		die("load: %s: made for disk '%s' (capacity %" PRIu64 " sectors), not for '%s'"
+		    " (capacity %" PRIu64 " sectors)", file, t.id, t.capacity, id, capacity);
 	if (t.g.rows != g.rows || t.g.cols != g.cols)
 		die("load: %s: table geometry rows=%" PRIu32 " cols=%" PRIu32
 		    " does not match device rows=%" PRIu32 " cols=%" PRIu32,
@@ -333,8 +621,12 @@ void vdt_load(const struct dev *d, const char *file)
 	if (t.g.window != g.window)
 		die("load: %s: window=%" PRIu32 " does not match device window=%" PRIu32,
 		    file, t.g.window, g.window);
+	if (!t.id)
+		fprintf(stderr, "%s: load: %s: warning: a version 1 file does not say which disk it "
+			"was made for; not checked against '%s' (capacity %" PRIu64 " sectors)\n",
+			progname, file, id, capacity);
 
-	tfile_open(&t, "load", file);
+	tfile_rewind(&t);
 	for (const char *dir = "rw"; *dir; dir++) {
 		for (uint32_t row = 0; row < g.rows; row++) {
 			char *msg = NULL;
@@ -354,6 +646,7 @@ void vdt_load(const struct dev *d, const char *file)
 		}
 	}
 	tfile_close(&t);
+	free(id);
 }
 
 void vdt_check_file(const char *file)
@@ -361,8 +654,13 @@ void vdt_check_file(const char *file)
 	struct tfile t;
 
 	tfile_check(&t, "check-file", file);
-	printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " cells_filled=%" PRIu64 "\n",
-	       file, t.g.rows, t.g.cols, t.g.window, t.cells);
+	if (t.id)
+		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " capacity=%" PRIu64
+		       " id=%s cells_filled=%" PRIu64 "\n", file, t.g.rows, t.g.cols, t.g.window,
+		       t.capacity, t.id, t.cells);
+	else
+		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " cells_filled=%"
+		       PRIu64 "\n", file, t.g.rows, t.g.cols, t.g.window, t.cells);
 	tfile_close(&t);
 }
 

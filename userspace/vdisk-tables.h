@@ -17,7 +17,7 @@ struct vdt_train {
 	bool write;
 };
 
-/* Both tables of @d to @file, written whole or not at all. */
+/* Both tables of @d, its disk's identity and capacity to @file, atomically. */
 void vdt_save(const struct dev *d, const char *file);
 /* Both tables of @d replaced by those of @file, once all of it is checked. */
 void vdt_load(const struct dev *d, const char *file);

@@ -32,9 +32,11 @@ static const char help_text[] =
 "\n"
 "  stats <dev> [--json]   print the target's statistics (key=value lines,\n"
 "                         or one JSON object)\n"
-"  save <dev> <file>      write the read and write tables to <file>\n"
-"  load <dev> <file>      replace both tables with those of <file>; its\n"
-"                         rows and cols must equal the device's\n"
+"  save <dev> <file>      write the read and write tables to <file>, with the\n"
+"                         identity and capacity of the disk under <dev>\n"
+"  load <dev> <file>      replace both tables with those of <file>; it must\n"
+"                         have been saved from the same disk and capacity, and\n"
+"                         its rows and cols must equal the device's\n"
 "  train <dev>            off-line training: O_DIRECT requests of 4 KiB..K KiB\n"
 "                         (4 KiB steps), half where the previous one ended,\n"
 "                         half at 4 KiB-aligned random offsets, with learning\n"
@@ -47,7 +49,7 @@ static const char help_text[] =
 "      --seed N           random pattern (default 1; same seed, same pattern)\n"
 "      --max-kib K        largest request, a multiple of 4 (default 128)\n"
 "  check-file <file>      check a saved file offline, without a device (for\n"
-"                         scripts); prints its geometry and filled cells\n"
+"                         scripts); prints its geometry, disk and filled cells\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See vdiskctl(8).\n";
 

@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """vdiskctl against the real vdisk target: training fills the tables, save
-and load give back exactly the same tables, --write training keeps the data."""
+and load give back exactly the same tables, on the disk they were saved from
+only, --write training keeps the data."""
+import contextlib
 import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
+import tempfile
+import time
 
 import pytest
 
-from dmtest import Dm, aligned, dev_sectors, write_stamped
+from dmtest import Dm, aligned, dev_sectors, loop_device, sh, write_stamped
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VDISKCTL = os.path.join(TOP, "build", "userspace", "vdiskctl")
@@ -56,9 +61,41 @@ def cells_in_file(path):
     return int(re.search(r"cells_filled=(\d+)$", out).group(1))
 
 
-def empty_tables(rows, cols):
-    return "".join([f"vdisk-tables 1 rows={rows} cols={cols} window=64\n"] +
-                   [f"{d} {r}\n" for d in "rw" for r in range(rows)])
+def escape(s):
+    """An identity as vdiskctl writes it: spaces, '%' and non-ASCII as %XX."""
+    return "".join(chr(b) if 0x20 < b < 0x7f and b != 0x25 else f"%{b:02X}"
+                   for b in s.encode())
+
+
+def loop_id(loop):
+    """The identity vdiskctl gives a loop device: its backing file."""
+    with open(f"/sys/block/{os.path.basename(loop)}/loop/backing_file") as f:
+        return "loop:" + escape(f.read().rstrip("\n"))
+
+
+def header(vd, disk, version=2):
+    """The header vdiskctl writes for @vd, a vdisk device on @disk."""
+    st = vd.stats()
+    line = f"vdisk-tables {version} rows={st['rows']} cols={st['cols']} window=64"
+    return line + (f" capacity={st['capacity']} id={disk}" if version == 2 else "")
+
+
+def empty_tables(rows, head):
+    return "".join([head + "\n"] + [f"{d} {r}\n" for d in "rw" for r in range(rows)])
+
+
+def fill(vd, seed):
+    """A few known cells in both tables, without training."""
+    vd.message("train", "off")
+    vd.message("reset")
+    vd.message("load", "r", "0", f"0:64:{64 * 100000 * seed}", "5:3:3000000")
+    vd.message("load", "r", "7", f"2:1:{7000 * seed}")
+    vd.message("load", "w", "1", f"0:9:{9 * 200000 * seed}")
+    return vd_table(vd, "r", 64) + vd_table(vd, "w", 64)
+
+
+def tables(vd):
+    return vd_table(vd, "r", vd.stats()["rows"]), vd_table(vd, "w", vd.stats()["rows"])
 
 
 def checksum(dev):
@@ -109,7 +146,7 @@ def test_train_switches_learning_back_off(vdisk):
     assert st["cells_filled"] > 0
 
 
-def test_save_reset_load_gives_back_the_same_tables(vdisk, tmp_path):
+def test_save_reset_load_gives_back_the_same_tables(vdisk, loop64, tmp_path):
     train(vdisk, "--time", "5", "--seed", "1")
     vdisk.message("train", "off")
     st = vdisk.stats()
@@ -117,26 +154,150 @@ def test_save_reset_load_gives_back_the_same_tables(vdisk, tmp_path):
 
     vdiskctl("save", vdisk.name, str(first))
     assert first.read_text().splitlines()[0] == \
-        f"vdisk-tables 1 rows={st['rows']} cols={st['cols']} window=64"
+        f"vdisk-tables 2 rows={st['rows']} cols={st['cols']} window=64 " \
+        f"capacity={dev_sectors(loop64)} id={loop_id(loop64)}"
     assert cells_in_file(first) == st["cells_filled"] > 0
 
     vdisk.message("reset")
     assert vdisk.stats()["cells_filled"] == 0
 
-    vdiskctl("load", vdisk.name, str(first))
+    r = vdiskctl("load", vdisk.name, str(first))
+    assert (r.stdout, r.stderr) == ("", "")
     assert vdisk.stats()["cells_filled"] == st["cells_filled"]
     vdiskctl("save", vdisk.name, str(second))
     assert second.read_bytes() == first.read_bytes()
     assert not os.path.exists(f"{second}.tmp")
 
 
-def test_load_empties_the_rows_the_file_has_empty(vdisk, tmp_path):
+def test_tables_go_back_to_a_new_device_on_the_same_disk(loop64, dmname, tmp_path):
+    """What a reboot does: the same disk, another vdisk device over it."""
+    path = tmp_path / "disk.tables"
+    table = f"0 {dev_sectors(loop64)} vdisk {loop64}"
+    with Dm(dmname(), table) as vd:
+        cells = fill(vd, seed=1)
+        vdiskctl("save", vd.name, str(path))
+    with Dm(dmname(), table) as vd:
+        vd.message("train", "off")
+        vd.message("reset")     # what udev's probe taught it
+        r = vdiskctl("load", vd.path, str(path))
+        assert (r.stdout, r.stderr) == ("", "")
+        assert vd_table(vd, "r", 64) + vd_table(vd, "w", 64) == cells
+
+
+@contextlib.contextmanager
+def other_disk(loop64, dmname, case):
+    """A vdisk device standing for another disk than the one on loop64."""
+    size = dev_sectors(loop64)
+    if case == "disk":
+        with loop_device(64 << 20) as loop, Dm(dmname(), f"0 {size} vdisk {loop}") as vd:
+            yield vd, loop_id(loop), size
+    else:
+        # the same disk, but the vdisk stands for a larger one (the same columns)
+        with Dm(dmname(), f"0 {size} vdisk {loop64} 2 capacity {2 * size}") as vd:
+            yield vd, loop_id(loop64), 2 * size
+
+
+@pytest.mark.parametrize("case", ["disk", "capacity"])
+def test_load_refuses_a_file_of_another_disk(vdisk, loop64, dmname, tmp_path, case):
+    path = tmp_path / "other.tables"
+    mine = fill(vdisk, seed=1)
+    with other_disk(loop64, dmname, case) as (other, other_id, other_capacity):
+        assert fill(other, seed=2) != mine
+        vdiskctl("save", other.name, str(path))
+
+    r = vdiskctl("load", vdisk.name, str(path), check=False)
+    assert r.returncode == 1
+    assert r.stderr == (f"vdiskctl: load: {path}: made for disk '{other_id}' "
+                        f"(capacity {other_capacity} sectors), not for '{loop_id(loop64)}' "
+                        f"(capacity {dev_sectors(loop64)} sectors)\n")
+    assert vd_table(vdisk, "r", 64) + vd_table(vdisk, "w", 64) == mine
+
+
+def test_load_of_a_version_1_file_warns_that_the_disk_is_not_checked(vdisk, loop64, tmp_path):
+    fill(vdisk, seed=1)
+    rows = vdisk.stats()["rows"]
+    path = tmp_path / "old.tables"
+    path.write_text("".join([header(vdisk, None, version=1) + "\n", "r 0 3:2:4000\n"] +
+                            [f"r {r}\n" for r in range(1, rows)] +
+                            ["w 0\n", "w 1 0:1:9000\n"] + [f"w {r}\n" for r in range(2, rows)]))
+
+    r = vdiskctl("load", vdisk.name, str(path))
+    assert r.stderr == (f"vdiskctl: load: {path}: warning: a version 1 file does not say which "
+                        f"disk it was made for; not checked against '{loop_id(loop64)}' "
+                        f"(capacity {dev_sectors(loop64)} sectors)\n")
+    assert tables(vdisk) == ([(0, 3, 2, 4000)], [(1, 0, 1, 9000)])
+
+
+def mbr(first, sectors):
+    """A DOS partition table with one Linux partition."""
+    entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", first, sectors)
+    return bytes(446) + entry + bytes(48) + b"\x55\xaa"
+
+
+def wait_for(path):
+    for _ in range(100):
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not appear")
+
+
+@contextlib.contextmanager
+def file_loop(directory, name, data=b"", partscan=False):
+    """A loop device over @directory/@name, 8 MiB starting with @data."""
+    path = os.path.join(directory, name)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(8 << 20)
+    loop = sh("losetup", "--find", "--show", *(["--partscan"] if partscan else []),
+              path).stdout.strip()
+    try:
+        yield loop
+    finally:
+        sh("losetup", "-d", loop, check=False)
+
+
+def dm_linear(stack, name, disk, uuid=None):
+    args = ["--uuid", uuid] if uuid else []
+    sh("dmsetup", "create", name, *args, input=f"0 {dev_sectors(disk)} linear {disk} 0\n")
+    stack.callback(sh, "dmsetup", "remove", "--retry", name, check=False)
+    wait_for(f"/dev/mapper/{name}")
+    return f"/dev/mapper/{name}"
+
+
+@pytest.mark.parametrize("case", ["file-name", "partition", "dm-name", "dm-uuid"])
+def test_save_names_the_disk_under_the_device(dmname, tmp_path, case):
+    with contextlib.ExitStack() as stack:
+        d = stack.enter_context(tempfile.TemporaryDirectory(prefix="redcap disk%"))
+        if case == "file-name":
+            disk = stack.enter_context(file_loop(d, "a b.img"))
+            expected = "loop:" + escape(f"{d}/a b.img")
+        elif case == "partition":
+            loop = stack.enter_context(file_loop(d, "p.img", mbr(2048, 8192), partscan=True))
+            disk = f"{loop}p1"
+            wait_for(disk)
+            expected = f"{loop_id(loop)}-part1"
+        else:
+            loop = stack.enter_context(file_loop(d, "x.img"))
+            name, uuid = dmname(), None
+            if case == "dm-uuid":
+                uuid = f"REDCAP-{name}"
+            disk = dm_linear(stack, name, loop, uuid)
+            expected = f"dm-uuid:{uuid}" if uuid else f"dm-name:{name}"
+        vd = stack.enter_context(Dm(dmname(), f"0 {dev_sectors(disk)} vdisk {disk}"))
+        path = tmp_path / "t.tables"
+        vdiskctl("save", vd.name, str(path))
+        assert path.read_text().splitlines()[0] == header(vd, expected)
+        assert f" capacity={dev_sectors(disk)} id={expected} " in \
+            vdiskctl("check-file", str(path)).stdout
+
+
+def test_load_empties_the_rows_the_file_has_empty(vdisk, loop64, tmp_path):
     st = vdisk.stats()
     empty = tmp_path / "empty.tables"
-    empty.write_text(empty_tables(st["rows"], st["cols"]))
-    train(vdisk, "--time", "2")
+    empty.write_text(empty_tables(st["rows"], header(vdisk, loop_id(loop64))))
+    fill(vdisk, seed=1)
     assert vdisk.stats()["cells_filled"] > 0
-    vdisk.message("train", "off")
 
     vdiskctl("load", vdisk.name, str(empty))
     assert vdisk.stats()["cells_filled"] == 0
@@ -145,13 +306,14 @@ def test_load_empties_the_rows_the_file_has_empty(vdisk, tmp_path):
     assert again.read_text() == empty.read_text()
 
 
-def test_load_refuses_a_file_of_another_geometry(vdisk, tmp_path):
+@pytest.mark.parametrize("version", [2, 1])
+def test_load_refuses_a_file_of_another_geometry(vdisk, loop64, tmp_path, version):
     st = vdisk.stats()
     rows, cols = st["rows"], st["cols"]
     path = tmp_path / "bigger.tables"
-    path.write_text(empty_tables(rows + 1, cols))
-    train(vdisk, "--time", "1")
-    vdisk.message("train", "off")
+    head = header(vdisk, loop_id(loop64), version).replace(f"rows={rows}", f"rows={rows + 1}")
+    path.write_text(empty_tables(rows + 1, head))
+    fill(vdisk, seed=1)
     filled = vdisk.stats()["cells_filled"]
 
     r = vdiskctl("load", vdisk.name, str(path), check=False)

@@ -10,13 +10,18 @@ import pytest
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VDISKCTL = os.path.join(TOP, "build", "userspace", "vdiskctl")
 
-HEADER = "vdisk-tables 1 rows=2 cols=3 window=64"
+ID = "wwn:0x5000c500a1b2c3d4-part2"
+HEADER = f"vdisk-tables 2 rows=2 cols=3 window=64 capacity=131072 id={ID}"
+HEADER_V1 = "vdisk-tables 1 rows=2 cols=3 window=64"
 GOOD = [HEADER,
         "r 0 0:1:5000 2:64:640000",
         "r 1",
         "w 0",
         "w 1 1:3:90000"]
-EXPECTED_HEADER = "bad header (expected 'vdisk-tables 1 rows=<R> cols=<C> window=<W>')"
+GOOD_V1 = [HEADER_V1] + GOOD[1:]
+EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 2 rows=<R> cols=<C> window=<W> "
+                   "capacity=<sectors> id=<disk>')")
+EXPECTED_HEADER_V1 = "bad header (expected 'vdisk-tables 1 rows=<R> cols=<C> window=<W>')"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -106,14 +111,23 @@ def test_load_of_a_bad_header_fails_before_the_device(tmp_path):
 
 
 def test_load_of_another_version_fails_before_the_device(tmp_path):
-    path = tables_file(tmp_path, ["vdisk-tables 2 rows=2 cols=3 window=64"] + GOOD[1:])
+    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 3 ")] + GOOD[1:])
     r = vdiskctl("load", "nosuchdev", path)
     assert r.returncode == 1
-    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 2 (expected 1)\n"
+    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 3 (expected 1 or 2)\n"
 
 
-def test_load_of_a_good_file_reaches_the_device(tmp_path):
-    r = vdiskctl("load", "nosuchdev", tables_file(tmp_path, GOOD))
+def test_load_of_a_bad_id_fails_before_the_device(tmp_path):
+    path = tables_file(tmp_path, [HEADER + " x"] + GOOD[1:])
+    r = vdiskctl("load", "nosuchdev", path)
+    assert r.returncode == 1
+    assert r.stderr == (f"vdiskctl: load: {path}:1: id '{ID} x' is not one word of "
+                        "printable ASCII\n")
+
+
+@pytest.mark.parametrize("lines", [GOOD, GOOD_V1], ids=["v2", "v1"])
+def test_load_of_a_good_file_reaches_the_device(tmp_path, lines):
+    r = vdiskctl("load", "nosuchdev", tables_file(tmp_path, lines))
     assert r.returncode == 1
     assert r.stderr.startswith("vdiskctl: nosuchdev: message 'stats': ")
 
@@ -143,11 +157,41 @@ def test_train_of_a_missing_device_fails():
 
 # --- check-file -------------------------------------------------------------
 
-def test_check_file_accepts_a_good_file_and_counts_its_cells(tmp_path):
+def test_check_file_prints_the_disk_and_counts_the_cells(tmp_path):
     path = tables_file(tmp_path, GOOD)
     r = vdiskctl("check-file", path)
     assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 id={ID} "
+                        "cells_filled=3\n")
+
+
+def test_check_file_accepts_a_version_1_file_without_a_disk(tmp_path):
+    path = tables_file(tmp_path, GOOD_V1)
+    r = vdiskctl("check-file", path)
+    assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == f"{path}: rows=2 cols=3 window=64 cells_filled=3\n"
+
+
+@pytest.mark.parametrize("identity", [
+    "loop:/var/lib/disk%20images/a.img",     # a saved escape is taken as it is
+    "dev:8:16",
+    "serial:WDC_WD10EZEX-00BN5A0_WD-WCC3F1234567",
+    "dm-uuid:LVM-abc=def",                  # '=' in the id: the id is the rest of the line
+    "!" * 300,
+])
+def test_check_file_takes_any_one_word_id(tmp_path, identity):
+    path = tables_file(tmp_path, replace(GOOD, 0, HEADER.replace(ID, identity)))
+    r = vdiskctl("check-file", path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert f" capacity=131072 id={identity} cells_filled=3\n" in r.stdout
+
+
+def test_check_file_takes_the_largest_capacity(tmp_path):
+    big = 2 ** 64 - 1
+    path = tables_file(tmp_path, replace(GOOD, 0, HEADER.replace("131072", str(big))))
+    r = vdiskctl("check-file", path)
+    assert r.returncode == 0, r.stderr
+    assert f" capacity={big} " in r.stdout
 
 
 def test_check_file_accepts_a_missing_last_newline(tmp_path):
@@ -160,13 +204,44 @@ def replace(lines, i, line):
 
 BAD_FILES = {
     "empty": ([], "1: empty file"),
-    "magic": (replace(GOOD, 0, "vdisk-table 1 rows=2 cols=3 window=64"), "1: " + EXPECTED_HEADER),
-    "no-window": (replace(GOOD, 0, "vdisk-tables 1 rows=2 cols=3"), "1: " + EXPECTED_HEADER),
-    "header-trailing-space": (replace(GOOD, 0, HEADER + " "), "1: " + EXPECTED_HEADER),
-    "version": (replace(GOOD, 0, "vdisk-tables 7 rows=2 cols=3 window=64"),
-                "1: unsupported version 7 (expected 1)"),
-    "zero-rows": (replace(GOOD, 0, "vdisk-tables 1 rows=0 cols=3 window=64"),
+    "magic": (replace(GOOD, 0, "vdisk-table 2 rows=2 cols=3 window=64 capacity=8 id=x"),
+              "1: " + EXPECTED_HEADER),
+    "no-version": (replace(GOOD, 0, "vdisk-tables rows=2 cols=3 window=64"),
+                   "1: " + EXPECTED_HEADER),
+    "no-window": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 capacity=8 id=x"),
+                  "1: " + EXPECTED_HEADER),
+    "no-capacity": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 id=x"),
+                    "1: " + EXPECTED_HEADER),
+    "no-id": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 capacity=8"),
+              "1: " + EXPECTED_HEADER),
+    "empty-id": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 capacity=8 id="),
+                 "1: " + EXPECTED_HEADER),
+    "id-first": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 id=x capacity=8"),
+                 "1: " + EXPECTED_HEADER),
+    "capacity-sign": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 capacity=-8 id=x"),
+                      "1: " + EXPECTED_HEADER),
+    "capacity-overflow": (replace(GOOD, 0, HEADER.replace("131072", str(2 ** 64))),
+                          "1: " + EXPECTED_HEADER),
+    "capacity-zero": (replace(GOOD, 0, HEADER.replace("131072", "0")),
+                      "1: capacity=0 out of range"),
+    "id-space": (replace(GOOD, 0, HEADER + " "), f"1: id '{ID} ' is not one word of printable ASCII"),
+    "id-tab": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 capacity=8 id=a\tb"),
+               "1: id 'a\tb' is not one word of printable ASCII"),
+    "id-utf8": (replace(GOOD, 0, "vdisk-tables 2 rows=2 cols=3 window=64 capacity=8 id=disk\u00e9"),
+                "1: id 'disk\u00e9' is not one word of printable ASCII"),
+    "id-long": (replace(GOOD, 0, HEADER.replace(ID, "x" * 100 + " y")),
+                "1: id '" + "x" * 60 + "' is not one word of printable ASCII"),
+    "v1-no-window": (replace(GOOD, 0, "vdisk-tables 1 rows=2 cols=3"), "1: " + EXPECTED_HEADER_V1),
+    "v1-trailing-space": (replace(GOOD, 0, HEADER_V1 + " "), "1: " + EXPECTED_HEADER_V1),
+    "v1-with-id": (replace(GOOD, 0, HEADER_V1 + " capacity=8 id=x"), "1: " + EXPECTED_HEADER_V1),
+    "version": (replace(GOOD, 0, HEADER.replace(" 2 ", " 7 ")),
+                "1: unsupported version 7 (expected 1 or 2)"),
+    "version-0": (replace(GOOD, 0, "vdisk-tables 0 rows=2 cols=3 window=64"),
+                  "1: unsupported version 0 (expected 1 or 2)"),
+    "zero-rows": (replace(GOOD, 0, HEADER.replace("rows=2", "rows=0")),
                   "1: geometry rows=0 cols=3 window=64 out of range"),
+    "v1-zero-rows": (replace(GOOD, 0, "vdisk-tables 1 rows=0 cols=3 window=64"),
+                     "1: geometry rows=0 cols=3 window=64 out of range"),
     "truncated": (GOOD[:-1], "5: file ends before row 'w 1'"),
     "header-only": (GOOD[:1], "2: file ends before row 'r 0'"),
     "rows-swapped": (GOOD[:1] + [GOOD[2], GOOD[1]] + GOOD[3:], "2: expected row 'r 0'"),
