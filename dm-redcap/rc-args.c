@@ -148,7 +148,7 @@ const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
 			     char *buf, size_t len)
 {
 	const char *err;
-	unsigned int i;
+	unsigned int i = 0;
 
 	memset(m, 0, sizeof(*m));
 	err = rc_parse_verb(rc_msgs, RC_MSG_NR, argc, argv, &i, buf, len);

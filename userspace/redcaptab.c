@@ -4,6 +4,7 @@
  * checked with the target's own parsers (rc-args.c, rc-core.c, rc-policy.c),
  * so a line accepted here is one the kernel accepts.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -89,7 +90,7 @@ int rctab_parse_timespan(const char *s, uint64_t *us)
 	return -1;
 }
 
-static bool name_ok(const char *name, char *err)
+bool rctab_name_ok(const char *name, char *err)
 {
 	size_t len = strlen(name);
 
@@ -270,7 +271,7 @@ int rctab_parse_line(const char *text, unsigned int lineno, struct rctab_entry *
 		fail(err, "more than 4 fields: options are one field, comma-separated");
 		goto out;
 	}
-	if (!name_ok(field[0], err))
+	if (!rctab_name_ok(field[0], err))
 		goto out;
 	strcpy(e->name, field[0]);
 	if (parse_origin(field[1], e, err))

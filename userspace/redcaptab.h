@@ -48,6 +48,9 @@ struct rctab_entry {
  */
 int rctab_parse_line(const char *text, unsigned int lineno, struct rctab_entry *e, char *err);
 
+/* Whether @name may name a stack; if not, why in @err (RCTAB_ERR_MAX bytes). */
+bool rctab_name_ok(const char *name, char *err);
+
 /*
  * A size in bytes: digits with an optional K, M, G or T (powers of 1024,
  * any case, optionally followed by "iB").  0, or -1 on a malformed or
