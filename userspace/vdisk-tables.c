@@ -761,6 +761,9 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 		die("out of memory");
 	memset(buf, 0, maxb * BLOCK);
 
+	/* It may be a disk in production: say so before keeping it busy. */
+	fprintf(stderr, "train: loading %s with %s for %" PRIu64 " s (SIGINT stops early)\n",
+		d->path, o->write ? "reads and writes" : "reads", o->seconds);
 	interrupted = 0;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);

@@ -21,6 +21,7 @@ VDISKCTL = os.path.join(TOP, "build", "userspace", "vdiskctl")
 NBLOCKS = (64 << 20) // 4096        # the whole 64 MiB loop device
 
 PROGRESS = re.compile(r"^train: \d+/\d+ s, \d+ requests, cells_filled=\d+$")
+ANNOUNCE = "train: loading {} with {} for {} s (SIGINT stops early)"
 SUMMARY = re.compile(r"^train: \d+ s, (\d+) requests \((\d+) reads, (\d+) writes\), \d+ MiB, "
                      r"seed=(\d+), cells_filled=(\d+)\n$")
 
@@ -131,11 +132,12 @@ def test_train_reads_and_fills_the_tables(vdisk):
     assert {r for r, c, _, _ in table if c == 0} == set(range(32))
 
 
-def test_train_shows_progress_once_a_second(vdisk):
+def test_train_says_it_loads_the_device_and_shows_progress_once_a_second(vdisk):
     r = train(vdisk, "--time", "3")
     lines = r.stderr.splitlines()
-    assert lines, "no progress line"
-    assert all(PROGRESS.match(line) for line in lines), r.stderr
+    assert lines[0] == ANNOUNCE.format(vdisk.path, "reads", 3)
+    assert lines[1:], "no progress line"
+    assert all(PROGRESS.match(line) for line in lines[1:]), r.stderr
 
 
 def test_train_switches_learning_back_off(vdisk):
