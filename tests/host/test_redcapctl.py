@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0
+"""redcapctl without a device: its command line (every usage error is
+refused before anything is asked of device-mapper) and the JSON schema of
+its output.  The device side is tests/guest/test_redcapctl.py."""
+import copy
+import json
+import os
+import subprocess
+
+import jsonschema
+import pytest
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
+TRY = "Try 'redcapctl --help' for more information.\n"
+with open(os.path.join(TOP, "docs", "redcapctl.schema.json")) as _f:
+    SCHEMA = json.load(_f)
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "userspace")], check=True)
+
+
+def rctl(*args):
+    return subprocess.run([RCTL, *args], capture_output=True, text=True)
+
+
+# --- command line ----------------------------------------------------------
+
+def test_help_and_no_arguments():
+    r = rctl("--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: redcapctl create NAME ORIGIN")
+    assert "Exit status: 0 success, 1 error, 2 usage error." in r.stdout
+    r = rctl()
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("usage: redcapctl")
+    r = rctl("status", "-h")
+    assert r.returncode == 0 and r.stdout == rctl("--help").stdout
+
+
+@pytest.mark.parametrize("args, err", [
+    (["frob"], "unknown command 'frob'"),
+    (["--frob"], "unknown option '--frob'"),
+    (["create"], "create: missing operand"),
+    (["create", "x"], "create: missing operand"),
+    (["create", "x", "/dev/x", "y"], "create: unexpected operand 'y'"),
+    (["create", "x", "/dev/x", "--ram"], "create: option '--ram' needs a value"),
+    (["create", "x", "/dev/x", "-q"], "create: unknown option '-q'"),
+    (["create", "x", "/dev/x", "--ram", "0"], "create: --ram '0' is not a size (64M, 1G)"),
+    (["create", "x", "/dev/x", "--segment", "1X"],
+     "create: --segment '1X' is not a size (64M, 1G)"),
+    (["create", "x", "/dev/x", "--estimator", "exact"],
+     "create: --estimator 'exact': spk or vdisk"),
+    (["create", "x", "LABEL=data"], "create: origin 'LABEL=data' names a filesystem, which the "
+                                    "redcap device shows too: use a /dev path, PARTUUID= or "
+                                    "PARTLABEL="),
+    (["create", "a" * 125, "/dev/x"], f"create: name '{'a' * 20}...' is longer than 124 "
+                                      "characters"),
+    (["create", "x y", "/dev/x"], "create: name 'x y': use letters, digits and + _ . - "
+                                  "(not first: - or .)"),
+    (["remove"], "remove: missing operand"),
+    (["list", "x"], "list: unexpected operand 'x'"),
+    (["status", "a", "b"], "status: unexpected operand 'b'"),
+    (["stats", "x", "--watch=4000"], "stats: --watch=4000: seconds from 0.1 to 3600"),
+    (["stats", "x", "--watch=abc"], "stats: --watch=abc: seconds from 0.1 to 3600"),
+    (["set", "x"], "set: missing operand"),
+    (["set", "x", "window"], "set: 'window' is not KEY=VALUE"),
+    (["set", "x", "=3"], "set: '=3' is not KEY=VALUE"),
+    (["set", "x", "margin=100"], "set: margin=100: margin must be 0..99"),
+    (["set", "x", "dwell=-1"], "set: dwell=-1: dwell must be 0..1000"),
+    (["set", "x", "write_policy=back"], "set: write_policy=back: unknown write policy 'back'"),
+    (["set", "x", "estimator=guess"], "set: estimator=guess: unknown estimator 'guess'"),
+    (["drop-cache"], "drop-cache: missing operand"),
+    (["reset-stats", "a", "b"], "reset-stats: unexpected operand 'b'"),
+    (["model"], "model: missing verb (save, load, train)"),
+    (["model", "save"], "model: missing operand"),
+    (["model", "load", "x", "f", "g"], "model: unexpected operand 'g'"),
+    (["model", "train", "x", "f"], "model: unexpected operand 'f'"),
+    (["model", "train", "x", "--time", "0"], "model train: --time 0: seconds from 1 to 86400"),
+    (["model", "train", "x", "--max-kib", "6"],
+     "model train: --max-kib 6: a multiple of 4 from 4 to 1024"),
+    (["start"], "start: missing operand"),
+    (["start", "--all", "x"], "start: unexpected operand 'x'"),
+    (["stop", "x", "--tab"], "stop: option '--tab' needs a value"),
+    (["stop", "bad/name"], "stop: name 'bad/name': use letters, digits and + _ . - "
+                           "(not first: - or .)"),
+    (["check", "x"], "check: unexpected operand 'x'"),
+])
+def test_usage_errors_exit_2_before_touching_anything(args, err):
+    r = rctl(*args)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"redcapctl: {err}\n" + TRY)
+
+
+# --- the JSON schema -------------------------------------------------------
+
+STATUS = {
+    "schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
+    "size_bytes": 1 << 40, "segment_bytes": 131072, "segments": 512, "ram_bytes": 64 << 20,
+    "segments_valid": 100, "segments_filling": 1, "ram_used_bytes": 100 * 131072,
+    "policy": "adaptive+caware", "write_policy": "invalidate", "estimator": "spk",
+    "state": "active", "state_reason": "last window: ...", "last_cache_time_us": 10,
+    "last_est_disk_time_us": 20, "reads": 10, "read_hits": 5, "read_hits_waited": 1,
+    "read_misses": 2, "read_bypassed": 2,
+    "read_bypassed_by_reason": {"inactive": 0, "busy": 0, "caware": 2, "held": 0, "nomem": 0,
+                                "write": 0},
+    "read_resent": 0, "hit_ratio": 0.6, "fill_ios": 2, "fill_bytes": 262144, "fill_errors": 0,
+    "writes": 0, "invalidations": 0, "switches": 0, "windows": 0,
+    "model": {"device": "data-vd", "mode": "measure", "learning": True, "cells_filled": 3,
+              "read_samples": 5, "write_samples": 0},
+}
+LINEAR = {"schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
+          "size_bytes": 1 << 40, "state": "linear", "state_reason": "without cache"}
+STATS = {
+    "schema": 1, "name": "data", "interval_s": 1.0, "state": "inactive", "policy": "adaptive",
+    "reads": 1000, "reads_per_s": 12.5, "hits_per_s": 0, "misses_per_s": 0,
+    "bypassed_per_s": 12.5,
+    "bypassed_per_s_by_reason": {"inactive": 12.5, "busy": 0, "caware": 0, "held": 0,
+                                 "nomem": 0, "write": 0},
+    "fill_mib_per_s": 0, "hit_ratio": 0,
+}
+
+
+def errors(doc):
+    return [e.message for e in VALIDATOR.iter_errors(doc)]
+
+
+def test_the_schema_is_a_valid_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_documents_of_every_kind_validate():
+    assert errors(STATUS) == []
+    assert errors(dict(STATUS, model=None, state="inactive")) == []
+    assert errors(LINEAR) == []
+    assert errors({"schema": 1, "stacks": [STATUS, LINEAR]}) == []
+    assert errors({"schema": 1, "stacks": []}) == []
+    assert errors(STATS) == []
+    # Version 1 only grows: a key it does not know yet is allowed.
+    assert errors(dict(STATUS, future_counter=3)) == []
+
+
+def mutated(doc, path, value):
+    d = copy.deepcopy(doc)
+    node = d
+    for k in path[:-1]:
+        node = node[k]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return d
+
+
+@pytest.mark.parametrize("doc, path, value", [
+    (STATUS, ["schema"], 2),
+    (STATUS, ["reads"], KeyError),
+    (STATUS, ["reads"], -1),
+    (STATUS, ["reads"], "10"),
+    (STATUS, ["hit_ratio"], 1.5),
+    (STATUS, ["state"], "on"),
+    (STATUS, ["policy"], "fast"),
+    (STATUS, ["segment_bytes"], 3000),
+    (STATUS, ["segments"], 0),
+    (STATUS, ["model"], KeyError),
+    (STATUS, ["model", "learning"], "yes"),
+    (STATUS, ["model", "device"], "data"),
+    (STATUS, ["read_bypassed_by_reason", "busy"], KeyError),
+    (STATUS, ["name"], "-x"),
+    (LINEAR, ["state"], "active"),          # an active stack has its counters
+    (STATS, ["reads_per_s"], -1),
+    (STATS, ["interval_s"], 0),
+    (STATS, ["bypassed_per_s_by_reason", "write"], KeyError),
+    (STATS, ["state"], "linear"),
+])
+def test_documents_that_break_the_schema_are_refused(doc, path, value):
+    assert errors(mutated(doc, path, value)) != []
