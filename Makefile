@@ -28,11 +28,15 @@ OTHER_KVER := $(if $(filter 6.12,$(KVER)),6.1,6.12)
 
 DESTDIR ?=
 PREFIX ?= /usr/local
+# udev reads rules from /lib/udev (or /usr/lib/udev), never from PREFIX.
+UDEVDIR ?= $(or $(shell pkg-config --variable=udevdir udev 2>/dev/null),/lib/udev)
+BASH_COMPLETION_DIR ?= $(or $(shell pkg-config --variable=completionsdir bash-completion \
+	2>/dev/null | sed 's|^/usr|$(PREFIX)|'),$(PREFIX)/share/bash-completion/completions)
 
-.PHONY: all deps modules userspace bench-tools host-tests check demo bench clean install lockhold \
-	checkpatch sparse check-debug soak fuzz
+.PHONY: all deps modules userspace man bench-tools host-tests check demo bench clean install \
+	install-modules install-tools uninstall uninstall-tools lockhold checkpatch sparse check-debug soak fuzz
 
-all: modules userspace
+all: modules userspace man
 
 deps:
 	@$(TOP)/tests/vm/setup packages source $(if $(filter 6.1 6.12,$(KVER)),kernel $(KVER)) \
@@ -49,6 +53,10 @@ modules:
 
 userspace:
 	$(MAKE) -C userspace
+
+# redcapctl(8) and redcaptab(5), from docs/man/*.rst.
+man:
+	$(MAKE) -s -C docs/man
 
 # The benchmark suite's reader: static, so that starting it in the guest
 # reads nothing from the host's filesystem.
@@ -111,14 +119,44 @@ sparse: modules
 	$(MAKE) -s -C $(KDIR) M=$(KBUILD_OUT) C=2 \
 		$(if $(FAULT_INJECTION),REDCAP_FAULT_INJECTION=y) modules
 
-install: modules userspace
+# install-modules and install-tools, which a package (or a test) may run alone.
+install: install-modules install-tools
+	$(if $(DESTDIR),,depmod -a $(KREL))
+	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
+
+install-modules: modules
 	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT) \
 		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+
+install-tools: userspace man
+	install -D -m 755 build/userspace/redcapctl $(DESTDIR)$(PREFIX)/sbin/redcapctl
 	install -D -m 755 build/userspace/vdiskctl $(DESTDIR)$(PREFIX)/sbin/vdiskctl
+	install -D -m 644 build/man/redcapctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/redcapctl.8
 	install -D -m 644 userspace/vdiskctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8
+	install -D -m 644 build/man/redcaptab.5 $(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5
+	install -D -m 644 udev/redcapctl.bash-completion $(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl
+	install -D -m 644 udev/56-dm-redcap.rules $(DESTDIR)$(UDEVDIR)/rules.d/56-dm-redcap.rules
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
+	install -D -m 644 docs/redcapctl.schema.json \
+		$(DESTDIR)$(PREFIX)/share/doc/redcap/redcapctl.schema.json
+	install -d -m 755 $(DESTDIR)/var/lib/redcap
+
+# What install put in place, for the kernel it was built for (KVER); the
+# model files in /var/lib/redcap and /etc/redcaptab are the admin's and stay.
+uninstall: uninstall-tools
+	rm -f $(DESTDIR)/lib/modules/$(KREL)/updates/dm-redcap/dm-redcap.ko \
+		$(DESTDIR)/lib/modules/$(KREL)/updates/dm-vdisk-model/dm-vdisk.ko
 	$(if $(DESTDIR),,depmod -a $(KREL))
+
+uninstall-tools:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/redcapctl $(DESTDIR)$(PREFIX)/sbin/vdiskctl \
+		$(DESTDIR)$(PREFIX)/share/man/man8/redcapctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5 \
+		$(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl \
+		$(DESTDIR)$(UDEVDIR)/rules.d/56-dm-redcap.rules
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/redcap
 
 clean:
 	rm -rf build

@@ -175,3 +175,32 @@ def mutated(doc, path, value):
 ])
 def test_documents_that_break_the_schema_are_refused(doc, path, value):
     assert errors(mutated(doc, path, value)) != []
+
+
+# --- make install-tools / uninstall-tools ----------------------------------
+
+def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_path):
+    dirs = ["DESTDIR=" + str(tmp_path), "PREFIX=/usr", "UDEVDIR=/lib/udev",
+            "BASH_COMPLETION_DIR=/usr/share/bash-completion/completions"]
+    subprocess.run(["make", "-s", "-C", TOP, "install-tools", *dirs], check=True,
+                   capture_output=True)
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == [
+        "lib/udev/rules.d/56-dm-redcap.rules",
+        "usr/sbin/redcapctl",
+        "usr/sbin/vdiskctl",
+        "usr/share/bash-completion/completions/redcapctl",
+        "usr/share/doc/redcap/redcap.rst",
+        "usr/share/doc/redcap/redcapctl.schema.json",
+        "usr/share/doc/redcap/vdisk.rst",
+        "usr/share/man/man5/redcaptab.5",
+        "usr/share/man/man8/redcapctl.8",
+        "usr/share/man/man8/vdiskctl.8",
+    ]
+    assert (tmp_path / "var/lib/redcap").is_dir()
+    r = subprocess.run([str(tmp_path / "usr/sbin/redcapctl"), "--help"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and r.stdout.startswith("usage: redcapctl")
+    subprocess.run(["make", "-s", "-C", TOP, "uninstall-tools", *dirs], check=True,
+                   capture_output=True)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
