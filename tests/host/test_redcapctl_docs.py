@@ -420,6 +420,8 @@ def test_the_sizes_of_the_pages_are_the_parsers(tmp_path):
 DRIVER = r'''
 source "$BASH_COMPLETION" || exit 9
 source "$COMPLETION" || exit 9
+_redcapctl_dm_driver=$DM_DRIVER
+_redcapctl_sys_block=$SYS_BLOCK
 compopt() { _compopts+=("$*"); }
 fn=$(complete -p redcapctl) || exit 9
 fn=${fn#*-F }
@@ -444,10 +446,13 @@ def comp_words(line):
     return words
 
 
-def complete(line, cwd=None, path=None):
-    """The candidates the completion offers at the end of @line, and its compopt calls."""
+def complete(line, cwd=None, path=None, dm_driver="/nonexistent", sys_block="/nonexistent"):
+    """The candidates the completion offers at the end of @line, and its compopt calls.
+    Unless told otherwise, the completion sees no device-mapper: it never runs this
+    host's dmsetup, which as root would create /dev/mapper/control."""
     assert os.path.exists(BASH_COMPLETION), "install bash-completion"
-    env = dict(os.environ, BASH_COMPLETION=BASH_COMPLETION, COMPLETION=COMPLETION)
+    env = dict(os.environ, BASH_COMPLETION=BASH_COMPLETION, COMPLETION=COMPLETION,
+               DM_DRIVER=dm_driver, SYS_BLOCK=sys_block)
     if path is not None:
         env["PATH"] = path
     r = subprocess.run(["bash", "--norc", "--noprofile", "-c", DRIVER, "driver", line,
@@ -567,22 +572,52 @@ def fake_dmsetup(tmp_path, script):
                                   "redcapctl model train "])
 def test_stack_names_are_the_redcap_devices_without_their_model_layers(tmp_path, line):
     path, args = fake_dmsetup(tmp_path, FAKE_DMSETUP)
-    assert candidates(line, path=path) == ["data", "srv"]
+    assert candidates(line, path=path, dm_driver="/") == ["data", "srv"]
     assert args.read_text().split("\n")[0].split()[:6] == ["info", "-c", "--noheadings", "-o",
                                                            "name,uuid", "--separator"]
 
 
-def test_a_failing_dmsetup_is_silent(tmp_path):
+def sys_block(tmp_path, devices):
+    """A /sys/block with device-mapper devices {kernel name: (name, uuid)}."""
+    root = tmp_path / "sys-block"
+    for dev, (name, uuid) in devices.items():
+        (root / dev / "dm").mkdir(parents=True)
+        (root / dev / "dm" / "name").write_text(name + "\n")
+        (root / dev / "dm" / "uuid").write_text(uuid + "\n")
+    (root / "sda").mkdir(parents=True)
+    return str(root)
+
+
+SYS_DEVICES = {"dm-0": ("data", "REDCAP-data"), "dm-1": ("data-vd", "REDCAP-data-vd"),
+               "dm-2": ("lvroot", "LVM-Wq2x1"), "dm-3": ("srv", "REDCAP-srv"),
+               "dm-4": ("plain", "")}
+
+
+def test_a_failing_dmsetup_falls_back_to_sysfs_silently(tmp_path):
+    """As for a user who is not root: dmsetup fails, sysfs is readable."""
     path, _ = fake_dmsetup(tmp_path, "#!/bin/sh\necho 'Permission denied' >&2\nexit 1\n")
-    names = candidates("redcapctl status ", path=path)   # complete() asserts stderr empty
-    assert "data" not in names and all(n.strip() for n in names)
+    sysfs = sys_block(tmp_path, SYS_DEVICES)
+    # complete() asserts that nothing was written on stderr
+    assert candidates("redcapctl status ", path=path, dm_driver="/", sys_block=sysfs) == \
+        ["data", "srv"]
+    assert candidates("redcapctl status ", path=path, dm_driver="/") == []
 
 
 def test_no_dmsetup_at_all_is_silent(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    names = candidates("redcapctl status ", path=f"{empty}:/usr/bin:/bin")
-    assert "data" not in names
+    path = f"{empty}:/usr/bin:/bin"
+    assert shutil.which("dmsetup", path=path) is None
+    assert candidates("redcapctl status ", path=path, dm_driver="/") == []
+    assert candidates("redcapctl status ", path=path, dm_driver="/",
+                      sys_block=sys_block(tmp_path, SYS_DEVICES)) == ["data", "srv"]
+
+
+def test_without_the_driver_dmsetup_is_not_run(tmp_path):
+    path, args = fake_dmsetup(tmp_path, FAKE_DMSETUP)
+    assert candidates("redcapctl status ", path=path,
+                      sys_block=sys_block(tmp_path, SYS_DEVICES)) == []
+    assert not args.exists()
 
 
 def test_start_and_stop_offer_the_names_of_the_table(tmp_path):
@@ -593,8 +628,8 @@ def test_start_and_stop_offer_the_names_of_the_table(tmp_path):
     assert candidates(f"redcapctl start --tab {tab} ", path=path) == ["alpha", "beta", "srv"]
     assert candidates(f"redcapctl start --tab={tab} a", path=path) == ["alpha"]
     # stop: the table's and the running stacks, each once
-    assert candidates(f"redcapctl stop --tab {tab} ", path=path) == ["alpha", "beta", "data",
-                                                                     "srv"]
+    assert candidates(f"redcapctl stop --tab {tab} ", path=path, dm_driver="/") == \
+        ["alpha", "beta", "data", "srv"]
     assert candidates("redcapctl start --tab /nonexistent ", path=path) == []
     assert candidates(f"redcapctl start --tab {tab} --all ", path=path) == []
 
