@@ -751,7 +751,7 @@ static void print_created(const struct spec *s, const struct origin *o, bool lin
 		return;
 	}
 	printf("%s: /dev/mapper/%s over %s%s, cache %s (%" PRIu64 " x %s), policy %s\n",
-	       s->name, s->name, o->path, s->nomodel ? "" : " (model layer " "measuring it)",
+	       s->name, s->name, o->path, s->nomodel ? "" : " (model layer measuring it)",
 	       fmt_size(s->ram_bytes, ram, sizeof(ram)), s->ram_bytes / s->segment_bytes,
 	       fmt_size(s->segment_bytes, seg, sizeof(seg)),
 	       rc_policy_name(s->policy < 0 ? DEFAULT_POLICY : (enum rc_policy)s->policy));
@@ -1003,6 +1003,15 @@ static json_object *ju64(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
+/* A number printed with @fmt ("%.4f"), not json-c's 17 digits. */
+static json_object *jdouble(double v, const char *fmt)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), fmt, v);
+	return json_object_new_double_s(v, buf);
+}
+
 /* status's object: the schema is docs/redcapctl.schema.json. */
 static json_object *stack_json(const struct stack *k)
 {
@@ -1055,7 +1064,7 @@ static json_object *stack_json(const struct stack *k)
 	json_object_object_add(b, "write", ju64(bp.write));
 	json_object_object_add(o, "read_bypassed_by_reason", b);
 	json_object_object_add(o, "read_resent", ju64(sv(k, "read_resent")));
-	json_object_object_add(o, "hit_ratio", json_object_new_double(hit_ratio(hits, reads)));
+	json_object_object_add(o, "hit_ratio", jdouble(hit_ratio(hits, reads), "%.6g"));
 	json_object_object_add(o, "fill_ios", ju64(sv(k, "fill_ios")));
 	json_object_object_add(o, "fill_bytes", ju64(sv(k, "fill_sectors") << 9));
 	json_object_object_add(o, "fill_errors", ju64(sv(k, "fill_errors")));
@@ -1538,7 +1547,7 @@ static double rate(uint64_t a, uint64_t b, double dt)
 
 static json_object *jrate(double v)
 {
-	return json_object_new_double(round(v * 10.0) / 10.0);
+	return jdouble(v, "%.1f");
 }
 
 static void stats_show(const char *name, const struct sample *a, const struct sample *b,
@@ -1555,8 +1564,7 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 		o = json_object_new_object();
 		json_object_object_add(o, "schema", json_object_new_int(SCHEMA_VERSION));
 		json_object_object_add(o, "name", jstr(name));
-		json_object_object_add(o, "interval_s", json_object_new_double(round(dt * 1000) /
-									      1000));
+		json_object_object_add(o, "interval_s", jdouble(dt, "%.3f"));
 		json_object_object_add(o, "state", jstr(b->state));
 		json_object_object_add(o, "policy", jstr(b->policy));
 		json_object_object_add(o, "reads", ju64(b->reads));
@@ -1574,8 +1582,8 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 		json_object_object_add(o, "bypassed_per_s_by_reason", r);
 		json_object_object_add(o, "fill_mib_per_s",
 				       jrate(rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB));
-		json_object_object_add(o, "hit_ratio",
-				       json_object_new_double(reads > 0 ? hits / reads : 0.0));
+		json_object_object_add(o, "hit_ratio", jdouble(reads > 0 ? hits / reads : 0.0,
+							       "%.6g"));
 		/* --watch: one object per line (JSON Lines), for a pipe. */
 		puts(json_object_to_json_string_ext(o, watch ? JSON_C_TO_STRING_PLAIN :
 						    JSON_C_TO_STRING_PRETTY));
@@ -2202,7 +2210,11 @@ static int cmd_check(int argc, char **argv)
 
 		if (fd >= 0) {
 			close(fd);
-			report(true, "%s: origin %s is %s, free", e->name, o[j].spec, o[j].path);
+			if (strcmp(o[j].spec, o[j].path))
+				report(true, "%s: origin %s is %s, free", e->name, o[j].spec,
+				       o[j].path);
+			else
+				report(true, "%s: origin %s is free", e->name, o[j].spec);
 		} else {
 			user_of(o[j].devno, use, sizeof(use));
 			report(false, "%s: origin %s (%s): in use: %s", e->name, o[j].spec,
