@@ -359,6 +359,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 		}
 	}
 	c->ctr.read_bypassed++;
+	c->ctr.read_bypassed_inactive++;
 	return RC_READ_BYPASS;
 }
 

@@ -77,6 +77,7 @@ struct rc_counters {
 	u64 read_bypassed_caware; /* ... of which placed on the disk by C-Aware */
 	u64 read_bypassed_nomem; /* ... of which because no fill could be set up */
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
+	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */

@@ -1234,6 +1234,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
 	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
+	DMEMIT("read_bypassed_inactive=%llu\n", c.read_bypassed_inactive);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);

@@ -21,7 +21,8 @@ SEED = 7                        # stamp of the shared origin's data
 STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 
 COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
-            "read_bypassed_busy", "caware_bypassed", "sim_hits", "sim_misses", "fill_ios",
+            "read_bypassed_busy", "caware_bypassed", "read_bypassed_inactive", "sim_hits",
+            "sim_misses", "fill_ios",
             "fill_sectors", "fill_errors", "fill_stale", "writes", "write_sectors",
             "write_allocs", "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
             "cache_time_us", "est_disk_time_us", "caware_rule1", "caware_rule2",

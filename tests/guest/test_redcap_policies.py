@@ -102,6 +102,7 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator):
     assert st["windows"] >= 10 and st["windows_unjudged"] <= 2
     # Judged while off on the simulated cache: it saw most of the run.
     assert st["sim_misses"] + st["sim_hits"] == st["read_bypassed"] > 900
+    assert st["read_bypassed_inactive"] == st["read_bypassed"]
     assert cached <= 1.05 * bare
 
 

@@ -206,6 +206,8 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_nomem);
 	check_ctr_field(line, "read_bypassed_held", g->read_bypassed_held,
 			w->read_bypassed_held);
+	check_ctr_field(line, "read_bypassed_inactive", g->read_bypassed_inactive,
+			w->read_bypassed_inactive);
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
@@ -222,7 +224,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 22 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 23 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -534,7 +536,7 @@ CTEST(policy_off_bypasses_everything)
 	rc_write_done(c, 5, rc_write_start(c, 5, 8, true), 0, true, &idx);
 	CHECK_EQ(hashed_idx(c, 5), RC_NONE);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2,
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_inactive = 2,
 		  .sim_hits = 1, .sim_misses = 1,
 		  .fill_ios = 1, .fill_sectors = 256, .writes = 1,
 		  .write_sectors = 8, .invalidations = 1);
@@ -1285,6 +1287,7 @@ static void st_read(struct st *s)
 		CHECK_EQ(a, RC_READ_BYPASS);
 		CHECK_EQ(busy, 0);
 		s->want.read_bypassed++;
+		s->want.read_bypassed_inactive++;
 		if (expect != RC_NONE || ghost != RC_NONE) {
 			CHECK_EQ(s->c->sim, RC_SIM_HIT);
 			s->want.sim_hits++;
@@ -1625,6 +1628,7 @@ CTEST(stress_random_model)
 	CHECK(s.want.read_bypassed_busy > 0);
 	CHECK(s.want.sim_hits > 100);
 	CHECK(s.want.sim_misses > 100);
+	CHECK(s.want.read_bypassed_inactive > s.want.sim_hits + s.want.sim_misses);
 	CHECK_EQ(rc_drop_all(s.c), 0);
 	CHECK_EQ(free_len(s.c), ST_ENTRIES);
 	rm(s.c);
@@ -1762,13 +1766,14 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	CHECK_EQ(c->nr_valid, 1);
 	CHECK_EQ(free_len(c), 2);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3,
+	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3, .read_bypassed_inactive = 3,
 		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
 	/* Active again: the valid segment hits for real, nothing simulated. */
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	hit_seg(c, 5, a);
 	CHECK_EQ(c->sim, RC_SIM_NONE);
 	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
+		  .read_bypassed_inactive = 3,
 		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
 	rm(c);
 }
@@ -1788,7 +1793,8 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	CHECK_EQ(c->sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .sim_hits = 1);
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_inactive = 2,
+	  .sim_hits = 1);
 	/* The fill lands; the next simulated miss evicts it (a VALID victim). */
 	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, f);
@@ -1797,7 +1803,8 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	CHECK_EQ(c->entries[f].state, RC_GHOST);
 	CHECK_EQ(c->entries[f].seg, 2);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3, .sim_hits = 1,
+	CHECK_CTR(c, .reads = 4, .read_misses = 1, .read_bypassed = 3, .read_bypassed_inactive = 3,
+	  .sim_hits = 1,
 		  .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256, .evictions = 1);
 	rm(c);
 }
@@ -1819,12 +1826,14 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	CHECK_EQ(hashed_idx(c, 3), a);
 	CHECK_EQ(c->nr_valid, 1);
 	CHECK_EQ(c->nr_ghost, 1);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .evictions = 1);
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_inactive = 1,
+	  .sim_misses = 1, .evictions = 1);
 	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_BYPASS);	/* takes b: seg 2 */
 	CHECK_EQ(hashed_idx(c, 4), b);
 	CHECK_EQ(c->nr_valid, 0);
 	CHECK_EQ(c->nr_ghost, 2);
-	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .sim_misses = 2, .evictions = 2);
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_inactive = 2,
+	  .sim_misses = 2, .evictions = 2);
 	CHECK_EQ(c->lru_tail, a);			/* ghost of seg 3 */
 	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* takes the ghost */
 	CHECK_EQ(c->sim, RC_SIM_MISS);
@@ -1833,7 +1842,8 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	CHECK_EQ(c->nr_ghost, 2);
 	CHECK_EQ(ghosts_on_lru(c), 2);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .sim_misses = 3, .evictions = 2);
+	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_inactive = 3,
+	  .sim_misses = 3, .evictions = 2);
 	rm(c);
 }
 
@@ -1865,6 +1875,7 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 	hit_seg(c, 7, g7);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
+		  .read_bypassed_inactive = 3,
 		  .sim_hits = 1, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
 	/* A new segment now reuses the remaining ghost, not the valid entry. */
 	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
@@ -1893,7 +1904,8 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 	CHECK_EQ(free_len(c), 8);
 	CHECK_EQ(rc_write_done(c, 7, ck, 0, true, &idx), RC_WRITE_DONE);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .writes = 1,
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_inactive = 1,
+	  .sim_misses = 1, .writes = 1,
 		  .write_sectors = 8);
 	rm(c);
 
@@ -1907,7 +1919,8 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(c->entries[hashed_idx(c, 7)].state, RC_GHOST);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .sim_misses = 1, .writes = 1,
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_inactive = 1,
+	  .sim_misses = 1, .writes = 1,
 		  .write_sectors = 8);
 	/* ... but a discard (no update) drops it. */
 	ck = rc_write_start(c, 7, 8, false);
@@ -1979,7 +1992,8 @@ CTEST(caware_bypass_counts_and_keeps_ghost)
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(rc_read(c, 10, &idx), RC_READ_BYPASS);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_caware = 2,
+	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_inactive = 1,
+	  .read_bypassed_caware = 2,
 		  .sim_misses = 1);
 	/* The disk slows down: rule 6 fills, in the ghost's entry. */
 	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 50000000, 0);
@@ -1990,7 +2004,8 @@ CTEST(caware_bypass_counts_and_keeps_ghost)
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 4, .read_bypassed = 3, .read_bypassed_caware = 2,
+	CHECK_CTR(c, .reads = 4, .read_bypassed = 3, .read_bypassed_inactive = 1,
+	  .read_bypassed_caware = 2,
 		  .read_misses = 1, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
 	rm(c);
 }
@@ -2011,7 +2026,8 @@ CTEST(sim_miss_during_write_bypasses_without_ghost)
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .sim_misses = 1, .writes = 1,
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_inactive = 2,
+	  .sim_misses = 1, .writes = 1,
 		  .write_sectors = 8);
 	rm(c);
 }
