@@ -174,7 +174,6 @@ const char *dm_send(const struct dev *d, const char *msg, char **answer)
 {
 	const char *why = NULL;
 	struct dm_task *dmt;
-	int err;
 
 	if (!dm_available())
 		return "device-mapper is not available (no /dev/mapper/control)";
@@ -187,14 +186,7 @@ const char *dm_send(const struct dev *d, const char *msg, char **answer)
 	    !dm_task_set_sector(dmt, 0) || !dm_task_set_message(dmt, msg)) {
 		why = dm_error[0] ? dm_error : "out of memory";
 	} else if (!dm_task_run(dmt)) {
-		/* The ioctl's errno if it ran; else why it could not run. */
-		err = dm_task_get_errno(dmt);
-		if (err == ENXIO)
-			why = "no such device-mapper device";
-		else if (err)
-			why = strerror(err);
-		else
-			why = dm_error[0] ? dm_error : "device-mapper failure";
+		why = dm_task_why(dmt);
 	} else {
 		const char *a = dm_task_get_message_response(dmt);
 
@@ -270,6 +262,18 @@ void dmctl_init(const char *prog, const char *usage)
 	progname = prog;
 	usage_text = usage;
 	dm_log_with_errno_init(dm_log);
+}
+
+const char *dm_task_why(struct dm_task *dmt)
+{
+	/* The ioctl's errno if it ran; else why it could not run. */
+	int err = dm_task_get_errno(dmt);
+
+	if (err == ENXIO)
+		return "no such device-mapper device";
+	if (err)
+		return strerror(err);
+	return dm_error[0] ? dm_error : "device-mapper failure";
 }
 
 const char *dm_last_error(void)

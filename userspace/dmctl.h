@@ -42,6 +42,9 @@ bool dm_available(void);
 const char *dm_send(const struct dev *d, const char *msg, char **answer);
 /* dm_send(), exiting with an error if the message failed. */
 char *dm_message(const struct dev *d, const char *msg);
+struct dm_task;
+/* Why @dmt, which dm_task_run() refused, failed: the ioctl's errno, or libdevmapper's error. */
+const char *dm_task_why(struct dm_task *dmt);
 /* The last error libdevmapper logged, "" if none since the last dm_log_clear(). */
 const char *dm_last_error(void);
 void dm_log_clear(void);

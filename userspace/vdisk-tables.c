@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <libdevmapper.h>
 #include <libgen.h>
@@ -130,7 +131,6 @@ static void vdisk_disk(const struct dev *d, unsigned int *maj, unsigned int *min
 	const char *why = NULL, *p;
 	uint64_t start, length;
 	struct dm_task *dmt;
-	int err;
 
 	if (!dm_available())
 		die("%s: table: device-mapper is not available (no /dev/mapper/control)", d->arg);
@@ -143,13 +143,7 @@ static void vdisk_disk(const struct dev *d, unsigned int *maj, unsigned int *min
 	      dm_task_set_major(dmt, d->major) && dm_task_set_minor(dmt, d->minor))) {
 		why = *dm_last_error() ? dm_last_error() : "out of memory";
 	} else if (!dm_task_run(dmt)) {
-		err = dm_task_get_errno(dmt);
-		if (err == ENXIO)
-			why = "no such device-mapper device";
-		else if (err)
-			why = strerror(err);
-		else
-			why = *dm_last_error() ? dm_last_error() : "device-mapper failure";
+		why = dm_task_why(dmt);
 	} else {
 		dm_get_next_target(dmt, NULL, &start, &length, &type, &params);
 		p = params;
@@ -817,4 +811,38 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return interrupted ? 130 : 0;
+}
+
+/* --- train's options, for vdiskctl train and redcapctl model train --------- */
+
+const struct option vdt_train_options[] = {
+	{ "time", required_argument, NULL, 't' },
+	{ "write", no_argument, NULL, 'w' },
+	{ "seed", required_argument, NULL, 's' },
+	{ "max-kib", required_argument, NULL, 'k' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+void vdt_train_opt(int c, const char *arg, void *ctx)
+{
+	struct vdt_train *o = ctx;
+
+	switch (c) {
+	case 't':
+		if (!parse_u64(arg, 1, INT_MAX, &o->seconds))
+			usage_error("train: --time: '%s' is not a number of seconds (1 or more)", arg);
+		break;
+	case 's':
+		if (!parse_u64(arg, 0, UINT64_MAX, &o->seed))
+			usage_error("train: --seed: '%s' is not a number", arg);
+		break;
+	case 'k':
+		if (!parse_u64(arg, 4, 65536, &o->max_kib) || o->max_kib % 4)
+			usage_error("train: --max-kib: '%s' is not a multiple of 4 from 4 to 65536", arg);
+		break;
+	case 'w':
+		o->write = true;
+		break;
+	}
 }

@@ -7,6 +7,7 @@
 #ifndef VDISK_TABLES_H
 #define VDISK_TABLES_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -16,6 +17,13 @@ struct vdt_train {
 	uint64_t seconds, seed, max_kib;
 	bool write;
 };
+
+#define VDT_TRAIN_DEFAULTS	{ .seconds = 60, .seed = 1, .max_kib = 128 }
+
+/* train's options for getopt_long (--time, --write, --seed, --max-kib, --help)... */
+extern const struct option vdt_train_options[];
+/* ... and what one of them sets in the struct vdt_train at @ctx (usage_error if bad). */
+void vdt_train_opt(int c, const char *arg, void *ctx);
 
 /* Both tables of @d, its disk's identity and capacity to @file, atomically. */
 void vdt_save(const struct dev *d, const char *file);

@@ -201,41 +201,10 @@ static int cmd_check_file(int argc, char **argv)
 	return 0;
 }
 
-static void train_opt(int c, const char *arg, void *ctx)
-{
-	struct vdt_train *o = ctx;
-
-	switch (c) {
-	case 't':
-		if (!parse_u64(arg, 1, INT_MAX, &o->seconds))
-			usage_error("train: --time: '%s' is not a number of seconds (1 or more)", arg);
-		break;
-	case 's':
-		if (!parse_u64(arg, 0, UINT64_MAX, &o->seed))
-			usage_error("train: --seed: '%s' is not a number", arg);
-		break;
-	case 'k':
-		if (!parse_u64(arg, 4, 65536, &o->max_kib) || o->max_kib % 4)
-			usage_error("train: --max-kib: '%s' is not a multiple of 4 from 4 to 65536", arg);
-		break;
-	case 'w':
-		o->write = true;
-		break;
-	}
-}
-
 static int cmd_train(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "time", required_argument, NULL, 't' },
-		{ "write", no_argument, NULL, 'w' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "max-kib", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct vdt_train o = { .seconds = 60, .seed = 1, .max_kib = 128 };
-	int i = parse_opts(argc, argv, longopts, train_opt, &o);
+	struct vdt_train o = VDT_TRAIN_DEFAULTS;
+	int i = parse_opts(argc, argv, vdt_train_options, vdt_train_opt, &o);
 	struct dev d;
 
 	operands(argc, argv, i, 1);
