@@ -85,8 +85,8 @@ static const char redcapctl_help[] =
 "               over the origin, so a mounted filesystem stays mounted\n"
 "  list         the stacks, one line each\n"
 "  status       geometry, policy, state and why, counters, model\n"
-"  stats        rates per second over SECONDS (default 1); --watch redraws\n"
-"               until interrupted\n"
+"  stats        rates per second over one second; --watch redraws them every\n"
+"               SECONDS (default 1) until interrupted\n"
 "  set          policy, write_policy, estimator, window, margin, dwell, decay_ms\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
@@ -156,19 +156,12 @@ static const char *fmt_size(uint64_t bytes, char *buf, size_t len)
 static char dm_why[320];
 static int dm_errno;	/* the ioctl's errno when the last task failed, or 0 */
 
-/* Why the task @dmt failed to run, in dm_why. */
+/* Why the task @dmt failed to run (NULL: it could not be made), in dm_why. */
 static const char *task_error(struct dm_task *dmt)
 {
-	int err = dmt ? dm_task_get_errno(dmt) : 0;
-
-	dm_errno = err;
-	if (err == ENXIO)
-		snprintf(dm_why, sizeof(dm_why), "no such device-mapper device");
-	else if (err)
-		snprintf(dm_why, sizeof(dm_why), "%s", strerror(err));
-	else
-		snprintf(dm_why, sizeof(dm_why), "%s",
-			 *dm_last_error() ? dm_last_error() : "device-mapper failure");
+	dm_errno = dmt ? dm_task_get_errno(dmt) : 0;
+	snprintf(dm_why, sizeof(dm_why), "%s", dmt ? dm_task_why(dmt) :
+		 *dm_last_error() ? dm_last_error() : "cannot talk to device-mapper");
 	return dm_why;
 }
 
@@ -513,29 +506,21 @@ static int sysfs_read(dev_t devno, const char *attr, char *buf, size_t len)
 /* /dev/<kernel name> of @devno, from its uevent; "M:m" if it has none. */
 static void devno_path(dev_t devno, char *buf, size_t len)
 {
-	char uevent[1024], *p;
+	char path[PATH_MAX], line[512];
+	FILE *f;
 
-	if (!sysfs_read(devno, "uevent", uevent, sizeof(uevent))) {
-		/* sysfs_read() kept the first line only: read the file in full. */
-		char path[PATH_MAX];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(devno),
-			 minor(devno));
-		f = fopen(path, "re");
-		while (f && fgets(uevent, sizeof(uevent), f)) {
-			if (strncmp(uevent, "DEVNAME=", 8))
-				continue;
-			p = uevent + 8;
-			p[strcspn(p, "\n")] = '\0';
-			snprintf(buf, len, "/dev/%s", p);
-			fclose(f);
-			return;
-		}
-		if (f)
-			fclose(f);
-	}
 	snprintf(buf, len, "%u:%u", major(devno), minor(devno));
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(devno), minor(devno));
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "DEVNAME=", 8)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, len, "/dev/%s", line + 8);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
 }
 
 /* Who holds @devno (a device-mapper or md device stacked on it): "" if nobody. */
@@ -712,6 +697,17 @@ static int stack_lookup(const char *name, bool vd, struct devinfo *di)
 		return fail("%s: /dev/mapper/%s is not a redcap stack (its DM UUID is '%s', "
 			    "not '%s')", name, dev, di->uuid, uuid);
 	return 1;
+}
+
+/* Whether anything of stack @name runs (NAME or NAME-vd): 1, 0, or -1 printed. */
+static int stack_running(const char *name)
+{
+	struct devinfo di;
+	int r = stack_lookup(name, false, &di);
+
+	if (r)
+		return r;
+	return stack_lookup(name, true, &di);
 }
 
 /* The sizes of @s against the target and this machine.  0, or -1 printed. */
@@ -960,7 +956,7 @@ static void bypass_split(const struct stack *k, struct bypass *b)
 {
 	uint64_t total = sv(k, "read_bypassed"), named;
 
-	b->inactive = sv(k, "sim_hits") + sv(k, "sim_misses");
+	b->inactive = sv(k, "read_bypassed_inactive");
 	b->busy = sv(k, "read_bypassed_busy");
 	b->caware = sv(k, "caware_bypassed");
 	b->held = sv(k, "read_bypassed_held");
@@ -1205,7 +1201,7 @@ static int stack_remove(const char *name, bool keep)
 	}
 	if (rv && dm_remove_dev(vd))
 		return fail("%s: cannot remove the model layer %s: %s", name, vd, dm_why);
-	if (!keep)
+	if (!keep || !r)
 		printf("%s: removed\n", name);
 	return 0;
 }
@@ -1229,7 +1225,8 @@ static int parse_opts(int argc, char **argv, const struct option *longopts,
 			fputs(redcapctl_help, stdout);
 			exit(0);
 		}
-		if (c == '?' && optopt)
+		/* A short option by its letter; a long one as written (--json=1). */
+		if (c == '?' && optopt && strncmp(argv[optind - 1], "--", 2))
 			usage_error("%s: unknown option '-%c'", argv[0], optopt);
 		if (c == '?')
 			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
@@ -1690,8 +1687,8 @@ static int cache_load(const char *name, struct stack *k)
 		return -1;
 	if (!is_redcap(k)) {
 		stack_free(k);
-		return fail("%s: a linear device without cache (start it again once the redcap "
-			    "module loads)", name);
+		return fail("%s: a linear device without cache (once the redcap module loads, "
+			    "redcapctl stop and start build the stack again)", name);
 	}
 	return 0;
 }
@@ -1795,41 +1792,9 @@ static int cmd_reset_stats(int argc, char **argv)
 
 /* --- model: vdiskctl's table commands on NAME-vd ------------------------- */
 
-static void train_opt(int c, const char *arg, void *ctx)
-{
-	struct vdt_train *t = ctx;
-
-	switch (c) {
-	case 't':
-		if (!parse_u64(arg, 1, 86400, &t->seconds))
-			usage_error("model train: --time %s: seconds from 1 to 86400", arg);
-		break;
-	case 'w':
-		t->write = true;
-		break;
-	case 's':
-		if (!parse_u64(arg, 0, UINT64_MAX, &t->seed))
-			usage_error("model train: --seed %s: a number", arg);
-		break;
-	case 'k':
-		if (!parse_u64(arg, 4, 1024, &t->max_kib) || t->max_kib % 4)
-			usage_error("model train: --max-kib %s: a multiple of 4 from 4 to 1024",
-				    arg);
-		break;
-	}
-}
-
 static int cmd_model(int argc, char **argv)
 {
-	static const struct option train_opts[] = {
-		{ "time", required_argument, NULL, 't' },
-		{ "write", no_argument, NULL, 'w' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "max-kib", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct vdt_train t = { .seconds = 60, .seed = 1, .max_kib = 128 };
+	struct vdt_train t = VDT_TRAIN_DEFAULTS;
 	const char *verb = argc > 1 ? argv[1] : "";
 	char file[PATH_MAX];
 	struct stack k;
@@ -1843,7 +1808,7 @@ static int cmd_model(int argc, char **argv)
 			    "model: missing verb (save, load, train)%s", verb);
 	argv[1] = argv[0];	/* "model save NAME": parse from "save" */
 	if (!strcmp(verb, "train")) {
-		i = parse_opts(argc - 1, argv + 1, train_opts, train_opt, &t) + 1;
+		i = parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
 		operands(argc, argv, i, 1, 1);
 	} else {
 		i = parse_opts(argc - 1, argv + 1, help_only, no_opts, NULL) + 1;
@@ -1991,7 +1956,6 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 	struct tab_opts o = { .tab = DEFAULT_TAB };
 	int i = parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
-	struct devinfo di, vdi;
 	struct tab t;
 
 	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
@@ -1999,17 +1963,14 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 		name_check(argv[i]);
 	/* Stopping one stack needs no table: it may have left the file already. */
 	if (!start && !o.all) {
-		int r = stack_lookup(argv[i], false, &di), rv = stack_lookup(argv[i], true, &vdi);
+		int r = stack_running(argv[i]);
 
-		if (r < 0 || rv < 0)
-			return 1;
-		if (!r && !rv) {
+		if (!r)
 			printf("%s: not running\n", argv[i]);
-			return 0;
-		}
-		return stack_remove(argv[i], false) ? 1 : 0;
+		return r < 0 || (r > 0 && stack_remove(argv[i], false)) ? 1 : 0;
 	}
-	tab_read(&t, o.tab, !start);
+	/* No table at all: nothing to start or stop (a host without stacks boots). */
+	tab_read(&t, o.tab, o.all);
 	if (t.bad)
 		status = 1;
 	if (!o.all) {
@@ -2028,9 +1989,9 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 				status = 1;
 			continue;
 		}
-		int r = stack_lookup(e->name, false, &di), rv = stack_lookup(e->name, true, &vdi);
+		int r = stack_running(e->name);
 
-		if (r < 0 || rv < 0 || ((r || rv) && stack_remove(e->name, false)))
+		if (r < 0 || (r > 0 && stack_remove(e->name, false)))
 			status = 1;
 	}
 	free(t.e);
@@ -2051,17 +2012,21 @@ static int cmd_stop(int argc, char **argv)
 
 static int problems;
 
-static void report(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(bool ok, const char *fmt, ...)
+/* A line of check: ok, a warning (boot goes on), or a problem (exit 1). */
+enum verdict { OK, WARNING, PROBLEM };
+
+static void report(enum verdict v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(enum verdict v, const char *fmt, ...)
 {
+	static const char * const words[] = { "ok", "warning", "problem" };
 	va_list ap;
 
-	printf("%-8s ", ok ? "ok" : "problem");
+	printf("%-8s ", words[v]);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
-	if (!ok)
+	if (v == PROBLEM)
 		problems++;
 }
 
@@ -2073,7 +2038,7 @@ static void check_module(const char *ttype, const char *mod)
 	struct utsname u;
 
 	if (dm_has_target(ttype, version, sizeof(version))) {
-		report(true, "%s: loaded (target %s %s)", mod, ttype, version);
+		report(OK, "%s: loaded (target %s %s)", mod, ttype, version);
 		return;
 	}
 	uname(&u);
@@ -2082,11 +2047,11 @@ static void check_module(const char *ttype, const char *mod)
 		struct kmod_module *m = kmod_module_get_module(list);
 		const char *path = kmod_module_get_path(m);
 
-		report(true, "%s: %s, loaded at the first start", mod, path ? path : "built in");
+		report(OK, "%s: %s, loaded at the first start", mod, path ? path : "built in");
 		kmod_module_unref(m);
 		kmod_module_unref_list(list);
 	} else {
-		report(false, "%s: not built for kernel %s (no module in /lib/modules/%s): "
+		report(PROBLEM, "%s: not built for kernel %s (no module in /lib/modules/%s): "
 		       "install redcap for this kernel", mod, u.release, u.release);
 	}
 	kmod_unref(ctx);
@@ -2121,9 +2086,13 @@ static void check_fstab(const char *path, const struct tab *t, const struct orig
 	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
 	struct libmnt_fs *fs;
 	int flagged = 0;
+	struct stat st;
 
+	/* libmount refuses an empty file; it mounts nothing, so nothing directly. */
+	if (!stat(path, &st) && !st.st_size)
+		goto none;
 	if (!tb || !it || mnt_table_parse_fstab(tb, path)) {
-		report(false, "%s: cannot be read", path);
+		report(PROBLEM, "%s: cannot be read", path);
 		goto out;
 	}
 	while (!mnt_table_next_fs(tb, it, &fs)) {
@@ -2142,14 +2111,15 @@ static void check_fstab(const char *path, const struct tab *t, const struct orig
 			}
 			if (!hit)
 				continue;
-			report(false, "%s: '%s %s' mounts the origin of %s (%s) directly: mount "
+			report(PROBLEM, "%s: '%s %s' mounts the origin of %s (%s) directly: mount "
 			       "/dev/mapper/%s instead", path, src, mnt_fs_get_target(fs),
 			       t->e[j].name, o[j].path, t->e[j].name);
 			flagged++;
 		}
 	}
+none:
 	if (!flagged)
-		report(true, "%s: no line mounts an origin directly", path);
+		report(OK, "%s: no line mounts an origin directly", path);
 out:
 	mnt_free_iter(it);
 	mnt_unref_table(tb);
@@ -2173,17 +2143,23 @@ static int cmd_check(int argc, char **argv)
 
 	operands(argc, argv, i, 0, 0);
 	if (dm_available())
-		report(true, "device-mapper: available");
+		report(OK, "device-mapper: available");
 	else
-		report(false, "device-mapper: not available: modprobe dm-mod");
-	check_module("redcap", "dm-redcap");
-	check_module("vdisk", "dm-vdisk");
+		report(PROBLEM, "device-mapper: not available: modprobe dm-mod");
 	tab_read(&t, opts.tab, true);
+	check_module("redcap", "dm-redcap");
+	/* The model layer's module, unless every stack goes without it. */
+	for (size_t j = 0; j <= t.nr; j++) {
+		if (j == t.nr || !t.e[j].nomodel) {
+			check_module("vdisk", "dm-vdisk");
+			break;
+		}
+	}
 	problems += t.bad;
 	if (access(opts.tab, F_OK))
-		report(true, "%s: none, so no stack starts at boot", opts.tab);
+		report(OK, "%s: none, so no stack starts at boot", opts.tab);
 	else if (!t.bad)
-		report(true, "%s: %zu entries, every line good", opts.tab, t.nr);
+		report(OK, "%s: %zu entries, every line good", opts.tab, t.nr);
 	o = xmalloc((t.nr + 1) * sizeof(*o));
 	found = xmalloc((t.nr + 1) * sizeof(*found));
 	for (size_t j = 0; j < t.nr; j++) {
@@ -2192,16 +2168,19 @@ static int cmd_check(int argc, char **argv)
 
 		found[j] = !origin_resolve(e->origin_kind, e->origin, &o[j], why, sizeof(why));
 		if (!found[j]) {
-			report(false, "%s: %s%s", e->name, why,
-			       e->nofail ? " (nofail: boot goes on without it)" : "");
+			if (e->nofail)
+				report(WARNING, "%s: %s (nofail: boot goes on without it)", e->name,
+				       why);
+			else
+				report(PROBLEM, "%s: %s", e->name, why);
 			continue;
 		}
 		if (e->warning[0])
-			report(false, "%s: %s", e->name, e->warning);
+			report(WARNING, "%s: %s", e->name, e->warning);
 		dm_log_clear();
 		r = stack_lookup(e->name, false, &di);
 		if (r > 0) {
-			report(true, "%s: running over %s", e->name, o[j].path);
+			report(OK, "%s: running over %s", e->name, o[j].path);
 			continue;
 		}
 		if (r < 0)
@@ -2211,13 +2190,13 @@ static int cmd_check(int argc, char **argv)
 		if (fd >= 0) {
 			close(fd);
 			if (strcmp(o[j].spec, o[j].path))
-				report(true, "%s: origin %s is %s, free", e->name, o[j].spec,
+				report(OK, "%s: origin %s is %s, free", e->name, o[j].spec,
 				       o[j].path);
 			else
-				report(true, "%s: origin %s is free", e->name, o[j].spec);
+				report(OK, "%s: origin %s is free", e->name, o[j].spec);
 		} else {
 			user_of(o[j].devno, use, sizeof(use));
-			report(false, "%s: origin %s (%s): in use: %s", e->name, o[j].spec,
+			report(PROBLEM, "%s: origin %s (%s): in use: %s", e->name, o[j].spec,
 			       o[j].path, use[0] ? use : strerror(errno));
 		}
 	}
