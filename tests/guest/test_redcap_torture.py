@@ -18,7 +18,7 @@ import pytest
 from dmtest import Dm, dev_sectors, drop_caches, read_blocks, sh
 
 SEG, NSEGS = 256, 64            # 8 MiB of 128 KiB segments
-SECONDS = 20
+SECONDS = 12
 
 
 def stress(path, opts):
