@@ -138,6 +138,7 @@ install-tools: userspace man
 	install -D -m 644 udev/56-dm-redcap.rules $(DESTDIR)$(UDEVDIR)/rules.d/56-dm-redcap.rules
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
+	install -D -m 644 docs/admin-guide.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/admin-guide.rst
 	install -D -m 644 docs/redcapctl.schema.json \
 		$(DESTDIR)$(PREFIX)/share/doc/redcap/redcapctl.schema.json
 	install -d -m 755 $(DESTDIR)/var/lib/redcap

@@ -80,7 +80,8 @@ static const char redcapctl_help[] =
 "over a measuring vdisk layer (NAME-vd) over a disk.  Sizes take K, M, G, T.\n"
 "\n"
 "  create       build a stack over ORIGIN (a /dev path, PARTUUID= or PARTLABEL=);\n"
-"               cache 64M of 128K segments, policy adaptive+caware by default\n"
+"               cache 64M of 128K segments, policy adaptive+caware, estimator\n"
+"               vdisk (spk with --no-model) by default\n"
 "  remove       tear it down; --keep-device leaves NAME as a linear device\n"
 "               over the origin, so a mounted filesystem stays mounted\n"
 "  list         the stacks, one line each\n"
@@ -777,6 +778,7 @@ static int stack_create(const struct spec *s)
 	struct devinfo di;
 	struct origin o;
 	unsigned int nf = 0;
+	int estimator;
 
 	if (spec_check_sizes(s))
 		return -1;
@@ -833,10 +835,16 @@ static int stack_create(const struct spec *s)
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
 			 " write_policy %s", write_policy_name(s->write_policy));
 	}
-	if (s->estimator >= 0) {
+	/*
+	 * With a model layer, its tables price the reads: the measured
+	 * recommended stack (docs/results/README.md).  spk, the target's
+	 * default, turned the cache off wrongly on LKR and TAC there.
+	 */
+	estimator = s->estimator >= 0 ? s->estimator : s->nomodel ? -1 : RC_EST_VDISK;
+	if (estimator >= 0) {
 		nf += 2;
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
-			 " estimator %s", rc_estimator_name((enum rc_estimator)s->estimator));
+			 " estimator %s", rc_estimator_name((enum rc_estimator)estimator));
 	}
 	snprintf(params, sizeof(params), "%u:%u %u %" PRIu64 " %u%s", di.major, di.minor,
 		 s->segment_bytes >> 9, s->ram_bytes / s->segment_bytes, nf, features);

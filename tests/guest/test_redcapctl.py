@@ -107,7 +107,7 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     vd = dmtest.dm_major_minor(f"/dev/mapper/{name}-vd")
     assert table(f"{name}-vd") == f"0 131072 vdisk {dmtest.dm_major_minor(loop64)}"
     # Features at their defaults (policy always) are not shown by the target.
-    assert table(name) == f"0 131072 redcap {vd} 128 128 2 write_policy update"
+    assert table(name) == f"0 131072 redcap {vd} 128 128 4 write_policy update estimator vdisk"
     assert uuid(name) == f"REDCAP-{name}" and uuid(f"{name}-vd") == f"REDCAP-{name}-vd"
     props = sh("udevadm", "info", "--query=property", f"/dev/mapper/{name}-vd").stdout.split()
     for flag in ("SUBSYSTEM", "DISK", "OTHER"):
@@ -129,7 +129,7 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
         "name": name, "device": mapper, "origin": loop64, "size_bytes": 64 << 20,
         "segment_bytes": 65536, "segments": 128, "ram_bytes": 8 << 20, "segments_valid": 1,
         "ram_used_bytes": 65536, "policy": "always", "write_policy": "update",
-        "estimator": "spk", "state": "active", "reads": 16, "read_hits": 15,
+        "estimator": "vdisk", "state": "active", "reads": 16, "read_hits": 15,
         "read_hits_waited": 0, "read_misses": 1, "read_bypassed": 0, "fill_ios": 1,
         "fill_bytes": 65536, "fill_errors": 0, "hit_ratio": 15 / 16}
     assert st["state_reason"] == "policy always: every read miss fills the cache"
@@ -526,7 +526,7 @@ def test_start_and_stop_follow_the_table_file(dmname, loop64, loop128, cleanup, 
                         f"redcapctl: warning: {b}: origin /dev/disk/by-id/redcap-no-such-disk: "
                         "not found; skipped (nofail)\n"
                         f"redcapctl: {c}: origin PARTLABEL=redcap-no-such-label: not found\n")
-    assert table(a).endswith(" 128 64")
+    assert table(a).endswith(" 128 64 2 estimator vdisk")
     assert not {b, c, d} & dm_devices()
 
     # Started again: a no-op for the running one.
@@ -540,7 +540,8 @@ def test_start_and_stop_follow_the_table_file(dmname, loop64, loop128, cleanup, 
     # noauto: not with --all, but by name; the policy not given is redcapctl's default.
     r = rctl("start", d, "--tab", str(tab))
     assert (r.returncode, r.stderr) == (0, "")
-    assert table(d).endswith(" 256 64 4 policy adaptive+caware write_policy update")
+    assert table(d).endswith(" 256 64 6 policy adaptive+caware write_policy update "
+                             "estimator vdisk")
     r = rctl("start", "nobody", "--tab", str(tab))
     assert (r.returncode, r.stderr) == (1, f"redcapctl: nobody: no entry in {tab}\n")
     # No table: nothing to start or stop at boot; by name, the entry is missing.

@@ -193,6 +193,7 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
         "usr/sbin/redcapctl",
         "usr/sbin/vdiskctl",
         "usr/share/bash-completion/completions/redcapctl",
+        "usr/share/doc/redcap/admin-guide.rst",
         "usr/share/doc/redcap/redcap.rst",
         "usr/share/doc/redcap/redcapctl.schema.json",
         "usr/share/doc/redcap/vdisk.rst",

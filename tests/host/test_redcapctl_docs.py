@@ -232,8 +232,10 @@ def test_every_option_of_the_help_is_in_commands():
 def test_the_defaults_of_the_help_are_the_pages():
     text = " ".join(help_text().split())
     rst = plain(read(PAGES["redcapctl.8"]))
-    assert "cache 64M of 128K segments, policy adaptive+caware by default" in text
+    assert ("cache 64M of 128K segments, policy adaptive+caware, estimator vdisk (spk with "
+            "--no-model) by default") in text
     for default in ("(default 64M)", "(default 128K)", "(default adaptive+caware)",
+                    "(vdisk, the default; refused with --no-model)",
                     "(default /var/lib/redcap/NAME.vdisk;", "(default /etc/redcaptab,"):
         assert default in " ".join(rst.split()), default
     assert "/var/lib/redcap/NAME.vdisk" in text and "/etc/redcaptab" in text
