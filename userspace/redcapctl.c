@@ -66,10 +66,12 @@ static const char redcapctl_usage[] =
 "       redcapctl set NAME KEY=VALUE...\n"
 "       redcapctl drop-cache NAME\n"
 "       redcapctl reset-stats NAME\n"
-"       redcapctl model save|load NAME [FILE]\n"
+"       redcapctl model save NAME [FILE]\n"
+"       redcapctl model load NAME [FILE] [--if-present]\n"
 "       redcapctl model train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
 "       redcapctl start NAME|--all [--tab FILE]\n"
 "       redcapctl stop NAME|--all [--tab FILE]\n"
+"       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
 "       redcapctl -h|--help\n";
 
@@ -94,6 +96,8 @@ static const char redcapctl_help[] =
 "               " MODEL_DIR "/NAME.vdisk)\n"
 "  start, stop  the stacks of " DEFAULT_TAB " (redcaptab(5)): one by name, or\n"
 "               --all (start skips noauto entries)\n"
+"  upgrade      swap the cache in, live, under a stack started linear\n"
+"               (on-fail=linear) once the redcap module loads\n"
 "  check        what stands between this host and its stacks\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See redcapctl(8).\n";
@@ -768,66 +772,70 @@ static int stack_create_linear(const struct spec *s, const struct origin *o)
 }
 
 /*
- * Build the stack of @s: checks everything first, then NAME-vd and NAME;
- * whatever fails, nothing is left behind.  0, or -1 with the error printed.
+ * The modules @s needs: 0, or -1 with the missing target in *@ttype and
+ * why in @why.
  */
-static int stack_create(const struct spec *s)
+static int modules_ready(const struct spec *s, const char **ttype, char *why, size_t len)
 {
-	char vd[DM_NAME_LEN + 8], uuid[DM_UUID_LEN], why[256];
-	char params[128], features[128] = "";
+	static const char * const ttypes[] = { "redcap", "vdisk" };
+
+	for (int m = 0; m < 2; m++) {
+		if ((m && s->nomodel) ||
+		    !module_ensure(ttypes[m], m ? "dm-vdisk" : "dm-redcap", why, len))
+			continue;
+		*ttype = ttypes[m];
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * What the cache sits on: NAME-vd made over the origin, or the origin
+ * itself with nomodel.  0 and its device in *@lower, or -1 printed.
+ */
+static int layer_create(const struct spec *s, const struct origin *o, dev_t *lower)
+{
+	char vd[DM_NAME_LEN + 8], uuid[DM_UUID_LEN], params[32];
 	struct devinfo di;
-	struct origin o;
-	unsigned int nf = 0;
+
+	*lower = o->devno;
+	if (s->nomodel)
+		return 0;
+	vd_name(s->name, vd, sizeof(vd));
+	stack_uuid(s->name, true, uuid, sizeof(uuid));
+	snprintf(params, sizeof(params), "%u:%u", major(o->devno), minor(o->devno));
+	/* Hidden as lvm2 hides its sub-volumes: no links, no probing, no /dev/redcap. */
+	if (dm_create_dev(vd, uuid, o->sectors, "vdisk", params,
+			  DM_UDEV_DISABLE_SUBSYSTEM_RULES_FLAG | DM_UDEV_DISABLE_DISK_RULES_FLAG |
+			  DM_UDEV_DISABLE_OTHER_RULES_FLAG))
+		return fail("%s: cannot create the model layer %s: %s", s->name, vd, dm_why);
+	if (dm_info_get(vd, &di) || !di.exists) {
+		fail("%s: model layer %s vanished: %s", s->name, vd, dm_why);
+		dm_remove_dev(vd);
+		return -1;
+	}
+	*lower = makedev(di.major, di.minor);
+	return 0;
+}
+
+/* Undo layer_create(). */
+static void layer_remove(const struct spec *s)
+{
+	char vd[DM_NAME_LEN + 8];
+
+	vd_name(s->name, vd, sizeof(vd));
+	if (!s->nomodel && dm_remove_dev(vd))
+		fail("%s: cannot remove the model layer %s it made: %s", s->name, vd, dm_why);
+}
+
+/* The redcap table line of @s over @lower. */
+static void cache_params(const struct spec *s, dev_t lower, char *params, size_t len)
+{
+	char features[128];
+	unsigned int nf = 2;
 	int estimator;
 
-	if (spec_check_sizes(s))
-		return -1;
-	vd_name(s->name, vd, sizeof(vd));
-	for (int v = 0; v < 2; v++) {
-		/* Ours or another tool's: taken either way. */
-		if (dm_info_get(v ? vd : s->name, &di))
-			return fail("%s: %s", s->name, dm_why);
-		if (di.exists)
-			return fail("%s: name taken: /dev/mapper/%s exists", s->name,
-				    v ? vd : s->name);
-	}
-	if (origin_resolve(s->origin_kind, s->origin, &o, why, sizeof(why)))
-		return fail("%s: %s", s->name, why);
-	if (origin_free(s->name, &o))
-		return -1;
-	for (int m = 0; m < 2; m++) {
-		static const char * const ttypes[] = { "redcap", "vdisk" };
-
-		if ((m && s->nomodel) ||
-		    !module_ensure(ttypes[m], m ? "dm-vdisk" : "dm-redcap", why, sizeof(why)))
-			continue;
-		if (!s->on_fail_linear)
-			return fail("%s: dm-%s: %s", s->name, ttypes[m], why);
-		warn("%s: dm-%s: %s: starting it as a linear device, without cache "
-		     "(on-fail=linear)", s->name, ttypes[m], why);
-		return stack_create_linear(s, &o);
-	}
-
-	if (!s->nomodel) {
-		stack_uuid(s->name, true, uuid, sizeof(uuid));
-		snprintf(params, sizeof(params), "%u:%u", major(o.devno), minor(o.devno));
-		/* Hidden as lvm2 hides its sub-volumes: no links, no probing, no /dev/redcap. */
-		if (dm_create_dev(vd, uuid, o.sectors, "vdisk", params,
-				  DM_UDEV_DISABLE_SUBSYSTEM_RULES_FLAG |
-				  DM_UDEV_DISABLE_DISK_RULES_FLAG |
-				  DM_UDEV_DISABLE_OTHER_RULES_FLAG))
-			return fail("%s: cannot create the model layer %s: %s", s->name, vd,
-				    dm_why);
-		if (dm_info_get(vd, &di) || !di.exists) {
-			fail("%s: model layer %s vanished: %s", s->name, vd, dm_why);
-			goto undo;
-		}
-	} else {
-		di.major = major(o.devno);
-		di.minor = minor(o.devno);
-	}
 	/* The policy always: the target's default (always) is not redcapctl's. */
-	nf += 2;
 	snprintf(features, sizeof(features), " policy %s",
 		 rc_policy_name(s->policy < 0 ? DEFAULT_POLICY : (enum rc_policy)s->policy));
 	if (s->write_policy >= 0) {
@@ -846,22 +854,62 @@ static int stack_create(const struct spec *s)
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
 			 " estimator %s", rc_estimator_name((enum rc_estimator)estimator));
 	}
-	snprintf(params, sizeof(params), "%u:%u %u %" PRIu64 " %u%s", di.major, di.minor,
+	snprintf(params, len, "%u:%u %u %" PRIu64 " %u%s", major(lower), minor(lower),
 		 s->segment_bytes >> 9, s->ram_bytes / s->segment_bytes, nf, features);
+}
+
+/* The target's own reason for refusing a table is only in the kernel log. */
+static const char *kernel_log_hint(void)
+{
+	return dm_errno == EINVAL || strstr(dm_why, strerror(EINVAL)) ?
+	       " (the kernel log says why)" : "";
+}
+
+/*
+ * Build the stack of @s: checks everything first, then NAME-vd and NAME;
+ * whatever fails, nothing is left behind.  0, or -1 with the error printed.
+ */
+static int stack_create(const struct spec *s)
+{
+	char vd[DM_NAME_LEN + 8], uuid[DM_UUID_LEN], why[256], params[160];
+	const char *ttype;
+	struct devinfo di;
+	struct origin o;
+	dev_t lower;
+
+	if (spec_check_sizes(s))
+		return -1;
+	vd_name(s->name, vd, sizeof(vd));
+	for (int v = 0; v < 2; v++) {
+		/* Ours or another tool's: taken either way. */
+		if (dm_info_get(v ? vd : s->name, &di))
+			return fail("%s: %s", s->name, dm_why);
+		if (di.exists)
+			return fail("%s: name taken: /dev/mapper/%s exists", s->name,
+				    v ? vd : s->name);
+	}
+	if (origin_resolve(s->origin_kind, s->origin, &o, why, sizeof(why)))
+		return fail("%s: %s", s->name, why);
+	if (origin_free(s->name, &o))
+		return -1;
+	if (modules_ready(s, &ttype, why, sizeof(why))) {
+		if (!s->on_fail_linear)
+			return fail("%s: dm-%s: %s", s->name, ttype, why);
+		warn("%s: dm-%s: %s: starting it as a linear device, without cache "
+		     "(on-fail=linear)", s->name, ttype, why);
+		return stack_create_linear(s, &o);
+	}
+	if (layer_create(s, &o, &lower))
+		return -1;
+	cache_params(s, lower, params, sizeof(params));
 	stack_uuid(s->name, false, uuid, sizeof(uuid));
 	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0)) {
-		/* The target's own reason for refusing a table is only in the kernel log. */
-		fail("%s: cannot create the cache: %s%s", s->name, dm_why,
-		     dm_errno == EINVAL || strstr(dm_why, strerror(EINVAL)) ?
-		     " (the kernel log says why)" : "");
-		goto undo;
+		fail("%s: cannot create the cache: %s%s", s->name, dm_why, kernel_log_hint());
+		layer_remove(s);
+		return -1;
 	}
 	print_created(s, &o, false);
 	return 0;
-undo:
-	if (!s->nomodel && dm_remove_dev(vd))
-		fail("%s: cannot remove the model layer %s it made: %s", s->name, vd, dm_why);
-	return -1;
 }
 
 /* A running stack as the kernel shows it. */
@@ -948,6 +996,61 @@ static void stack_free(struct stack *k)
 	free(k->params);
 	free(k->st.text);
 	free(k->vst.text);
+}
+
+/*
+ * Swap the cache in under a running linear stack (on-fail=linear, or
+ * remove --keep-device), live: NAME-vd over the same origin, then NAME's
+ * table.  device-mapper lets both hold the origin at once.  0, or -1 printed.
+ */
+static int stack_upgrade(const struct spec *s)
+{
+	char why[PATH_MAX + 64], params[160], origin[PATH_MAX];
+	const char *ttype;
+	struct devinfo di;
+	struct origin o;
+	struct stack k;
+	dev_t lower;
+	int r = -1;
+
+	if (spec_check_sizes(s) || stack_load(s->name, &k))
+		return -1;
+	if (is_redcap(&k)) {
+		printf("%s: has its cache already\n", s->name);
+		r = 0;
+		goto out;
+	}
+	if (origin_resolve(s->origin_kind, s->origin, &o, why, sizeof(why))) {
+		fail("%s: %s", s->name, why);
+		goto out;
+	}
+	if (o.devno != k.origin) {
+		devno_path(k.origin, origin, sizeof(origin));
+		fail("%s: origin %s is %s, but /dev/mapper/%s is over %s", s->name, o.spec, o.path,
+		     s->name, origin);
+		goto out;
+	}
+	if (modules_ready(s, &ttype, why, sizeof(why))) {
+		fail("%s: dm-%s: %s", s->name, ttype, why);
+		goto out;
+	}
+	if (!s->nomodel && stack_lookup(s->name, true, &di)) {
+		fail("%s: name taken: /dev/mapper/%s" VD_SUFFIX " exists", s->name, s->name);
+		goto out;
+	}
+	if (layer_create(s, &o, &lower))
+		goto out;
+	cache_params(s, lower, params, sizeof(params));
+	if (dm_swap_table(s->name, k.sectors, "redcap", params)) {
+		fail("%s: cannot swap the cache in: %s%s", s->name, dm_why, kernel_log_hint());
+		layer_remove(s);
+		goto out;
+	}
+	print_created(s, &o, false);
+	r = 0;
+out:
+	stack_free(&k);
+	return r;
 }
 
 static double hit_ratio(uint64_t hits, uint64_t reads)
@@ -1696,7 +1799,7 @@ static int cache_load(const char *name, struct stack *k)
 	if (!is_redcap(k)) {
 		stack_free(k);
 		return fail("%s: a linear device without cache (once the redcap module loads, "
-			    "redcapctl stop and start build the stack again)", name);
+			    "redcapctl upgrade swaps the cache in)", name);
 	}
 	return 0;
 }
@@ -1802,8 +1905,14 @@ static int cmd_reset_stats(int argc, char **argv)
 
 static int cmd_model(int argc, char **argv)
 {
+	static const struct option load_opts[] = {
+		{ "if-present", no_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
 	struct vdt_train t = VDT_TRAIN_DEFAULTS;
 	const char *verb = argc > 1 ? argv[1] : "";
+	bool if_present = false;
 	char file[PATH_MAX];
 	struct stack k;
 	int i, r = 0;
@@ -1819,7 +1928,9 @@ static int cmd_model(int argc, char **argv)
 		i = parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
 		operands(argc, argv, i, 1, 1);
 	} else {
-		i = parse_opts(argc - 1, argv + 1, help_only, no_opts, NULL) + 1;
+		/* load --if-present: at boot, before the first save, is no error. */
+		i = parse_opts(argc - 1, argv + 1, strcmp(verb, "load") ? help_only : load_opts,
+			       bool_opt, &if_present) + 1;
 		operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
@@ -1839,8 +1950,13 @@ static int cmd_model(int argc, char **argv)
 		vdt_save(&k.vdev, file);
 		printf("%s: model saved to %s\n", argv[i], file);
 	} else if (!strcmp(verb, "load")) {
-		vdt_load(&k.vdev, file);
-		printf("%s: model loaded from %s\n", argv[i], file);
+		if (if_present && access(file, F_OK) && errno == ENOENT) {
+			printf("%s: no saved model in %s: the model learns from nothing\n", argv[i],
+			       file);
+		} else {
+			vdt_load(&k.vdev, file);
+			printf("%s: model loaded from %s\n", argv[i], file);
+		}
 	} else {
 		r = vdt_train(&k.vdev, &t);
 	}
@@ -1902,17 +2018,24 @@ static const struct rctab_entry *tab_find(const struct tab *t, const char *name)
 }
 
 /* Start one entry: 0 (started, running already, or skipped by nofail), or -1. */
+/* The stack an entry describes; @ram (32 bytes) holds its size for messages. */
+static void entry_spec(const struct rctab_entry *e, struct spec *s, char *ram)
+{
+	snprintf(ram, 32, "%" PRIu64, e->ram_bytes);
+	*s = (struct spec){
+		.name = e->name, .origin_kind = e->origin_kind, .origin = e->origin,
+		.ram_str = ram, .ram_bytes = e->ram_bytes, .segment_bytes = e->segment_bytes,
+		.policy = e->policy, .write_policy = e->write_policy, .estimator = e->estimator,
+		.nomodel = e->nomodel, .on_fail_linear = e->on_fail == RCTAB_ON_FAIL_LINEAR,
+	};
+}
+
 static int entry_start(const struct rctab_entry *e)
 {
 	char ram[32], why[PATH_MAX + 64];
 	struct devinfo di;
 	struct origin o;
-	struct spec s = {
-		.name = e->name, .origin_kind = e->origin_kind, .origin = e->origin,
-		.ram_bytes = e->ram_bytes, .segment_bytes = e->segment_bytes,
-		.policy = e->policy, .write_policy = e->write_policy, .estimator = e->estimator,
-		.nomodel = e->nomodel, .on_fail_linear = e->on_fail == RCTAB_ON_FAIL_LINEAR,
-	};
+	struct spec s;
 	int r = stack_lookup(e->name, false, &di);
 
 	if (r < 0)
@@ -1930,8 +2053,7 @@ static int entry_start(const struct rctab_entry *e)
 		}
 		return fail("%s: %s", e->name, why);
 	}
-	snprintf(ram, sizeof(ram), "%" PRIu64, e->ram_bytes);
-	s.ram_str = ram;
+	entry_spec(e, &s, ram);
 	return stack_create(&s);
 }
 
@@ -2000,6 +2122,46 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 		int r = stack_running(e->name);
 
 		if (r < 0 || (r > 0 && stack_remove(e->name, false)))
+			status = 1;
+	}
+	free(t.e);
+	return status;
+}
+
+/*
+ * upgrade NAME|--all: the cache swapped in, live, under the linear stacks
+ * of the table's entries (on-fail=linear, once the module loads).
+ */
+static int cmd_upgrade(int argc, char **argv)
+{
+	struct tab_opts o = { .tab = DEFAULT_TAB };
+	int i = parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	const struct rctab_entry *e;
+	struct devinfo di;
+	struct spec s;
+	char ram[32];
+	struct tab t;
+
+	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	if (!o.all)
+		name_check(argv[i]);
+	tab_read(&t, o.tab, o.all);
+	if (t.bad)
+		status = 1;
+	if (!o.all && !tab_find(&t, argv[i])) {
+		fail("%s: no entry in %s", argv[i], o.tab);
+		status = 1;
+	}
+	for (size_t j = 0; j < t.nr; j++) {
+		e = &t.e[j];
+		if (!o.all && strcmp(e->name, argv[i]))
+			continue;
+		int r = stack_lookup(e->name, false, &di);
+
+		if (!r && !o.all)
+			fail("%s: not running (redcapctl start builds it)", e->name);
+		entry_spec(e, &s, ram);
+		if (r < 0 || (!r && !o.all) || (r > 0 && stack_upgrade(&s)))
 			status = 1;
 	}
 	free(t.e);
@@ -2229,6 +2391,7 @@ int main(int argc, char **argv)
 		{ "status", cmd_status }, { "stats", cmd_stats }, { "set", cmd_set },
 		{ "drop-cache", cmd_drop_cache }, { "reset-stats", cmd_reset_stats },
 		{ "model", cmd_model }, { "start", cmd_start }, { "stop", cmd_stop },
+		{ "upgrade", cmd_upgrade },
 		{ "check", cmd_check },
 	};
 

@@ -577,6 +577,11 @@ def test_model_save_load_and_train(dmname, loop64, cleanup, tmp_path):
     assert valid(json.loads(ok("status", name, "--json").stdout))["model"]["cells_filled"] == 0
     assert ok("model", "load", name, str(f)).stdout == f"{name}: model loaded from {f}\n"
     assert valid(json.loads(ok("status", name, "--json").stdout))["model"]["cells_filled"] == cells
+    r = ok("model", "load", name, str(tmp_path / "none.vdisk"), "--if-present")
+    assert r.stdout == (f"{name}: no saved model in {tmp_path / 'none.vdisk'}: the model "
+                        "learns from nothing\n")
+    r = rctl("model", "load", name, str(tmp_path / "none.vdisk"))
+    assert r.returncode == 1 and "No such file or directory" in r.stderr
     r = rctl("model", "frob", name)
     assert (r.returncode, r.stderr) == (2, "redcapctl: model: unknown verb 'frob' (save, load, "
                                            "train)\n" + TRY)
@@ -631,14 +636,18 @@ def modules_unloaded():
     top, krel = os.environ["REDCAP_TOP"], os.environ["REDCAP_KREL"]
     sh("rmmod", "dm_redcap")
     sh("rmmod", "dm_vdisk")
+    def load():
+        for mod, ko in (("dm_vdisk", "dm-vdisk-model/dm-vdisk.ko"),
+                        ("dm_redcap", "dm-redcap/dm-redcap.ko")):
+            if not os.path.exists(f"/sys/module/{mod}"):
+                sh("insmod", f"{top}/build/{krel}/{ko}")
     try:
-        yield
+        yield load
     finally:
-        for ko in ("dm-vdisk-model/dm-vdisk.ko", "dm-redcap/dm-redcap.ko"):
-            sh("insmod", f"{top}/build/{krel}/{ko}")
+        load()
 
 
-def test_a_missing_module_is_named_and_on_fail_linear_degrades(dmname, loop64, cleanup,
+def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_back(dmname, loop64, cleanup,
                                                                tmp_path, modules_unloaded):
     name, lin = dmname(), dmname()
     cleanup.extend([name, lin])
@@ -663,5 +672,26 @@ def test_a_missing_module_is_named_and_on_fail_linear_degrades(dmname, loop64, c
     assert f"problem  dm-redcap: not built for kernel {rel} (no module in /lib/modules/{rel}): " \
            "install redcap for this kernel" in r.stdout.splitlines()
     assert f"ok       {lin}: running over {loop64}" in r.stdout.splitlines()
+
+    # The module back: upgrade swaps the cache in under the linear device, live.
+    mapper = f"/dev/mapper/{lin}"
+    dmtest.write_stamped(mapper, 0, 64, seed=5)
+    fd = os.open(mapper, os.O_RDONLY)          # held open across the swap
+    try:
+        modules_unloaded()
+        r = ok("upgrade", lin, "--tab", str(tab))
+        assert r.stdout == (f"{lin}: /dev/mapper/{lin} over {loop64} (model layer measuring "
+                            "it), cache 4 MiB (32 x 128 KiB), policy adaptive+caware\n")
+        assert table(lin) == (f"0 131072 redcap {dmtest.dm_major_minor(mapper + '-vd')} 256 32 "
+                              "4 policy adaptive+caware estimator vdisk")
+        read_stamped(mapper, range(64), 5)
+        st = valid(json.loads(ok("status", lin, "--json").stdout))
+        assert st["state"] == "active" and st["reads"] >= 64
+    finally:
+        os.close(fd)
+    assert ok("upgrade", lin, "--tab", str(tab)).stdout == f"{lin}: has its cache already\n"
     assert ok("stop", lin).stdout == f"{lin}: removed\n"
     assert not dm_devices()
+    r = rctl("upgrade", lin, "--tab", str(tab))
+    assert (r.returncode, r.stderr) == (1, f"redcapctl: {lin}: not running (redcapctl start "
+                                           "builds it)\n")

@@ -217,7 +217,7 @@ def definition_terms(rst):
 def test_every_command_has_its_entry():
     terms = command_terms()
     assert commands() == ["create", "remove", "list", "status", "stats", "set", "drop-cache",
-                          "reset-stats", "model", "start", "stop", "check"]
+                          "reset-stats", "model", "start", "stop", "upgrade", "check"]
     for cmd in commands():
         assert cmd in terms, cmd
     assert [t for t in terms if t not in commands()] == []
