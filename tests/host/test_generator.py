@@ -523,6 +523,67 @@ def test_systemd_analyze_verify_passes_without_warnings(tmp_path):
     assert r.returncode != 0 and "/nonexistent/redcapctl is not executable" in r.stderr
 
 
+FSTAB_GEN = "/lib/systemd/system-generators/systemd-fstab-generator"
+
+
+def verify_with_fstab(tmp_path, fstab, tab, patch=None):
+    """systemd-fstab-generator and redcap-generator into one directory, as
+    at boot, then systemd-analyze verify on the mounts and the stacks;
+    @patch(out) may change a generated unit first.  (returncode, output)."""
+    out = tmp_path / "normal"
+    out.mkdir(exist_ok=True)
+    (tmp_path / "fstab").write_text(fstab)
+    true = shutil.which("true")
+    env = dict(os.environ, SYSTEMD_FSTAB=str(tmp_path / "fstab"), SYSTEMD_PROC_CMDLINE="",
+               SYSTEMD_IN_INITRD="0", SYSTEMD_LOG_TARGET="console")
+    subprocess.run([FSTAB_GEN, str(out), str(out), str(out)], check=True, env=env)
+    r, _ = generate(tmp_path, tab, env={"REDCAPCTL": true})
+    assert (r.returncode, r.stderr) == (0, "")
+    static = tmp_path / "static"
+    (static / "sysinit.target.wants").mkdir(parents=True, exist_ok=True)
+    for name in STATIC:
+        with open(os.path.join(TOP, "udev", name)) as f:
+            (static / name).write_text(f.read().replace("/usr/sbin/redcapctl", true))
+    if not (static / "sysinit.target.wants" / "redcap.target").exists():
+        os.symlink("../redcap.target", static / "sysinit.target.wants" / "redcap.target")
+    if patch:
+        patch(out)
+    mounts = sorted(n for n in os.listdir(out) if n.endswith(".mount"))
+    units = sorted(n for n in os.listdir(out) if n.endswith(".service"))
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", "sysinit.target",
+                        "local-fs.target", "redcap.target", *mounts, *units],
+                       capture_output=True, text=True, cwd=tmp_path,
+                       env=dict(os.environ, SYSTEMD_UNIT_PATH=f"{out}:{static}:{SYSTEM_UNITS}"))
+    return r.returncode, r.stdout + r.stderr
+
+
+FSTAB = ("/dev/mapper/data  /var/lib/redcap  ext4  defaults  0  2\n"
+         "/dev/mapper/srv  /srv  ext4  defaults,nofail  0  2\n")
+FSTAB_TAB = f"data {BYID} 64M\nsrv PARTUUID=7c3a9d1e-02 64M nofail\n"
+
+
+@pytest.mark.skipif(not os.path.exists(FSTAB_GEN), reason="no systemd-fstab-generator")
+def test_mounts_on_the_stacks_make_no_ordering_cycle(tmp_path):
+    """The model directory itself on a stack: the stack, then its mount,
+    then its model unit, and no cycle anywhere from sysinit.target down."""
+    assert verify_with_fstab(tmp_path, FSTAB, FSTAB_TAB) == (0, "")
+
+
+@pytest.mark.skipif(not os.path.exists(FSTAB_GEN), reason="no systemd-fstab-generator")
+def test_a_mount_of_the_stack_comes_after_the_stack(tmp_path):
+    """Shown by the cycle that ordering the stack after its own mount makes:
+    the mount is after blockdev@dev-mapper-data.target, which is after
+    redcap@data.service."""
+    def patch(out):
+        unit = out / "redcap@data.service"
+        unit.write_text(unit.read_text().replace("[Service]", "After=var-lib-redcap.mount\n\n"
+                                                              "[Service]"))
+    _, output = verify_with_fstab(tmp_path, FSTAB, FSTAB_TAB, patch)
+    assert "Found ordering cycle" in output
+    assert "Found dependency on blockdev@dev-mapper-data.target/start" in output or \
+        "Found ordering cycle on blockdev@dev-mapper-data.target/start" in output
+
+
 def test_static_units_exactly():
     with open(os.path.join(TOP, "udev", "redcap-model-save@.timer")) as f:
         timer = f.read()
