@@ -475,7 +475,7 @@ static void entry(const struct rctab_entry *e, void *arg)
 	    "[Service]\n"
 	    "Type=oneshot\n"
 	    "RemainAfterExit=yes\n"
-	    "TimeoutSec=0\n"
+	    "TimeoutSec=2min\n"
 	    "ExecStart=%s start %s", g->redcapctl, e->name);
 	if (strcmp(g->tab, DEFAULT_TAB)) {
 		add(&t, " --tab");
@@ -520,7 +520,7 @@ static void entry(const struct rctab_entry *e, void *arg)
 	    "Type=oneshot\n"
 	    "RemainAfterExit=yes\n"
 	    "ExecStart=%s model load --if-present %s\n"
-	    "ExecStop=%s model save %s\n", e->name, g->tab, unit, unit, g->redcapctl, e->name,
+	    "ExecStop=%s model save --if-present %s\n", e->name, g->tab, unit, unit, g->redcapctl, e->name,
 	    g->redcapctl, e->name);
 	if (!t.s)
 		goto oom;

@@ -66,8 +66,7 @@ static const char redcapctl_usage[] =
 "       redcapctl set NAME KEY=VALUE...\n"
 "       redcapctl drop-cache NAME\n"
 "       redcapctl reset-stats NAME\n"
-"       redcapctl model save NAME [FILE]\n"
-"       redcapctl model load NAME [FILE] [--if-present]\n"
+"       redcapctl model save|load NAME [FILE] [--if-present]\n"
 "       redcapctl model train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
 "       redcapctl start NAME|--all [--tab FILE]\n"
 "       redcapctl stop NAME|--all [--tab FILE]\n"
@@ -1905,7 +1904,7 @@ static int cmd_reset_stats(int argc, char **argv)
 
 static int cmd_model(int argc, char **argv)
 {
-	static const struct option load_opts[] = {
+	static const struct option model_opts[] = {
 		{ "if-present", no_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -1928,16 +1927,24 @@ static int cmd_model(int argc, char **argv)
 		i = parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
 		operands(argc, argv, i, 1, 1);
 	} else {
-		/* load --if-present: at boot, before the first save, is no error. */
-		i = parse_opts(argc - 1, argv + 1, strcmp(verb, "load") ? help_only : load_opts,
-			       bool_opt, &if_present) + 1;
+		/*
+		 * --if-present, for the boot units: no file yet (before the first
+		 * save), or a stack started linear, is nothing to do, not an error.
+		 */
+		i = parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
 		operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
 		return 1;
-	if (!k.has_vd) {
+	if (!k.has_vd && if_present && !is_redcap(&k)) {
+		printf("%s: a linear device without cache: no model to %s\n", argv[i], verb);
 		stack_free(&k);
-		fail("%s: no model layer (created with --no-model)", argv[i]);
+		return 0;
+	}
+	if (!k.has_vd) {
+		fail("%s: no model layer (%s)", argv[i], is_redcap(&k) ?
+		     "created with --no-model" : "a linear device without cache");
+		stack_free(&k);
 		return 1;
 	}
 	if (argc - i == 2)

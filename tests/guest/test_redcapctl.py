@@ -668,6 +668,13 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
     assert table(lin) == f"0 131072 linear {dmtest.dm_major_minor(loop64)} 0"
     assert uuid(lin) == f"REDCAP-{lin}"
     assert valid(json.loads(ok("status", lin, "--json").stdout))["state"] == "linear"
+    # The boot units' model load and save: nothing to do on a linear stack.
+    for verb in ("load", "save"):
+        assert ok("model", verb, lin, "--if-present").stdout == \
+            f"{lin}: a linear device without cache: no model to {verb}\n"
+    r = rctl("model", "save", lin)
+    assert (r.returncode, r.stderr) == (1, f"redcapctl: {lin}: no model layer (a linear "
+                                           "device without cache)\n")
     r = rctl("check", "--tab", str(tab), "--fstab", "/dev/null")
     assert f"problem  dm-redcap: not built for kernel {rel} (no module in /lib/modules/{rel}): " \
            "install redcap for this kernel" in r.stdout.splitlines()

@@ -91,7 +91,7 @@ def stack_unit(tab, line, name, dev_unit, nofail=False):
             "[Service]\n"
             "Type=oneshot\n"
             "RemainAfterExit=yes\n"
-            "TimeoutSec=0\n"
+            "TimeoutSec=2min\n"
             f"ExecStart=/usr/sbin/redcapctl start {name} --tab {tab}\n"
             f"ExecStop=/usr/sbin/redcapctl stop {name}\n")
 
@@ -113,7 +113,7 @@ def model_unit(tab, line, name):
             "Type=oneshot\n"
             "RemainAfterExit=yes\n"
             f"ExecStart=/usr/sbin/redcapctl model load --if-present {name}\n"
-            f"ExecStop=/usr/sbin/redcapctl model save {name}\n")
+            f"ExecStop=/usr/sbin/redcapctl model save --if-present {name}\n")
 
 
 def entry_tree(tab, line, name, origin_path, nofail=False, noauto=False, nomodel=False):
@@ -170,7 +170,7 @@ Before=umount.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-TimeoutSec=0
+TimeoutSec=2min
 ExecStart=/usr/sbin/redcapctl start db-1 --tab {tab}
 ExecStop=/usr/sbin/redcapctl stop db-1
 """,
@@ -204,7 +204,7 @@ Before=umount.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/sbin/redcapctl model load --if-present db-1
-ExecStop=/usr/sbin/redcapctl model save db-1
+ExecStop=/usr/sbin/redcapctl model save --if-present db-1
 """,
         r"redcap@db\x2d1.service.wants/redcap-model@db\x2d1.service":
             r"-> ../redcap-model@db\x2d1.service",

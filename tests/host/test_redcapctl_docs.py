@@ -507,7 +507,7 @@ def test_the_commands_are_those_of_the_help():
                                      "write_policy="]),
     ("redcapctl model ", ["load", "save", "train"]),
     ("redcapctl model train x --", ["--help", "--max-kib", "--seed", "--time", "--write"]),
-    ("redcapctl model save x --", ["--help"]),
+    ("redcapctl model save x --", ["--help", "--if-present"]),
     ("redcapctl model train x ", []),
     ("redcapctl stats x --w", ["--watch", "--watch="]),
     ("redcapctl stats x --watch=", []),
