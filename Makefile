@@ -32,11 +32,16 @@ PREFIX ?= /usr/local
 UDEVDIR ?= $(or $(shell pkg-config --variable=udevdir udev 2>/dev/null),/lib/udev)
 BASH_COMPLETION_DIR ?= $(or $(shell pkg-config --variable=completionsdir bash-completion \
 	2>/dev/null | sed 's|^/usr|$(PREFIX)|'),$(PREFIX)/share/bash-completion/completions)
+# systemd reads units and generators from its own directories, never from PREFIX.
+SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),\
+	/lib/systemd/system)
+SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
+	2>/dev/null),/lib/systemd/system-generators)
 
-.PHONY: all deps modules userspace man bench-tools host-tests check demo bench clean install \
-	install-modules install-tools uninstall uninstall-tools lockhold checkpatch sparse check-debug soak fuzz
+.PHONY: all deps modules userspace man boot-tools bench-tools host-tests check demo bench clean \
+	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug soak fuzz
 
-all: modules userspace man
+all: modules userspace man boot-tools
 
 deps:
 	@$(TOP)/tests/vm/setup packages source $(if $(filter 6.1 6.12,$(KVER)),kernel $(KVER)) \
@@ -57,6 +62,16 @@ userspace:
 # redcapctl(8) and redcaptab(5), from docs/man/*.rst.
 man:
 	$(MAKE) -s -C docs/man
+
+# The systemd generator and the udev helper (issue 15), calling redcapctl
+# where install puts it.
+boot-tools:
+	$(MAKE) -C udev REDCAPCTL=$(PREFIX)/sbin/redcapctl
+
+# The Debian packages redcap-dkms and redcap-tools in build/deb/, from a
+# clean copy of the work tree; fails on any lintian error.
+deb:
+	@$(TOP)/debian/make-deb
 
 # The benchmark suite's reader: static, so that starting it in the guest
 # reads nothing from the host's filesystem.
@@ -123,22 +138,32 @@ sparse: modules
 install: install-modules install-tools
 	$(if $(DESTDIR),,depmod -a $(KREL))
 	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
+	$(if $(DESTDIR),,systemctl daemon-reload 2>/dev/null || true)
 
 install-modules: modules
 	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT) \
 		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
 
-install-tools: userspace man
+install-tools: userspace man boot-tools
 	install -D -m 755 build/userspace/redcapctl $(DESTDIR)$(PREFIX)/sbin/redcapctl
 	install -D -m 755 build/userspace/vdiskctl $(DESTDIR)$(PREFIX)/sbin/vdiskctl
 	install -D -m 644 build/man/redcapctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/redcapctl.8
 	install -D -m 644 userspace/vdiskctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8
 	install -D -m 644 build/man/redcaptab.5 $(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5
 	install -D -m 644 udev/redcapctl.bash-completion $(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl
-	install -D -m 644 udev/56-dm-redcap.rules $(DESTDIR)$(UDEVDIR)/rules.d/56-dm-redcap.rules
+	install -d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants
+	install -m 644 -t $(DESTDIR)$(UDEVDIR)/rules.d udev/*.rules
+	install -D -m 755 build/udev/redcap-udev $(DESTDIR)$(UDEVDIR)/redcap-udev
+	install -D -m 755 build/udev/redcap-generator \
+		$(DESTDIR)$(SYSTEMDGENERATORDIR)/redcap-generator
+	sed 's|/usr/sbin/redcapctl|$(PREFIX)/sbin/redcapctl|' udev/redcap-model-save@.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.service
+	install -m 644 -t $(DESTDIR)$(SYSTEMDUNITDIR) udev/redcap.target udev/redcap-model-save@.timer
+	ln -sfn ../redcap.target $(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
 	install -D -m 644 docs/admin-guide.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/admin-guide.rst
+	install -D -m 644 docs/boot.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/boot.rst
 	install -D -m 644 docs/redcapctl.schema.json \
 		$(DESTDIR)$(PREFIX)/share/doc/redcap/redcapctl.schema.json
 	install -d -m 755 $(DESTDIR)/var/lib/redcap
@@ -156,7 +181,12 @@ uninstall-tools:
 		$(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5 \
 		$(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl \
-		$(DESTDIR)$(UDEVDIR)/rules.d/56-dm-redcap.rules
+		$(addprefix $(DESTDIR)$(UDEVDIR)/rules.d/,$(notdir $(wildcard udev/*.rules))) \
+		$(DESTDIR)$(UDEVDIR)/redcap-udev $(DESTDIR)$(SYSTEMDGENERATORDIR)/redcap-generator \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap.target \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.timer \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/redcap
 
 clean:
