@@ -184,16 +184,28 @@ def test_documents_that_break_the_schema_are_refused(doc, path, value):
 
 def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_path):
     dirs = ["DESTDIR=" + str(tmp_path), "PREFIX=/usr", "UDEVDIR=/lib/udev",
-            "BASH_COMPLETION_DIR=/usr/share/bash-completion/completions"]
+            "BASH_COMPLETION_DIR=/usr/share/bash-completion/completions",
+            "SYSTEMDUNITDIR=/lib/systemd/system",
+            "SYSTEMDGENERATORDIR=/lib/systemd/system-generators"]
     subprocess.run(["make", "-s", "-C", TOP, "install-tools", *dirs], check=True,
                    capture_output=True)
-    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                   if p.is_file() or p.is_symlink())
     assert files == [
+        "lib/systemd/system-generators/redcap-generator",
+        "lib/systemd/system/redcap-model-save@.service",
+        "lib/systemd/system/redcap-model-save@.timer",
+        "lib/systemd/system/redcap.target",
+        "lib/systemd/system/sysinit.target.wants/redcap.target",
+        "lib/udev/redcap-udev",
         "lib/udev/rules.d/56-dm-redcap.rules",
+        "lib/udev/rules.d/59-redcap-member.rules",
+        "lib/udev/rules.d/63-redcap-member.rules",
         "usr/sbin/redcapctl",
         "usr/sbin/vdiskctl",
         "usr/share/bash-completion/completions/redcapctl",
         "usr/share/doc/redcap/admin-guide.rst",
+        "usr/share/doc/redcap/boot.rst",
         "usr/share/doc/redcap/redcap.rst",
         "usr/share/doc/redcap/redcapctl.schema.json",
         "usr/share/doc/redcap/vdisk.rst",
@@ -201,10 +213,15 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
         "usr/share/man/man8/redcapctl.8",
         "usr/share/man/man8/vdiskctl.8",
     ]
+    assert os.readlink(tmp_path / "lib/systemd/system/sysinit.target.wants/redcap.target") == \
+        "../redcap.target"
+    # The units call redcapctl where it was installed.
+    assert "ExecStart=/usr/sbin/redcapctl model save %I" in \
+        (tmp_path / "lib/systemd/system/redcap-model-save@.service").read_text()
     assert (tmp_path / "var/lib/redcap").is_dir()
     r = subprocess.run([str(tmp_path / "usr/sbin/redcapctl"), "--help"], capture_output=True,
                        text=True)
     assert r.returncode == 0 and r.stdout.startswith("usage: redcapctl")
     subprocess.run(["make", "-s", "-C", TOP, "uninstall-tools", *dirs], check=True,
                    capture_output=True)
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file() or p.is_symlink()] == []
