@@ -1978,6 +1978,7 @@ struct tab {
 	struct rctab_entry *e;
 	size_t nr;
 	int bad;
+	bool bad_warns;		/* bad lines are warnings: one entry is wanted */
 };
 
 static void tab_entry(const struct rctab_entry *e, void *arg)
@@ -1995,16 +1996,24 @@ static void tab_bad(unsigned int line, const char *why, void *arg)
 	struct tab *t = arg;
 
 	(void)line;
-	fail("%s: %s", t->path, why);
+	if (t->bad_warns)
+		warn("%s: %s", t->path, why);
+	else
+		fail("%s: %s", t->path, why);
 }
 
-/* Read the table file; its bad lines are printed, its good ones kept. */
-static void tab_read(struct tab *t, const char *path, bool missing_ok)
+/*
+ * Read the table file; its bad lines are printed (as warnings with
+ * @bad_warns: another line's mistake must not fail one entry's boot unit),
+ * its good ones kept.
+ */
+static void tab_read(struct tab *t, const char *path, bool missing_ok, bool bad_warns)
 {
 	FILE *f = fopen(path, "re");
 
 	memset(t, 0, sizeof(*t));
 	t->path = path;
+	t->bad_warns = bad_warns;
 	if (!f) {
 		if (missing_ok && errno == ENOENT)
 			return;
@@ -2107,8 +2116,8 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 		return r < 0 || (r > 0 && stack_remove(argv[i], false)) ? 1 : 0;
 	}
 	/* No table at all: nothing to start or stop (a host without stacks boots). */
-	tab_read(&t, o.tab, o.all);
-	if (t.bad)
+	tab_read(&t, o.tab, o.all, !o.all);
+	if (t.bad && o.all)
 		status = 1;
 	if (!o.all) {
 		e = tab_find(&t, argv[i]);
@@ -2152,8 +2161,8 @@ static int cmd_upgrade(int argc, char **argv)
 	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
-	tab_read(&t, o.tab, o.all);
-	if (t.bad)
+	tab_read(&t, o.tab, o.all, !o.all);
+	if (t.bad && o.all)
 		status = 1;
 	if (!o.all && !tab_find(&t, argv[i])) {
 		fail("%s: no entry in %s", argv[i], o.tab);
@@ -2323,7 +2332,7 @@ static int cmd_check(int argc, char **argv)
 		report(OK, "device-mapper: available");
 	else
 		report(PROBLEM, "device-mapper: not available: modprobe dm-mod");
-	tab_read(&t, opts.tab, true);
+	tab_read(&t, opts.tab, true, false);
 	check_module("redcap", "dm-redcap");
 	/* The model layer's module, unless every stack goes without it. */
 	for (size_t j = 0; j <= t.nr; j++) {
