@@ -341,10 +341,9 @@ def test_remove_keep_device_leaves_a_mounted_filesystem_mounted(dmname, loop64, 
                                                              "linear", "-"]
         for cmd in (["set", name, "policy=off"], ["drop-cache", name], ["reset-stats", name]):
             r = rctl(*cmd)
-            assert (r.returncode, r.stderr) == (1, f"redcapctl: {name}: a linear device without "
-                                                   "cache (once the redcap module loads, "
-                                                   "redcapctl stop and start build the stack "
-                                                   "again)\n"), cmd
+            assert (r.returncode, r.stderr) == (
+                1, f"redcapctl: {name}: a linear device without cache (once the redcap module "
+                   "loads, redcapctl upgrade swaps the cache in)\n"), cmd
     finally:
         sh("umount", str(mnt))
     assert ok("remove", name).stdout == f"{name}: removed\n"
