@@ -1,0 +1,296 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make check-boot's steps, run inside the booted image by redcap-boottest,
+# one per boot: bash steps.sh STEP, in the payload disk's directory, whose
+# file "env" tests/boot/run wrote.  Each check appends to out/checks.txt
+#   PASS|FAIL <test> <what>
+# followed by its evidence, indented with "    | "; NOTE lines are evidence
+# without a verdict.  The tests:
+#   1 the stack across reboots   2 the data disk missing
+#   3 the module refused, linear 4 a kernel upgrade (DKMS)
+#   5 systemd-analyze verify, udevadm test   6 a bad redcaptab line
+# A step ends when its checks are done; redcap-boottest then powers off
+# (which stops the stacks: the shutdown is part of what the next boot sees).
+set -u
+STEP=$1
+OUT=$PWD/out
+CHECKS=$OUT/checks.txt
+# shellcheck source=/dev/null
+. ./env
+NAME=data
+ORIGIN=/dev/disk/by-id/virtio-redcapdata
+MNT=/srv/data
+SUM=/root/data.sha256
+mkdir -p "$OUT"
+
+say() { echo "steps: $*" >&2; }
+
+# check TEST WHAT CMD...: CMD's status is the verdict, its output the evidence.
+check() {
+	local test=$1 what=$2 out rc
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	if ((rc == 0)); then
+		echo "PASS $test $what" | tee -a "$CHECKS"
+	else
+		echo "FAIL $test $what (exit $rc)" | tee -a "$CHECKS"
+	fi
+	if [[ -n $out ]]; then
+		printf '%s\n' "$out" | head -n 25 | sed 's/^/    | /' | tee -a "$CHECKS"
+	fi
+	return $rc
+}
+
+# note TEST WHAT CMD...: evidence only, no verdict (NOTE).
+note() {
+	local test=$1 what=$2
+	shift 2
+	echo "NOTE $test $what" | tee -a "$CHECKS"
+	"$@" 2>&1 | head -n 25 | sed 's/^/    | /' | tee -a "$CHECKS"
+}
+
+# The boot as an admin sees it once it is over: running, degraded, ...
+wait_booted() {
+	local state
+	state=$(timeout 900 systemctl is-system-running --wait 2>&1)
+	echo "$state" >"$OUT/system-state"
+	say "system: $state"
+	systemctl --failed --no-legend --plain >"$OUT/failed-units" 2>&1
+	echo "$state"
+}
+
+# Evidence helpers: print, and succeed when the pattern is found.
+journal_has() { # PATTERN journalctl-args...
+	local pat=$1
+	shift
+	journalctl --no-pager -o short-monotonic "$@" | grep -E -- "$pat"
+}
+stack_state() { redcapctl status "$NAME" --json | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -n 1; }
+json_num() { # KEY: the first "KEY": N of redcapctl status --json
+	redcapctl status "$NAME" --json | tr ',{' '\n\n' | sed -n "s/^ *\"$1\": *\([0-9]*\).*/\1/p" | head -n 1
+}
+
+is_state() { # WANTED...: redcapctl status's state is one of them
+	local s
+	s=$(stack_state)
+	redcapctl status "$NAME"
+	for w; do [[ $s == "$w" ]] && return 0; done
+	echo "state '$s', wanted: $*"
+	return 1
+}
+mounted_through_stack() {
+	findmnt -n -o SOURCE,TARGET,FSTYPE "$MNT" && [[ $(findmnt -n -o SOURCE "$MNT") == /dev/mapper/$NAME ]]
+}
+origin_is_member() {
+	local dev
+	dev=$(readlink -f "$ORIGIN") || return 1
+	lsblk -o NAME,FSTYPE
+	[[ $(lsblk -dn -o FSTYPE "$dev") == redcap_member ]]
+}
+data_intact() { (cd "$MNT" && sha256sum -c "$SUM"); }
+active_and_intact() { is_state active inactive && data_intact; }
+unit_active() { systemctl is-active "$1" && systemctl status --no-pager -n 5 "$1" | head -n 12; }
+
+# The stack of a new redcaptab entry (OPTIONS) started as its unit would
+# be, ext4 made on it, mounted by its new fstab line (FSTAB_OPTIONS), and
+# data written through it, with its checksum on the root filesystem.
+setup_stack() { # TEST OPTIONS FSTAB_OPTIONS
+	local test=$1 opts=$2 fsopts=$3
+	{
+		echo "# check-boot ($STEP)"
+		echo "$NAME $ORIGIN 32M${opts:+ $opts}"
+	} >/etc/redcaptab
+	systemctl daemon-reload
+	# The disk appeared before its entry: a change event makes it a member.
+	udevadm trigger --action=change --settle "$(readlink -f "$ORIGIN")"
+	check "$test" "setup: redcap@$NAME.service builds the new entry's stack" \
+		systemctl start "redcap@$NAME.service" || return 1
+	udevadm settle
+	check "$test" "setup: mkfs.ext4 on /dev/mapper/$NAME" mkfs.ext4 -q -F -L rcdata "/dev/mapper/$NAME" ||
+		return 1
+	echo "/dev/mapper/$NAME $MNT ext4 $fsopts 0 2" >>/etc/fstab
+	systemctl daemon-reload
+	mkdir -p "$MNT"
+	check "$test" "setup: fstab mounts /dev/mapper/$NAME on $MNT" \
+		sh -c "systemctl start srv-data.mount && findmnt $MNT" || return 1
+	dd if=/dev/urandom of="$MNT/random.bin" bs=1M count=16 status=none
+	seq 1 200000 >"$MNT/numbers.txt"
+	(cd "$MNT" && sha256sum random.bin numbers.txt >"$SUM")
+	sync
+	check "$test" "setup: data written through the stack" cat "$SUM"
+}
+
+# Reads through the stack, all over the disk, past the cache: I/O for the
+# model layer to learn from.
+model_io() {
+	local i
+	for i in $(seq 1 300); do
+		dd if="/dev/mapper/$NAME" of=/dev/null bs=64k count=1 iflag=direct status=none \
+			skip=$(((i * 7919) % 4000))
+	done
+	for i in $(seq 1 100); do
+		dd if="/dev/mapper/$NAME" of=/dev/null bs=4k count=1 iflag=direct status=none \
+			skip=$(((i * 104729) % 60000))
+	done
+}
+
+case $STEP in
+s1a)	# 1: a new entry, ext4 on it, data; the shutdown saves the model.
+	state=$(wait_booted)
+	setup_stack 1 "" defaults
+	model_io
+	check 1 "setup: model layer learning" sh -c "redcapctl status $NAME --json | grep -A3 '\"model\"'"
+	;;
+s1b)	# 1 after the first reboot, and 5.
+	state=$(wait_booted)
+	check 1 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	check 1 "redcap@$NAME.service is active" unit_active "redcap@$NAME.service"
+	check 1 "redcapctl status: state active or inactive" is_state active inactive
+	check 1 "$MNT is mounted from /dev/mapper/$NAME" mounted_through_stack
+	check 1 "lsblk shows the origin as redcap_member" origin_is_member
+	check 1 "the data written before the reboot reads back" data_intact
+	check 1 "the first shutdown saved the model: /var/lib/redcap/$NAME.vdisk" \
+		sh -c "ls -l /var/lib/redcap/$NAME.vdisk && vdiskctl check-file /var/lib/redcap/$NAME.vdisk &&
+			journalctl -b -1 --no-pager -o short-monotonic -u redcap-model@$NAME.service | tail -n 4"
+	check 1 "this boot loaded it" journal_has "model loaded from /var/lib/redcap/$NAME.vdisk" \
+		-b -u "redcap-model@$NAME.service"
+	# 5: the generated units as systemd loads them, and the member rule.
+	# --generators=yes: verify runs the generators (ours, fstab's) into a
+	# directory of its own and loads what they made.
+	check 5 "systemd-analyze verify: the generated units, the static ones, the mount" \
+		sh -c "systemd-analyze verify --generators=yes --man=no redcap.target \
+			redcap@$NAME.service redcap-model@$NAME.service redcap-model-save@$NAME.timer \
+			redcap-model-save@$NAME.service srv-data.mount && echo 'no warning'"
+	check 5 "the generator's units are where docs/boot.rst says" \
+		sh -c "ls -R /run/systemd/generator | grep -i redcap; systemctl cat redcap@$NAME.service | head -n 30"
+	dev=$(readlink -f "$ORIGIN")
+	udevadm test --action=add "/sys/class/block/${dev#/dev/}" >"$OUT/udevadm-test.txt" 2>&1
+	check 5 "udevadm test $dev: the member rule's properties" \
+		sh -c "grep -E '^(REDCAP_[A-Z_]*|ID_FS_TYPE|SYSTEMD_WANTS|UDISKS_IGNORE|ID_FS_UUID|UDEV_DISABLE_PERSISTENT_STORAGE_BLKID_FLAG)=' $OUT/udevadm-test.txt;
+			grep -q '^REDCAP_NAME=$NAME\$' $OUT/udevadm-test.txt &&
+			grep -q '^ID_FS_TYPE=redcap_member\$' $OUT/udevadm-test.txt &&
+			grep -Eq '^SYSTEMD_WANTS=.*redcap@$NAME\.service' $OUT/udevadm-test.txt"
+	check 5 "udevadm test: redcap-udev ran from 59- or 63-redcap-member.rules" \
+		grep -E 'redcap-member.rules|redcap-udev' "$OUT/udevadm-test.txt"
+	check 5 "no by-uuid or by-label link to the origin" \
+		sh -c "ls -l /dev/disk/by-uuid /dev/disk/by-label; ! ls -l /dev/disk/by-uuid /dev/disk/by-label | grep -q '/$(basename "$dev")\$'"
+	model_io
+	redcapctl status "$NAME" --json >"$OUT/status-before-shutdown.json"
+	;;
+s1c)	# 1 after the second reboot.
+	state=$(wait_booted)
+	check 1 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	check 1 "redcap@$NAME.service is active (second reboot)" unit_active "redcap@$NAME.service"
+	check 1 "$MNT is mounted from /dev/mapper/$NAME (second reboot)" mounted_through_stack
+	check 1 "the data reads back (second reboot)" data_intact
+	check 1 "this boot loaded the model saved by the last shutdown" \
+		journal_has "model loaded from /var/lib/redcap/$NAME.vdisk" -b -u "redcap-model@$NAME.service"
+	filled=$(json_num cells_filled)
+	check 1 "the model's tables survived: cells_filled=${filled:-?} > 0" \
+		sh -c "vdiskctl check-file /var/lib/redcap/$NAME.vdisk; redcapctl status $NAME --json |
+			grep -A8 '\"model\"'; [ '${filled:-0}' -gt 0 ]"
+	# 6, next boot: a bad line after the good one.  The fstab line nofail, so
+	# that whatever happens the boot ends and this test sees it.
+	{
+		echo "# check-boot (s1d): line 3 is bad"
+		echo "$NAME $ORIGIN 32M"
+		echo "broken /dev/disk/by-id/virtio-nothere 64M nofial"
+	} >/etc/redcaptab
+	sed -i "s|^/dev/mapper/$NAME .*|/dev/mapper/$NAME $MNT ext4 defaults,nofail 0 2|" /etc/fstab
+	;;
+s1d)	# 6: a bad line in the table.
+	state=$(wait_booted)
+	check 6 "the journal names the bad line and the problem (journalctl -b -t redcap-generator)" \
+		journal_has "redcaptab: line 3: .*nofial" -b -t redcap-generator
+	note 6 "what the journal says of line 3" sh -c "journalctl -b --no-pager -o short-monotonic | grep -E 'line 3|nofial'"
+	check 6 "the other entry's unit redcap@$NAME.service is active" unit_active "redcap@$NAME.service"
+	check 6 "the other entry's stack is up and mounted" \
+		sh -c "dmsetup ls | grep -E '^$NAME(-vd)?\s' && findmnt -n $MNT"
+	check 6 "no unit for the bad line" sh -c "! systemctl cat redcap@broken.service 2>&1"
+	note 6 "the boot finished: $state" cat "$OUT/failed-units"
+	;;
+s2a)	# 2: an entry and a mount, both nofail.
+	state=$(wait_booted)
+	setup_stack 2 "nofail,x-systemd.device-timeout=20s" \
+		"defaults,nofail,x-systemd.device-timeout=30s"
+	;;
+s2b)	# 2, booted without the data disk.
+	state=$(wait_booted)
+	target=$(systemctl get-default)
+	check 2 "the boot finished: $state (running or degraded)" \
+		sh -c "echo '$state' | grep -Eqx 'running|degraded' && cat $OUT/failed-units"
+	check 2 "the default target $target is reached" systemctl is-active "$target"
+	check 2 "no emergency or rescue mode" \
+		sh -c "! systemctl is-active emergency.target rescue.target"
+	check 2 "redcap@$NAME.service did not start" \
+		sh -c "systemctl status --no-pager redcap@$NAME.service | head -n 12; ! systemctl is-active --quiet redcap@$NAME.service"
+	dev_unit=$(systemd-escape --path --suffix=device "$ORIGIN")
+	check 2 "the journal names the missing device, and the stack that needed it" \
+		sh -c "journalctl -b --no-pager -o short-monotonic >/tmp/journal &&
+			grep -F 'Timed out waiting for device $dev_unit' /tmp/journal &&
+			grep -F 'Dependency failed for redcap@$NAME.service' /tmp/journal"
+	check 2 "the stack's own unit names the device (systemctl status, journalctl -u redcap@$NAME.service)" \
+		sh -c "{ systemctl status --no-pager redcap@$NAME.service; journalctl -b --no-pager -u redcap@$NAME.service; } |
+			grep -F -e '$dev_unit' -e '$ORIGIN'"
+	note 2 "systemctl --failed (docs/boot.rst: lists redcap@$NAME.service)" \
+		sh -c "systemctl --failed --no-pager; echo \"is-failed: \$(systemctl is-failed redcap@$NAME.service)\""
+	;;
+s3a)	# 3: an on-fail=linear entry with data; then the module refused.
+	state=$(wait_booted)
+	setup_stack 3 "on-fail=linear" defaults
+	printf 'blacklist dm_redcap\ninstall dm_redcap /bin/false\n' >/etc/modprobe.d/redcap-test.conf
+	;;
+s3b)	# 3: the module refused.
+	state=$(wait_booted)
+	check 3 "dm_redcap is not loaded" sh -c "cat /etc/modprobe.d/redcap-test.conf; ! grep -E '^dm_redcap ' /proc/modules"
+	check 3 "redcap@$NAME.service is active" unit_active "redcap@$NAME.service"
+	check 3 "/dev/mapper/$NAME is a linear device" sh -c "dmsetup table $NAME | tee /dev/stderr | grep -q ' linear '"
+	check 3 "redcapctl status says linear" is_state linear
+	check 3 "$MNT is mounted through the linear fallback" mounted_through_stack
+	check 3 "the data is intact" data_intact
+	check 3 "the journal says why it is linear" \
+		journal_has 'linear' -b -u "redcap@$NAME.service"
+	note 3 "the boot finished: $state" cat "$OUT/failed-units"
+	# And back: the module allowed again, redcapctl upgrade swaps redcap in, live.
+	rm -f /etc/modprobe.d/redcap-test.conf
+	check 3 "redcapctl upgrade $NAME: redcap swapped in under the mounted filesystem" \
+		sh -c "redcapctl upgrade $NAME && findmnt -n $MNT"
+	check 3 "... now active or inactive, data intact" active_and_intact
+	;;
+s4a)	# 4: the stack on 6.1, then bookworm's 6.12 kernel installed.
+	state=$(wait_booted)
+	setup_stack 4 "" defaults
+	check 4 "running $(uname -r), redcap from DKMS" \
+		sh -c "dkms status; modinfo -n dm_redcap"
+	say "installing linux-image-$K612 and its headers (DKMS builds redcap for it)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		/var/cache/redcap-kernel/*.deb >"$OUT/kernel-install.log" 2>&1
+	echo "apt-get exit $?" >>"$OUT/kernel-install.log"
+	check 4 "apt-get install linux-image-$K612 linux-headers-$K612" \
+		sh -c "grep -E 'apt-get exit|Setting up linux-(image|headers)|redcap|dkms|DKMS' $OUT/kernel-install.log; grep -q 'apt-get exit 0' $OUT/kernel-install.log"
+	check 4 "DKMS built and installed redcap for $K612" \
+		sh -c "dkms status redcap; dkms status redcap -k $K612 | grep -q ': installed' &&
+			find /lib/modules/$K612 -name 'dm-redcap.ko*' -o -name 'dm-vdisk.ko*' | grep -c . | grep -qx 2"
+	cp "/boot/vmlinuz-$K612" "/boot/initrd.img-$K612" "$OUT/"
+	;;
+s4b)	# 4: booted into 6.12.
+	state=$(wait_booted)
+	check 4 "running $K612" sh -c "uname -r; [ \"\$(uname -r)\" = $K612 ]"
+	check 4 "dm_redcap and dm_vdisk loaded from DKMS's build" \
+		sh -c "dkms status redcap; modinfo -n dm_redcap dm_vdisk; grep -E '^dm_(redcap|vdisk) ' /proc/modules &&
+			modinfo -n dm_redcap | grep -q /updates/dkms/"
+	check 4 "redcap@$NAME.service is active" unit_active "redcap@$NAME.service"
+	check 4 "redcapctl status: state active or inactive" is_state active inactive
+	check 4 "$MNT is mounted from /dev/mapper/$NAME" mounted_through_stack
+	check 4 "the data reads back" data_intact
+	check 4 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	;;
+*)
+	echo "steps: unknown step '$STEP'" >&2
+	exit 2
+	;;
+esac
+cp /etc/redcaptab "$OUT/redcaptab" 2>/dev/null
+cp /etc/fstab "$OUT/fstab"
+exit 0
