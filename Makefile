@@ -39,7 +39,7 @@ SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgenerator
 	2>/dev/null),/lib/systemd/system-generators)
 
 .PHONY: all deps modules userspace man boot-tools bench-tools host-tests check demo bench clean \
-	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug soak fuzz
+	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-boot soak fuzz
 
 all: modules userspace man boot-tools
 
@@ -102,6 +102,14 @@ check: deps
 check-debug: deps
 	@$(TOP)/tests/vm/debug-kernel
 	@$(TOP)/tests/check-debug
+
+# redcap's Debian packages installed on a Debian bookworm image booted under
+# QEMU, systemd as PID 1 (issue 15): the stack across reboots, a missing
+# disk, the linear fallback, a kernel upgrade, the units and the udev rule.
+# The image is cached under REDCAP_CACHE/boot; results in build/boot/.
+# Not part of make check (README.md: how long it takes).
+check-boot: deps
+	@$(TOP)/tests/boot/run
 
 # The soak (issue 13) on the debug kernel: SOAK_MIN minutes, 60 by default.
 SOAK_MIN ?= 60
