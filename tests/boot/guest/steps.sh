@@ -264,9 +264,11 @@ s4a)	# 4: the stack on 6.1, then bookworm's 6.12 kernel installed.
 	check 4 "running $(uname -r), redcap from DKMS" \
 		sh -c "dkms status; modinfo -n dm_redcap"
 	say "installing linux-image-$K612 and its headers (DKMS builds redcap for it)"
+	# Each line with the time it came: where the quarter of an hour goes.
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-		/var/cache/redcap-kernel/*.deb >"$OUT/kernel-install.log" 2>&1
-	echo "apt-get exit $?" >>"$OUT/kernel-install.log"
+		/var/cache/redcap-kernel/*.deb 2>&1 |
+		while IFS= read -r line; do printf '[%(%T)T] %s\n' -1 "$line"; done >"$OUT/kernel-install.log"
+	echo "apt-get exit ${PIPESTATUS[0]}" >>"$OUT/kernel-install.log"
 	check 4 "apt-get install linux-image-$K612 linux-headers-$K612" \
 		sh -c "grep -E 'apt-get exit|Setting up linux-(image|headers)|redcap|dkms|DKMS' $OUT/kernel-install.log; grep -q 'apt-get exit 0' $OUT/kernel-install.log"
 	check 4 "DKMS built and installed redcap for $K612" \
