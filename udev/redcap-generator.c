@@ -84,10 +84,17 @@ static void log_open(void)
 /* @level: LOG_ERR (3) or LOG_WARNING (4), for the kernel log. */
 static void say_at(int level, const char *fmt, va_list ap)
 {
-	char msg[2048];
+	char msg[2048], rec[2100];
+	int n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (kmsg < 0 || dprintf(kmsg, "<%d>" PROG "[%ld]: %s\n", level, (long)getpid(), msg) < 0)
+	/*
+	 * One write() per record, as /dev/kmsg wants; not dprintf(), whose
+	 * lseek(SEEK_CUR) /dev/kmsg refuses with EINVAL, so that glibc gives
+	 * up before writing anything.
+	 */
+	n = snprintf(rec, sizeof(rec), "<%d>" PROG "[%ld]: %s\n", level, (long)getpid(), msg);
+	if (kmsg < 0 || n < 0 || write(kmsg, rec, (size_t)n < sizeof(rec) ? (size_t)n : sizeof(rec) - 1) < 0)
 		fprintf(stderr, PROG ": %s\n", msg);
 }
 
