@@ -209,11 +209,13 @@ def test_every_docs_file_named_exists():
     assert [n for n in sorted(named) if not os.path.exists(os.path.join(TOP, n))] == []
 
 
-def test_the_boot_placeholder_names_no_unit_or_rule_the_tree_lacks():
-    """Boot-time stacking is described only once it exists: the guide marks it as a
-    placeholder, and names no unit, generator or rule that udev/ does not hold."""
+def test_the_boot_section_names_only_units_and_rules_that_exist():
+    """Every unit, rule or drop-in the guide names is one udev/ holds, one the
+    generator makes (redcap@NAME.service), or systemd's own."""
     text = read(GUIDE)
-    assert re.search(r"^Starting at boot\n-+\n\n\.\. note::\n\n   \*\*Placeholder\.\*\*", text,
-                     re.M)
-    named = set(re.findall(r"[\w@.-]+\.(?:service|target|rules|conf)\b", text))
-    assert named <= set(os.listdir(os.path.join(TOP, "udev"))), named
+    assert "Placeholder" not in text
+    named = set(re.findall(r"[\w@.-]+\.(?:service|target|timer|rules|conf)\b", text))
+    generated = {n for n in named if re.fullmatch(r"redcap(-model)?@[\w.+-]+\.service", n)}
+    ours = set(os.listdir(os.path.join(TOP, "udev")))
+    assert "redcap@srv.service" in generated
+    assert named - generated <= ours, named - generated - ours
