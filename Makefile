@@ -59,7 +59,7 @@ modules:
 userspace:
 	$(MAKE) -C userspace
 
-# redcapctl(8) and redcaptab(5), from docs/man/*.rst.
+# redcapctl(8), redcaptab(5) and redcap-generator(8), from docs/man/*.rst.
 man:
 	$(MAKE) -s -C docs/man
 
@@ -158,6 +158,8 @@ install-tools: userspace man boot-tools
 	install -D -m 644 build/man/redcapctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/redcapctl.8
 	install -D -m 644 userspace/vdiskctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8
 	install -D -m 644 build/man/redcaptab.5 $(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5
+	install -D -m 644 build/man/redcap-generator.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/redcap-generator.8
 	install -D -m 644 udev/redcapctl.bash-completion $(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl
 	install -d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants
 	install -m 644 -t $(DESTDIR)$(UDEVDIR)/rules.d udev/*.rules
@@ -188,6 +190,7 @@ uninstall-tools:
 		$(DESTDIR)$(PREFIX)/share/man/man8/redcapctl.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/vdiskctl.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/redcaptab.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/redcap-generator.8 \
 		$(DESTDIR)$(BASH_COMPLETION_DIR)/redcapctl \
 		$(addprefix $(DESTDIR)$(UDEVDIR)/rules.d/,$(notdir $(wildcard udev/*.rules))) \
 		$(DESTDIR)$(UDEVDIR)/redcap-udev $(DESTDIR)$(SYSTEMDGENERATORDIR)/redcap-generator \

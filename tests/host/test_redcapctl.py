@@ -210,6 +210,7 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
         "usr/share/doc/redcap/redcapctl.schema.json",
         "usr/share/doc/redcap/vdisk.rst",
         "usr/share/man/man5/redcaptab.5",
+        "usr/share/man/man8/redcap-generator.8",
         "usr/share/man/man8/redcapctl.8",
         "usr/share/man/man8/vdiskctl.8",
     ]

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """redcapctl's man pages and bash completion, against the code they describe:
-the pages build with rst2man and render with groff without a warning; every
-command and option of 'redcapctl --help' is in redcapctl(8) and in the
-completion; every option of redcaptab.c is in redcaptab(5), whose examples
-the parser reads as the page says; and the completion, sourced in a bash
-with bash-completion loaded, offers what it should."""
+the pages build with rst2man and render with groff without a warning, and
+each is built, installed and packaged; every command and option of
+'redcapctl --help' is in redcapctl(8) and in the completion; every option of
+redcaptab.c is in redcaptab(5), whose examples the parser reads as the page
+says; redcap-generator(8) names what the generator writes; and the
+completion, sourced in a bash with bash-completion loaded, offers what it
+should."""
 import glob
 import os
 import re
@@ -17,7 +19,9 @@ TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
 MAN_DIR = os.path.join(TOP, "docs", "man")
 PAGES = {"redcapctl.8": os.path.join(MAN_DIR, "redcapctl.8.rst"),
-         "redcaptab.5": os.path.join(MAN_DIR, "redcaptab.5.rst")}
+         "redcaptab.5": os.path.join(MAN_DIR, "redcaptab.5.rst"),
+         "redcap-generator.8": os.path.join(MAN_DIR, "redcap-generator.8.rst")}
+GENERATOR = os.path.join(TOP, "build", "udev", "redcap-generator")
 COMPLETION = os.path.join(TOP, "udev", "redcapctl.bash-completion")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
@@ -29,7 +33,7 @@ def built():
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """Both pages, made by docs/man/Makefile into a directory of their own."""
+    """The pages, made by docs/man/Makefile into a directory of their own."""
     out = tmp_path_factory.mktemp("man")
     r = subprocess.run(["make", "-s", "-C", MAN_DIR, f"OUT={out}"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -112,10 +116,31 @@ def test_page_builds_without_a_docutils_message(tmp_path, name):
     assert read(out).count(".TH ") == 1
 
 
-def test_make_builds_both_pages(pages):
+def test_make_builds_every_page(pages):
     assert read(pages["redcapctl.8"]).splitlines()[29:31] == [
         '.TH "REDCAPCTL" 8 "2025" "redcap" "System Administration"', ".SH NAME"]
     assert '.TH "REDCAPTAB" 5 "2025" "redcap" "File Formats"' in read(pages["redcaptab.5"])
+    assert '.TH "REDCAP-GENERATOR" 8 "2025" "redcap" "System Administration"' in \
+        read(pages["redcap-generator.8"])
+
+
+def test_every_page_is_tested_built_installed_and_packaged():
+    """A page of docs/man is in PAGES (so the tests above cover it), in
+    docs/man/Makefile's PAGES, installed and uninstalled by the top Makefile,
+    and in redcap-tools."""
+    assert sorted(f[:-len(".rst")] for f in os.listdir(MAN_DIR) if f.endswith(".rst")) == \
+        sorted(PAGES)
+    makefile = read(os.path.join(MAN_DIR, "Makefile"))
+    top = read(os.path.join(TOP, "Makefile"))
+    packaged = read(os.path.join(TOP, "debian", "redcap-tools.install")).splitlines()
+    for name in PAGES:
+        man = "man" + name.rsplit(".", 1)[1]
+        assert re.search(r"^PAGES :=.* \$\(OUT\)/%s( |$)" % re.escape(name), makefile, re.M), name
+        assert re.search(r"install -D -m 644 build/man/%s \\?\s*\$\(DESTDIR\)\$\(PREFIX\)"
+                         r"/share/man/%s/%s\n" % (re.escape(name), man, re.escape(name)), top), name
+        # installed by install-tools, removed by uninstall-tools
+        assert top.count(f"$(DESTDIR)$(PREFIX)/share/man/{man}/{name}") == 2, name
+        assert f"usr/share/man/{man}/{name}" in packaged, name
 
 
 def test_make_without_rst2man_fails_clearly(tmp_path):
@@ -171,6 +196,9 @@ def test_man_shows_the_page_without_a_warning(pages, name):
                      "ERRORS", "EXAMPLES", "FILES", "SEE ALSO"]),
     ("redcaptab.5", ["NAME", "SYNOPSIS", "DESCRIPTION", "FIELDS", "OPTIONS", "SIZES",
                      "EXAMPLES", "FILES", "SEE ALSO"]),
+    ("redcap-generator.8", ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS",
+                            "KERNEL COMMAND LINE", "DIAGNOSTICS", "EXIT STATUS", "ENVIRONMENT",
+                            "FILES", "SEE ALSO"]),
 ])
 def test_page_has_its_sections_in_order(pages, name, sections):
     need("groff", "groff-base")
@@ -415,6 +443,85 @@ def test_the_sizes_of_the_pages_are_the_parsers(tmp_path):
     text = " ".join(plain(read(PAGES["redcaptab.5"])).split())
     assert "64M, 64m, 64MiB and 67108864 are the same size" in text
     assert "64MB is not a size" in text
+
+
+# --- redcap-generator(8) against redcap-generator.c -------------------------
+
+def generator_src():
+    return read(os.path.join(TOP, "udev", "redcap-generator.c"))
+
+
+def run_generator(tmp_path, tab):
+    """The generator on a table, its messages on stderr; (run, {path: link target or ''})."""
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "udev"), GENERATOR], check=True,
+                   env={k: v for k, v in os.environ.items() if k != "REDCAPCTL"})
+    (tmp_path / "redcaptab").write_text(tab)
+    out = tmp_path / "normal"
+    out.mkdir()
+    env = dict(os.environ, REDCAPTAB=str(tmp_path / "redcaptab"), SYSTEMD_PROC_CMDLINE="",
+               SYSTEMD_IN_INITRD="0", SYSTEMD_LOG_TARGET="console")
+    r = subprocess.run([GENERATOR, str(out)], capture_output=True, text=True, env=env)
+    made = {str(p.relative_to(out)): os.readlink(p) if p.is_symlink() else ""
+            for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+    return r, made
+
+
+def test_redcap_generator_8_names_what_the_generator_writes(tmp_path):
+    """The terms of DESCRIPTION, for an entry NAME over /dev/md/x (device unit
+    dev-md-x.device) with a device timeout, and the two .wants links the text
+    describes, are all that the generator writes."""
+    r, made = run_generator(tmp_path, "NAME /dev/md/x 64M x-systemd.device-timeout=5s\n")
+    assert (r.returncode, r.stderr) == (0, "")
+    rst = read(PAGES["redcap-generator.8"])
+    terms = [plain(line).split()[0].rstrip(",").replace("origin.", "dev-md-x.")
+             for line in definition_terms(section(rst, "DESCRIPTION"))]
+    links = ["redcap@NAME.service.wants/redcap-model@NAME.service",
+             "redcap-model@NAME.service.wants/redcap-model-save@NAME.timer"]
+    assert sorted(made) == sorted(terms + links)
+    text = " ".join(plain(section(rst, "DESCRIPTION")).split())
+    assert "a link in its .wants/" in text and "timer redcap-model-save@NAME.timer" in text
+
+
+def test_the_options_of_redcap_generator_8_are_those_the_generator_reads():
+    fields = set(re.findall(r"\be->(\w+)", generator_src()))
+    fields -= {"name", "origin", "origin_kind", "line", "device_timeout_us"}
+    read_options = {f.replace("device_timeout", "x-systemd.device-timeout") for f in fields}
+    body = section(read(PAGES["redcap-generator.8"]), "OPTIONS")
+    assert sorted(plain(t).split("=")[0] for t in definition_terms(body)) == sorted(read_options)
+
+
+def test_the_kernel_switch_of_redcap_generator_8_is_the_codes():
+    m = re.search(r"no\[\] = \{(.*?)\};", generator_src())
+    assert m
+    words = set(re.findall(r"\w+", plain(section(read(PAGES["redcap-generator.8"]),
+                                                  "KERNEL COMMAND LINE"))))
+    assert set(re.findall(r'"(\w+)"', m.group(1))) <= words
+
+
+def test_the_message_of_redcap_generator_8_is_the_generators(tmp_path):
+    r, made = run_generator(tmp_path, "a /dev/md/a 64M\nb /dev/md/b 64M\n"
+                                      "c /dev/md/c 64M nofial\n")
+    example = literal_after(section(read(PAGES["redcap-generator.8"]), "DIAGNOSTICS"))
+    assert len(example) == 1
+    tab = str(tmp_path / "redcaptab")
+    assert r.returncode == 0
+    assert r.stderr == re.sub(r"\[\d+\]", "", example[0]).replace("/etc/redcaptab", tab) + "\n"
+    assert "redcap@b.service" in made and "redcap@c.service" not in made
+
+
+def test_the_boot_design_is_where_redcap_generator_8_says():
+    """make install puts docs/boot.rst in PREFIX/share/doc/redcap/; the package
+    moves that directory to redcap-tools', and dh_compress gzips a document
+    of more than 4 KiB that debian/rules does not exclude."""
+    see_also = plain(section(read(PAGES["redcap-generator.8"]), "SEE ALSO"))
+    assert "PREFIX/share/doc/redcap/boot.rst from make install" in " ".join(see_also.split())
+    assert "install -D -m 644 docs/boot.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/boot.rst" in \
+        read(os.path.join(TOP, "Makefile"))
+    assert "usr/share/doc/redcap/* usr/share/doc/redcap-tools/" in \
+        read(os.path.join(TOP, "debian", "redcap-tools.install")).splitlines()
+    assert os.path.getsize(os.path.join(TOP, "docs", "boot.rst")) > 4096
+    assert "dh_compress -X.json\n" in read(os.path.join(TOP, "debian", "rules"))
+    assert "/usr/share/doc/redcap-tools/boot.rst.gz" in see_also
 
 
 # --- the bash completion ----------------------------------------------------
