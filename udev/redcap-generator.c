@@ -487,7 +487,7 @@ static void entry(const struct rctab_entry *e, void *arg)
 	    e->line);
 	add(&t, "[Unit]\n"
 	    "Description=redcap stack %s over %s\n"
-	    "Documentation=man:redcaptab(5) man:redcapctl(8)\n"
+	    "Documentation=man:redcaptab(5) man:redcapctl(8) man:redcap-generator(8)\n"
 	    "SourcePath=%s\n"
 	    "DefaultDependencies=no\n"
 	    "IgnoreOnIsolate=true\n"
