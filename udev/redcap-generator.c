@@ -578,76 +578,10 @@ static void bad(unsigned int line, const char *why, void *arg)
 
 /* --- switches ------------------------------------------------------------- */
 
-/* systemd's parse_boolean(): 1, 0, or -1 for neither. */
-static int boolean(const char *v)
+static void bad_switch(const char *word, void *arg)
 {
-	static const char * const yes[] = { "1", "yes", "y", "true", "t", "on" };
-	static const char * const no[] = { "0", "no", "n", "false", "f", "off" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (!strcasecmp(v, yes[i]))
-			return 1;
-		if (!strcasecmp(v, no[i]))
-			return 0;
-	}
-	return -1;
-}
-
-/*
- * redcap= on the kernel command line (SYSTEMD_PROC_CMDLINE instead of
- * /proc/cmdline when set): false if the last one says so.  Words are split
- * at blanks, outside quotes, which are dropped, as systemd splits them; a
- * bare "redcap" is "redcap=1".
- */
-static bool enabled_by_cmdline(void)
-{
-	const char *env = getenv("SYSTEMD_PROC_CMDLINE");
-	char buf[8192], word[sizeof(buf)], *w;
-	const char *p;
-	bool on = true;
-	char quote;
-	size_t n = 0;
-	FILE *f;
-	int r;
-
-	if (env) {
-		snprintf(buf, sizeof(buf), "%s", env);
-	} else {
-		f = fopen("/proc/cmdline", "re");
-		if (f) {
-			n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-		}
-		buf[n] = '\0';
-	}
-	for (p = buf; *p;) {
-		p += strspn(p, " \t\n\r");
-		if (!*p)
-			break;
-		w = word;
-		quote = 0;
-		for (; *p && (quote || !strchr(" \t\n\r", *p)); p++) {
-			if (quote && *p == quote)
-				quote = 0;
-			else if (!quote && (*p == '"' || *p == '\''))
-				quote = *p;
-			else
-				*w++ = *p;
-		}
-		*w = '\0';
-		if (!strcmp(word, "redcap")) {
-			on = true;
-		} else if (!strncmp(word, "redcap=", 7)) {
-			r = boolean(word + 7);
-			if (r < 0)
-				warn("kernel command line: '%s' is not redcap=0 or redcap=1, "
-				    "ignored", word);
-			else
-				on = r;
-		}
-	}
-	return on;
+	(void)arg;
+	warn("kernel command line: '%s' is not redcap=0 or redcap=1, ignored", word);
 }
 
 /*
@@ -659,8 +593,8 @@ static bool in_initrd(void)
 {
 	const char *env = getenv("SYSTEMD_IN_INITRD");
 
-	if (env && boolean(env) >= 0)
-		return boolean(env);
+	if (env && rctab_parse_boolean(env) >= 0)
+		return rctab_parse_boolean(env);
 	return !access("/etc/initrd-release", F_OK);
 }
 
@@ -677,7 +611,7 @@ int main(int argc, char **argv)
 	}
 	umask(022);
 	log_open();
-	if (in_initrd() || !enabled_by_cmdline())
+	if (in_initrd() || !rctab_enabled_by_cmdline(bad_switch, NULL))
 		return 0;
 
 	g.tab = getenv("REDCAPTAB") && *getenv("REDCAPTAB") ? getenv("REDCAPTAB") : DEFAULT_TAB;

@@ -106,79 +106,11 @@ static char *xstrdup(const char *s)
 
 /* --- the kernel command line -------------------------------------------- */
 
-/* systemd's parse_boolean(): 1, 0, or -1 for neither. */
-static int parse_boolean(const char *v)
+static void bad_switch(const char *word, void *arg)
 {
-	static const char * const yes[] = { "1", "yes", "y", "true", "t", "on" };
-	static const char * const no[] = { "0", "no", "n", "false", "f", "off" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-		if (!strcasecmp(v, yes[i]))
-			return 1;
-	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-		if (!strcasecmp(v, no[i]))
-			return 0;
-	return -1;
-}
-
-/*
- * Whether redcap is on: the last redcap= word of the kernel command line
- * ($SYSTEMD_PROC_CMDLINE instead, as for systemd and redcap-generator)
- * decides; a bare "redcap" is on; a value that is not a boolean is ignored.
- * Words are split as systemd does: on spaces, outside quotes, which go.
- */
-static bool redcap_enabled(void)
-{
-	const char *cmdline = getenv("SYSTEMD_PROC_CMDLINE");
-	char *buf = NULL, *word, *w;
-	const char *p;
-	size_t len = 0;
-	bool on = true;
-	char quote;
-	FILE *f;
-
-	if (!cmdline) {
-		f = fopen("/proc/cmdline", "re");
-		if (!f)
-			return true;
-		if (getline(&buf, &len, f) < 0) {
-			fclose(f);
-			free(buf);
-			return true;
-		}
-		fclose(f);
-		cmdline = buf;
-	}
-	word = xrealloc(NULL, strlen(cmdline) + 1);
-	for (p = cmdline; *p;) {
-		p += strspn(p, " \t\n\r");
-		if (!*p)
-			break;
-		for (w = word, quote = 0; *p && (quote || !strchr(" \t\n\r", *p)); p++) {
-			if (quote && *p == quote)
-				quote = 0;
-			else if (!quote && (*p == '"' || *p == '\''))
-				quote = *p;
-			else
-				*w++ = *p;
-		}
-		*w = '\0';
-		if (!strcmp(word, "redcap")) {
-			on = true;
-		} else if (!strncmp(word, "redcap=", 7)) {
-			int b = parse_boolean(word + 7);
-
-			if (b >= 0)
-				on = b;
-			else
-				fprintf(stderr, PROG ": kernel command line: '%s' is not redcap=0 or "
-					"redcap=1, ignored\n", word);
-		}
-	}
-	free(word);
-	free(buf);
-	return on;
+	(void)arg;
+	fprintf(stderr, PROG ": kernel command line: '%s' is not redcap=0 or redcap=1, ignored\n",
+		word);
 }
 
 /* --- the table ----------------------------------------------------------- */
@@ -503,7 +435,7 @@ int main(int argc, char **argv)
 		print_links(&dev);
 		return 0;
 	}
-	if (!redcap_enabled())
+	if (!rctab_enabled_by_cmdline(bad_switch, NULL))
 		return 0;
 	read_tab(&tab);
 	if (!early) {

@@ -7,8 +7,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "redcaptab.h"
 #include "rc-args.h"
@@ -359,4 +361,66 @@ int rctab_read(FILE *f, void (*entry)(const struct rctab_entry *e, void *arg),
 	free(text);
 	free(names);
 	return bad_lines;
+}
+
+int rctab_parse_boolean(const char *v)
+{
+	static const char * const yes[] = { "1", "yes", "y", "true", "t", "on" };
+	static const char * const no[] = { "0", "no", "n", "false", "f", "off" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
+bool rctab_enabled_by_cmdline(void (*bad)(const char *word, void *arg), void *arg)
+{
+	const char *env = getenv("SYSTEMD_PROC_CMDLINE");
+	char buf[8192], word[sizeof(buf)], *w;
+	const char *p;
+	bool on = true;
+	char quote;
+	size_t n = 0;
+	FILE *f;
+	int r;
+
+	if (env) {
+		snprintf(buf, sizeof(buf), "%s", env);
+	} else {
+		f = fopen("/proc/cmdline", "re");
+		if (f) {
+			n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+		}
+		buf[n] = '\0';
+	}
+	for (p = buf; *p;) {
+		p += strspn(p, " \t\n\r");
+		if (!*p)
+			break;
+		for (w = word, quote = 0; *p && (quote || !strchr(" \t\n\r", *p)); p++) {
+			if (quote && *p == quote)
+				quote = 0;
+			else if (!quote && (*p == '"' || *p == '\''))
+				quote = *p;
+			else
+				*w++ = *p;
+		}
+		*w = '\0';
+		if (!strcmp(word, "redcap")) {
+			on = true;
+		} else if (!strncmp(word, "redcap=", 7)) {
+			r = rctab_parse_boolean(word + 7);
+			if (r >= 0)
+				on = r;
+			else if (bad)
+				bad(word, arg);
+		}
+	}
+	return on;
 }

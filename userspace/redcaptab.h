@@ -69,4 +69,19 @@ int rctab_parse_timespan(const char *s, uint64_t *us);
 int rctab_read(FILE *f, void (*entry)(const struct rctab_entry *e, void *arg),
 	       void (*bad)(unsigned int line, const char *why, void *arg), void *arg);
 
+/* systemd's parse_boolean(): 1, 0, or -1 for neither ("yes", "off", ...). */
+int rctab_parse_boolean(const char *v);
+
+/*
+ * Whether the kernel command line turns redcap on: the last "redcap=BOOL"
+ * decides (a bare "redcap" is on, none is on).  The line is
+ * $SYSTEMD_PROC_CMDLINE when set, as for systemd's own tools, else
+ * /proc/cmdline (on if it cannot be read).  Words are split on blanks
+ * outside quotes, which are dropped, as systemd splits them.  @bad, if not
+ * NULL, is called with each redcap= word whose value is no boolean, which
+ * is ignored.  The generator and the udev helper both ask this, so that
+ * redcap=0 turns off the units and the member rules alike.
+ */
+bool rctab_enabled_by_cmdline(void (*bad)(const char *word, void *arg), void *arg);
+
 #endif
