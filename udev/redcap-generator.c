@@ -119,27 +119,6 @@ static void warn(const char *fmt, ...)
 /* --- names ---------------------------------------------------------------- */
 
 /*
- * systemd's unit_name_escape() (systemd-escape): '/' becomes '-'; '-', '\',
- * a leading '.' and any byte outside [A-Za-z0-9:_.] become \xNN.
- */
-static void unit_escape(const char *s, char *out)
-{
-	static const char valid[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "0123456789:_.";
-	const char *p;
-
-	for (p = s; *p; p++) {
-		if (*p == '/')
-			*out++ = '-';
-		else if ((p == s && *p == '.') || !strchr(valid, *p))
-			out += sprintf(out, "\\x%02x", (unsigned char)*p);
-		else
-			*out++ = *p;
-	}
-	*out = '\0';
-}
-
-/*
  * systemd-escape --path: the path simplified (no empty or "." components),
  * its slashes at either end dropped, escaped.  A ".." component makes it
  * refuse, as systemd does.  @out has room for 4 * strlen(@path) + 2.
@@ -168,7 +147,7 @@ static int path_escape(const char *path, char *out)
 		n += sprintf(simple + n, "%s%s", n ? "/" : "", c);
 	}
 	if (n)
-		unit_escape(simple, out);
+		rctab_unit_escape(simple, out);
 	else
 		strcpy(out, "-");
 	free(copy);
@@ -454,7 +433,7 @@ static void entry(const struct rctab_entry *e, void *arg)
 		goto oom;
 
 	/* The names, all checked before anything is written. */
-	unit_escape(e->name, inst);
+	rctab_unit_escape(e->name, inst);
 	snprintf(mapper, sizeof(mapper), "/dev/mapper/%s", e->name);
 	strcpy(blockdev, "blockdev@");
 	path_escape(mapper, blockdev + strlen(blockdev));

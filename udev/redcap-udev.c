@@ -342,24 +342,13 @@ static const struct entry *find_entry(struct tab *t, struct device *d, bool earl
 
 /* --- output -------------------------------------------------------------- */
 
-/*
- * systemd's unit_name_escape() (systemd-escape NAME), for the instance name:
- * what the generator names the unit.  A name is [A-Za-z0-9+_.-], not
- * starting with '.': '-' and '+' are escaped.
- */
+/* The unit the generator makes for entry @name (rctab_unit_escape()). */
 static void print_unit(const char *name)
 {
-	static const char keep[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.";
-	const char *p;
+	char inst[4 * RCTAB_NAME_MAX + 1];
 
-	fputs(".REDCAP_UNIT=redcap@", stdout);
-	for (p = name; *p; p++) {
-		if ((p == name && *p == '.') || !strchr(keep, *p))
-			printf("\\x%02x", (unsigned char)*p);
-		else
-			putchar(*p);
-	}
-	fputs(".service\n", stdout);
+	rctab_unit_escape(name, inst);
+	printf(".REDCAP_UNIT=redcap@%s.service\n", inst);
 }
 
 /*

@@ -363,6 +363,23 @@ int rctab_read(FILE *f, void (*entry)(const struct rctab_entry *e, void *arg),
 	return bad_lines;
 }
 
+void rctab_unit_escape(const char *s, char *out)
+{
+	static const char valid[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789:_.";
+	const char *p;
+
+	for (p = s; *p; p++) {
+		if (*p == '/')
+			*out++ = '-';
+		else if ((p == s && *p == '.') || !strchr(valid, *p))
+			out += sprintf(out, "\\x%02x", (unsigned char)*p);
+		else
+			*out++ = *p;
+	}
+	*out = '\0';
+}
+
 int rctab_parse_boolean(const char *v)
 {
 	static const char * const yes[] = { "1", "yes", "y", "true", "t", "on" };

@@ -69,6 +69,14 @@ int rctab_parse_timespan(const char *s, uint64_t *us);
 int rctab_read(FILE *f, void (*entry)(const struct rctab_entry *e, void *arg),
 	       void (*bad)(unsigned int line, const char *why, void *arg), void *arg);
 
+/*
+ * systemd's unit_name_escape() (systemd-escape): '/' becomes '-'; a leading
+ * '.' and any byte outside [A-Za-z0-9:_.] become \xNN.  @out has room for
+ * 4 * strlen(@s) + 1.  The generator names a stack's units with it, and the
+ * udev helper the unit a member wants: they must agree.
+ */
+void rctab_unit_escape(const char *s, char *out);
+
 /* systemd's parse_boolean(): 1, 0, or -1 for neither ("yes", "off", ...). */
 int rctab_parse_boolean(const char *v);
 
