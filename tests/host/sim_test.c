@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of the replay engine (userspace/sim.c): configurations
+ * and their exact refusals; with policy always and one process issuing
+ * serially, fills equal the misses of an independent LRU of segments (one
+ * object a segment) on several traces and cache sizes; a serial bare
+ * replay keeps the drive busy exactly as long as it runs; think time and
+ * overlap as the trace shows them; writes and discards invalidate;
+ * the same input gives the same output.
+ */
+#include <stdlib.h>
+
+#include "ctest.h"
+#include "sim.h"
+
+static char err[SIM_ERR_MAX];
+
+static const struct vd_drive_params *hdd(void)
+{
+	return &vd_drive_profile("hdd7200")->p;
+}
+
+#define CAPACITY	(1ull << 21)	/* 1 GiB */
+
+/* A trace of @n requests, all zero, for the caller to fill in. */
+static struct trace *new_trace(size_t n)
+{
+	struct trace *t = calloc(1, sizeof(*t));
+
+	t->req = calloc(n, sizeof(*t->req));
+	t->nr = n;
+	return t;
+}
+
+static void put(struct trace *t, size_t i, enum trace_op op, uint64_t sector, uint32_t sectors,
+		uint32_t pid, uint64_t time_ns, uint64_t done_ns)
+{
+	t->req[i] = (struct trace_req){ .time_ns = time_ns, .done_ns = done_ns,
+					.sector = sector, .sectors = sectors, .pid = pid,
+					.op = op };
+}
+
+static void free_trace(struct trace *t)
+{
+	free(t->req);
+	free(t);
+}
+
+static struct sim_config config(const char *spec)
+{
+	struct sim_config c;
+
+	CHECK_EQ(sim_config_parse(spec, &c, err), 0);
+	return c;
+}
+
+static struct sim_result run(const struct trace *t, const char *spec)
+{
+	struct sim_config c = config(spec);
+	struct sim_result r;
+
+	CHECK_EQ(sim_run(t, hdd(), CAPACITY, &c, &r, err), 0);
+	return r;
+}
+
+CTEST(sim_configs_parse)
+{
+	struct sim_config c = config("64x128k:always");
+
+	CHECK(!c.bare);
+	CHECK_EQ(c.nr_segs, 64);
+	CHECK_EQ(c.seg_sectors, 256);
+	CHECK_EQ(c.policy, RC_POLICY_ALWAYS);
+	CHECK_EQ(c.write_policy, RC_WRITE_INVALIDATE);
+	c = config("256x32K:off,write_policy=update");
+	CHECK_EQ(c.nr_segs, 256);
+	CHECK_EQ(c.seg_sectors, 64);
+	CHECK_EQ(c.policy, RC_POLICY_OFF);
+	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
+	c = config("2x1m:always");
+	CHECK_EQ(c.seg_sectors, 2048);
+	c = config("bare");
+	CHECK(c.bare);
+}
+
+CTEST(sim_bad_configs_are_refused_with_the_reason)
+{
+	static const char * const bad[][2] = {
+		{ "", "config '': not bare nor <segments>x<size>:<policy>" },
+		{ "64x128k", "config '64x128k': not bare nor <segments>x<size>:<policy>" },
+		{ "0x128k:always", "config '0x128k:always': the number of segments is not 1 to "
+				   "16777216" },
+		{ "64x100k:always", "config '64x100k:always': the segment size is not a power of "
+				    "two from 4k to 1024m" },
+		{ "64x2k:always", "config '64x2k:always': the segment size is not a power of two "
+				  "from 4k to 1024m" },
+		{ "64x128k:sometimes", "config '64x128k:sometimes': unknown policy" },
+		{ "64x128k:adaptive", "config '64x128k:adaptive': only the policies always and "
+				      "off are simulated yet" },
+		{ "64x128k:always,write_policy=later", "config '64x128k:always,write_policy="
+						       "later': unknown option" },
+	};
+	struct sim_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ(sim_config_parse(bad[i][0], &c, err), -1);
+		CHECK_STREQ(err, bad[i][1]);
+	}
+}
+
+/*
+ * The independent reference: an LRU of @cap segments as a plain array,
+ * most recent first; returns the misses of the pieces of @t's reads.
+ */
+static uint64_t lru_misses(const struct trace *t, uint32_t cap, uint32_t seg_sectors)
+{
+	uint64_t *lru = calloc(cap, sizeof(*lru)), misses = 0, s, first, last;
+	uint32_t used = 0, i, j;
+	size_t k;
+
+	for (k = 0; k < t->nr; k++) {
+		first = t->req[k].sector / seg_sectors;
+		last = (t->req[k].sector + t->req[k].sectors - 1) / seg_sectors;
+		for (s = first; s <= last; s++) {
+			for (i = 0; i < used && lru[i] != s; i++)
+				;
+			if (i == used) {
+				misses++;
+				if (used < cap)
+					used++;
+				i = used - 1;
+			}
+			for (j = i; j > 0; j--)
+				lru[j] = lru[j - 1];
+			lru[0] = s;
+		}
+	}
+	free(lru);
+	return misses;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* One process, serial reads: @kind 0 sequential, 1 random, 2 loop, 3 strided. */
+static struct trace *serial_reads(int kind, size_t n)
+{
+	struct trace *t = new_trace(n);
+	uint64_t sector = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t len = 8 << (next_rand() % 6);	/* 4 KiB .. 128 KiB */
+
+		switch (kind) {
+		case 0:
+			break;
+		case 1:
+			sector = next_rand() % (CAPACITY / 8 - 64) * 8;
+			break;
+		case 2:
+			sector = (i % 97) * 200;
+			break;
+		case 3:
+			sector = i * 24;
+			len = 8;
+			break;
+		}
+		put(t, i, TRACE_READ, sector, len, 7, i, TRACE_NO_TIME);
+		if (kind == 0)
+			sector += len;
+	}
+	return t;
+}
+
+CTEST(sim_always_fills_equal_the_misses_of_an_lru_of_segments)
+{
+	static const char * const specs[] = { "16x128k:always", "64x128k:always",
+					      "256x32k:always", "8x1m:always" };
+	int kind;
+	size_t i;
+
+	for (kind = 0; kind < 4; kind++) {
+		struct trace *t = serial_reads(kind, 3000);
+
+		for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+			struct sim_config c = config(specs[i]);
+			struct sim_result r = run(t, specs[i]);
+			uint64_t misses = lru_misses(t, c.nr_segs, c.seg_sectors);
+
+			CHECK_EQ(r.ctr.fill_ios, misses);
+			CHECK_EQ(r.ctr.read_misses, misses);
+			CHECK_EQ(r.ctr.read_hits + r.ctr.read_misses, r.ctr.reads);
+			CHECK_EQ(r.ctr.read_hits_waited + r.ctr.read_bypassed, 0);
+			CHECK_EQ(r.disk_requests, misses);
+			CHECK(r.active);
+		}
+		free_trace(t);
+	}
+}
+
+CTEST(sim_serial_bare_replay_keeps_the_drive_busy_all_along)
+{
+	struct trace *t = serial_reads(1, 500);
+	struct sim_result r = run(t, "bare");
+
+	CHECK_EQ(r.requests, 500);
+	CHECK_EQ(r.disk_requests, 500);
+	CHECK(r.disk_busy_ns > 0);
+	/* back to back from time 0: the run is the drive's busy time */
+	CHECK_EQ(r.app_ns, r.disk_busy_ns);
+	CHECK_EQ(r.ctr.reads, 0);
+	free_trace(t);
+}
+
+CTEST(sim_same_input_same_output)
+{
+	struct trace *t = serial_reads(1, 800);
+	struct sim_result a = run(t, "64x128k:always"), b = run(t, "64x128k:always");
+
+	CHECK(!memcmp(&a, &b, sizeof(a)));
+	a = run(t, "bare");
+	b = run(t, "bare");
+	CHECK(!memcmp(&a, &b, sizeof(a)));
+	free_trace(t);
+}
+
+CTEST(sim_think_time_is_kept_after_a_completion)
+{
+	/* The second request came 5 ms after the first completed in the trace. */
+	struct trace *t = new_trace(2);
+	struct sim_result one, two;
+
+	put(t, 0, TRACE_READ, 0, 8, 1, 0, 1000000);
+	put(t, 1, TRACE_READ, 1 << 20, 8, 1, 6000000, 7000000);
+	two = run(t, "bare");
+	t->nr = 1;
+	one = run(t, "bare");
+	t->nr = 2;
+	/* issued 5 ms after the first one's simulated completion */
+	CHECK(two.app_ns > one.app_ns + 5000000);
+	CHECK_EQ(two.app_ns - one.app_ns - 5000000, two.disk_busy_ns - one.disk_busy_ns);
+	free_trace(t);
+}
+
+CTEST(sim_a_request_issued_in_flight_keeps_its_distance)
+{
+	/* The second request was issued 1 us after the first, before it completed. */
+	struct trace *t = new_trace(2);
+	struct sim_result r;
+
+	put(t, 0, TRACE_READ, 0, 8, 1, 0, 9000000);
+	put(t, 1, TRACE_READ, 1 << 20, 8, 1, 1000, 9500000);
+	r = run(t, "bare");
+	/* both queued at once: the run is the two services back to back */
+	CHECK_EQ(r.app_ns, r.disk_busy_ns);
+	free_trace(t);
+}
+
+CTEST(sim_two_processes_overlap)
+{
+	struct trace *t = new_trace(4);
+	struct sim_result r;
+
+	put(t, 0, TRACE_READ, 0, 8, 1, 0, TRACE_NO_TIME);
+	put(t, 1, TRACE_READ, 1 << 20, 8, 2, 0, TRACE_NO_TIME);
+	put(t, 2, TRACE_READ, 1 << 19, 8, 1, 1, TRACE_NO_TIME);
+	put(t, 3, TRACE_READ, 1 << 18, 8, 2, 1, TRACE_NO_TIME);
+	r = run(t, "bare");
+	CHECK_EQ(r.disk_requests, 4);
+	/* one drive, always busy: the two loops keep it so */
+	CHECK_EQ(r.app_ns, r.disk_busy_ns);
+	free_trace(t);
+}
+
+CTEST(sim_a_write_invalidates_and_a_discard_drops)
+{
+	struct trace *t = new_trace(6);
+	struct sim_result r;
+
+	put(t, 0, TRACE_READ, 0, 8, 1, 0, TRACE_NO_TIME);
+	put(t, 1, TRACE_WRITE, 8, 8, 1, 1, TRACE_NO_TIME);
+	put(t, 2, TRACE_READ, 0, 8, 1, 2, TRACE_NO_TIME);
+	put(t, 3, TRACE_READ, 16, 8, 1, 3, TRACE_NO_TIME);
+	put(t, 4, TRACE_DISCARD, 0, 256, 1, 4, TRACE_NO_TIME);
+	put(t, 5, TRACE_READ, 0, 8, 1, 5, TRACE_NO_TIME);
+	r = run(t, "64x128k:always");
+	CHECK_EQ(r.ctr.fill_ios, 3);
+	CHECK_EQ(r.ctr.read_hits, 1);
+	CHECK_EQ(r.ctr.invalidations, 2);
+	CHECK_EQ(r.ctr.writes, 2);
+	/* two fills, one write and the last fill on the drive: the discard costs nothing */
+	CHECK_EQ(r.disk_requests, 4);
+	r = run(t, "64x128k:always,write_policy=update");
+	CHECK_EQ(r.ctr.updates, 1);
+	CHECK_EQ(r.ctr.fill_ios, 2);
+	free_trace(t);
+}
+
+CTEST(sim_policy_off_bypasses_every_read_and_counts_what_it_would_have_done)
+{
+	struct trace *t = serial_reads(2, 1000);
+	struct sim_result r = run(t, "64x128k:off");
+
+	CHECK(!r.active);
+	CHECK_EQ(r.ctr.read_bypassed, r.ctr.reads);
+	CHECK_EQ(r.ctr.sim_misses, lru_misses(t, 64, 256));
+	CHECK_EQ(r.ctr.sim_hits + r.ctr.sim_misses, r.ctr.reads);
+	CHECK_EQ(r.disk_requests, r.ctr.reads);
+	free_trace(t);
+}
+
+CTEST(sim_a_request_beyond_the_disk_is_refused)
+{
+	struct trace *t = new_trace(1);
+	struct sim_config c = config("bare");
+	struct sim_result r;
+
+	put(t, 0, TRACE_READ, CAPACITY - 4, 8, 1, 0, TRACE_NO_TIME);
+	CHECK_EQ(sim_run(t, hdd(), CAPACITY, &c, &r, err), -1);
+	CHECK_STREQ(err, "request 0 (sectors 2097148+8) is beyond the disk's 2097152 sectors");
+	free_trace(t);
+}
