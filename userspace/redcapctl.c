@@ -44,6 +44,7 @@
 #include "redcaptab.h"
 #include "rc-args.h"
 #include "rc-policy.h"
+#include "simulate.h"
 #include "vdisk-tables.h"
 
 #define UUID_PREFIX		"REDCAP-"
@@ -72,6 +73,8 @@ static const char redcapctl_usage[] =
 "       redcapctl stop NAME|--all [--tab FILE]\n"
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
+"       redcapctl simulate --trace FILE [--format blkparse|csv] [--disk PROFILE]\n"
+"                          [--capacity SECTORS] --config SPEC... [--json]\n"
 "       redcapctl -h|--help\n";
 
 static const char try_help[] = "Try 'redcapctl --help' for more information.\n";
@@ -98,6 +101,9 @@ static const char redcapctl_help[] =
 "  upgrade      swap the cache in, live, under a stack started linear\n"
 "               (on-fail=linear) once the redcap module loads\n"
 "  check        what stands between this host and its stacks\n"
+"  simulate     replay a block trace through the emulated disk (--disk hdd7200\n"
+"               or hdd15k) and through redcap configurations (--config bare,\n"
+"               or SEGMENTSxSIZE:POLICY, e.g. 64x128k:always)\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See redcapctl(8).\n";
 
@@ -2408,7 +2414,7 @@ int main(int argc, char **argv)
 		{ "drop-cache", cmd_drop_cache }, { "reset-stats", cmd_reset_stats },
 		{ "model", cmd_model }, { "start", cmd_start }, { "stop", cmd_stop },
 		{ "upgrade", cmd_upgrade },
-		{ "check", cmd_check },
+		{ "check", cmd_check }, { "simulate", redcapctl_simulate },
 	};
 
 	/* A usage error prints its reason and where to read more, not all commands. */

@@ -245,7 +245,8 @@ def definition_terms(rst):
 def test_every_command_has_its_entry():
     terms = command_terms()
     assert commands() == ["create", "remove", "list", "status", "stats", "set", "drop-cache",
-                          "reset-stats", "model", "start", "stop", "upgrade", "check"]
+                          "reset-stats", "model", "start", "stop", "upgrade", "check",
+                          "simulate"]
     for cmd in commands():
         assert cmd in terms, cmd
     assert [t for t in terms if t not in commands()] == []

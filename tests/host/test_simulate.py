@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-2.0
+"""redcapctl simulate on tiny traces: exact counters through the target's own
+cache core, the same output twice, csv and blkparse input, and every bad
+input answered with its exact error (a bad trace line by its number)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "userspace")], check=True)
+
+
+def simulate(*args):
+    return subprocess.run([REDCAPCTL, "simulate", *map(str, args)], capture_output=True,
+                          text=True)
+
+
+CSV = ("time_ns,pid,op,sector,sectors\n"
+       "0,7,R,0,8\n"          # fills segment 0 (128 KiB: sectors 0..255)
+       "1,7,R,8,8\n"          # hit
+       "2,7,R,248,16\n"       # hit in 0, miss in 1: two pieces
+       "3,7,W,300,8\n"        # write to segment 1: invalidates it
+       "4,7,R,256,8\n"        # miss again
+       "5,7,R,16,8\n")        # hit
+
+
+def test_exact_counters_through_the_cache_core(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(CSV)
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare",
+                 "--config", "64x128k:always", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    out = json.loads(r.stdout)
+    assert (out["requests"], out["disk"], out["capacity_sectors"]) == (6, "hdd7200", 1 << 21)
+    bare, cached = out["results"]
+    assert bare["config"] == "bare" and "stats" not in bare
+    assert bare["disk_requests"] == 6
+    # one process, back to back from time 0: the run is the drive's busy time
+    assert bare["app_time_s"] == pytest.approx(bare["disk_busy_s"], abs=1e-9)
+    st = cached["stats"]
+    assert {k: st[k] for k in ("reads", "read_hits", "read_misses", "fill_ios", "fill_sectors",
+                               "read_bypassed", "writes", "invalidations", "state")} == {
+        "reads": 6, "read_hits": 3, "read_misses": 3, "fill_ios": 3, "fill_sectors": 768,
+        "read_bypassed": 0, "writes": 1, "invalidations": 1, "state": "active"}
+    # three fills and the write
+    assert cached["disk_requests"] == 4
+
+
+def test_the_same_input_gives_the_same_output(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(CSV)
+    args = ("--trace", trace, "--format", "csv", "--config", "bare", "--config",
+            "16x32k:always", "--config", "16x32k:off,write_policy=update")
+    first, second = simulate(*args), simulate(*args)
+    assert first.returncode == 0 and first.stdout == second.stdout
+    lines = first.stdout.splitlines()
+    assert lines[0] == "6 requests on hdd7200 (2097152 sectors)"
+    assert lines[3].split()[0] == "bare" and lines[5].split()[-1] == "inactive"
+
+
+def test_blkparse_text_is_read(tmp_path):
+    trace = tmp_path / "t.txt"
+    trace.write_text(
+        "  8,16   0        1     0.000000000  4321  Q   R 2048 + 8 [fio]\n"
+        "  8,16   0        2     0.000001000  4321  D   R 2048 + 8 [fio]\n"
+        "  8,16   0        3     0.010000000     0  C   R 2048 + 8 [0]\n"
+        "  8,16   0        4     0.015000000  4321  Q   R 2056 + 8 [fio]\n"
+        "  8,16   0        5     0.015001000  4321  D   R 2056 + 8 [fio]\n"
+        "  8,16   0        6     0.020000000     0  C   R 2056 + 8 [0]\n")
+    r = simulate("--trace", trace, "--config", "64x128k:always", "--disk", "hdd15k", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    out = json.loads(r.stdout)
+    st = out["results"][0]["stats"]
+    assert (out["requests"], out["disk"], st["read_misses"], st["read_hits"]) == (
+        2, "hdd15k", 1, 1)
+    # the 5 ms the process thought between its two reads are kept
+    assert out["results"][0]["app_time_s"] > 0.005
+
+
+@pytest.mark.parametrize("args,trace,err", [
+    ([], None, "redcapctl: simulate: --trace FILE is needed\n"),
+    (["--trace", "T"], None, "redcapctl: simulate: at least one --config is needed "
+                             "(bare, or e.g. 64x128k:always)\n"),
+    (["--trace", "T", "--config", "64x128k"], None,
+     "redcapctl: simulate: config '64x128k': not bare nor <segments>x<size>:<policy>\n"),
+    (["--trace", "T", "--config", "bare", "--disk", "ssd"], None,
+     "redcapctl: simulate: --disk: no disk profile 'ssd' (hdd7200, hdd15k)\n"),
+    (["--trace", "T", "--config", "bare", "--format", "json"], None,
+     "redcapctl: simulate: --format: 'json' is not blkparse or csv\n"),
+    (["--trace", "T", "--config", "bare", "--capacity", "1G"], None,
+     "redcapctl: simulate: --capacity: '1G' is not a number of sectors\n"),
+], ids=["no-trace", "no-config", "bad-config", "bad-disk", "bad-format", "bad-capacity"])
+def test_usage_errors(tmp_path, args, trace, err):
+    r = simulate(*[str(tmp_path / "t.csv") if a == "T" else a for a in args])
+    assert r.returncode == 2
+    assert r.stderr.startswith(err), r.stderr
+
+
+def test_a_bad_trace_line_is_named(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,0,8\n1,1,X,8,8\n")
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare")
+    assert r.returncode == 1
+    assert r.stderr == f'redcapctl: simulate: {trace}: line 3: op: "X" is not R, W or D\n'
+    assert r.stdout == ""
+
+
+def test_a_request_beyond_the_capacity_is_refused(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,4096,8\n")
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare", "--capacity", "4096")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("redcapctl: simulate: bare: request 0 (sectors 4096+8) is beyond the "
+                        "disk's 4096 sectors\n")
