@@ -18,7 +18,11 @@
  * (dm's max_io_len), rc_read()'s hit / fill / wait / bypass, whole-segment
  * fills clipped to the device, waiters served at the fill's completion,
  * writes through rc_write_start() / rc_write_done(), discards through
- * rc_range_start() / rc_range_done().  A copy between cache and request
+ * rc_range_start() / rc_range_done().  As in the kernel, the pieces of a
+ * read go at once, and a hit's segment becomes the most recent when its
+ * copy is done, a fill's when the fill completes: within one read that
+ * crosses segments, recency follows completion, not the order of the
+ * pieces.  A copy between cache and request
  * costs SIM_COPY_NS_PER_KIB; a discard costs the disk nothing (the
  * emulated drive has no discard).  Not yet: the adaptive and C-Aware
  * policies (they need the virtual disks the glue prices with), which

@@ -119,3 +119,67 @@ def test_a_request_beyond_the_capacity_is_refused(tmp_path):
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr == ("redcapctl: simulate: bare: request 0 (sectors 4096+8) is beyond the "
                         "disk's 4096 sectors\n")
+
+
+CACHE = os.environ.get("REDCAP_CACHE", os.path.expanduser("~/.cache/redcap"))
+VENV_PYTHON = os.path.join(CACHE, "venv", "bin", "python")
+
+# libCacheSim's LRU, one object a segment, on the segments of the read pieces.
+LCS_MISSES = """
+import sys
+import libcachesim as lcs
+cap, seg = int(sys.argv[1]), int(sys.argv[2])
+cache, misses = lcs.LRU(cache_size=cap), 0
+for line in sys.stdin:
+    sector, sectors = map(int, line.split())
+    for s in range(sector // seg, (sector + sectors - 1) // seg + 1):
+        misses += not cache.get(lcs.Request(obj_id=s, obj_size=1))
+print(misses)
+"""
+
+
+def serial_reads(kind, n, rng, seg):
+    """One process, serial reads of 4 to 128 KiB over 1 GiB, each cut at the
+    end of its segment of @seg sectors: dm splits a read that crosses
+    segments into pieces that go at once, and the kernel makes a piece's
+    segment the most recent when it completes, a hit at once and a fill
+    later, so only reads of one segment are issued serially."""
+    out, sector = [], 0
+    for i in range(n):
+        length = 8 << rng.randrange(6)
+        if kind == "random":
+            sector = rng.randrange((1 << 21) // 8 - 64) * 8
+        elif kind == "loop":
+            sector = (i % 97) * 200
+        elif kind == "strided":
+            sector, length = i * 24, 8
+        out.append((sector, min(length, seg - sector % seg)))
+        if kind == "sequential":
+            sector += length
+    return out
+
+
+@pytest.mark.parametrize("kind", ["sequential", "random", "loop", "strided"])
+def test_fills_equal_libcachesim_lru_misses(tmp_path, kind):
+    """With policy always and one process issuing serially, every fill is an
+    LRU miss of a segment: libCacheSim's LRU (PyPI, installed by make deps
+    into the harness's venv) counts the same, exactly."""
+    import random
+
+    assert subprocess.run([VENV_PYTHON, "-c", "import libcachesim"]).returncode == 0, \
+        f"no libcachesim in {VENV_PYTHON}: run 'make deps'"
+    for nr, seg_kib in ((16, 128), (64, 128), (256, 32), (8, 1024)):
+        reqs = serial_reads(kind, 4000, random.Random(kind), seg_kib * 2)
+        trace = tmp_path / "t.csv"
+        trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                         "".join(f"{i},1,R,{s},{n}\n" for i, (s, n) in enumerate(reqs)))
+        r = simulate("--trace", trace, "--format", "csv", "--config",
+                     f"{nr}x{seg_kib}k:always", "--json")
+        assert r.returncode == 0, r.stderr
+        st = json.loads(r.stdout)["results"][0]["stats"]
+        ref = subprocess.run([VENV_PYTHON, "-c", LCS_MISSES, str(nr), str(seg_kib * 2)],
+                             input="".join(f"{s} {n}\n" for s, n in reqs),
+                             capture_output=True, text=True, check=True)
+        assert (st["fill_ios"], st["read_misses"]) == (int(ref.stdout), int(ref.stdout)), \
+            (kind, nr, seg_kib)
+        assert st["read_hits"] + st["read_misses"] == st["reads"]
