@@ -192,6 +192,7 @@ struct sim {
 	u32 *wait_head, *wait_tail;	/* entry -> its waiters */
 	u64 capacity;
 	u64 last_done;
+	u64 completed;			/* requests */
 	char *err;
 };
 
@@ -380,6 +381,8 @@ static int request_done(struct sim *s, u32 req, u64 now)
 		return 0;
 	if (st->done > s->last_done)
 		s->last_done = st->done;
+	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
+		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
 	if (st->next != NONE32 && depends(s->t, req, st->next))
 		return heap_push(&s->h, st->done + think(s->t, req, st->next), EV_ISSUE,
 				 st->next, 0, 0) ? oom(s) : 0;

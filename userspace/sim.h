@@ -51,7 +51,12 @@ struct sim_config {
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
 	char spec[96];			/* as given */
+	/* If set, called every SIM_PROGRESS_EVERY requests completed. */
+	void (*progress)(u64 done, u64 total, void *arg);
+	void *progress_arg;
 };
+
+#define SIM_PROGRESS_EVERY	65536
 
 /*
  * "bare", or "<segments>x<size>:<policy>[,write_policy=invalidate|update]",

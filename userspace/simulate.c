@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dmctl.h"
 #include "sim.h"
@@ -81,6 +82,13 @@ static void print_table(const char *disk, u64 capacity, const struct trace *t,
 			       (unsigned long long)r[i].ctr.read_bypassed,
 			       r[i].active ? "active" : "inactive");
 	}
+}
+
+/* Long traces in a terminal: how far each configuration is, redrawn in place. */
+static void progress(u64 done, u64 total, void *arg)
+{
+	fprintf(stderr, "\rsimulate: %s: %llu of %llu requests (%.0f %%)", (const char *)arg,
+		(unsigned long long)done, (unsigned long long)total, 100.0 * done / total);
 }
 
 static u64 extent(const struct trace *t)
@@ -165,9 +173,19 @@ int redcapctl_simulate(int argc, char **argv)
 		die("simulate: %s", err);
 	if (!capacity)
 		capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		bool shown = isatty(STDERR_FILENO) && t.nr >= SIM_PROGRESS_EVERY;
+
+		if (shown) {
+			configs[i].progress = progress;
+			configs[i].progress_arg = configs[i].spec;
+		}
 		if (sim_run(&t, &prof->p, capacity, &configs[i], &results[i], err))
-			die("simulate: %s: %s", configs[i].spec, err);
+			die("%ssimulate: %s: %s", shown ? "\n" : "", configs[i].spec, err);
+		if (shown)
+			fprintf(stderr, "\rsimulate: %s: %zu requests, done%20s\n", configs[i].spec,
+				t.nr, "");
+	}
 
 	if (json) {
 		json_object *top = json_object_new_object(), *arr = json_object_new_array();

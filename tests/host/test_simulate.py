@@ -183,3 +183,33 @@ def test_fills_equal_libcachesim_lru_misses(tmp_path, kind):
         assert (st["fill_ios"], st["read_misses"]) == (int(ref.stdout), int(ref.stdout)), \
             (kind, nr, seg_kib)
         assert st["read_hits"] + st["read_misses"] == st["reads"]
+
+
+def test_progress_in_a_terminal_only(tmp_path):
+    """A long trace shows how far each configuration is when standard error
+    is a terminal, redrawn in place; into a pipe nothing."""
+    import pty
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                     "".join(f"{i},1,R,{i * 8 % (1 << 20)},8\n" for i in range(70000)))
+    args = [REDCAPCTL, "simulate", "--trace", str(trace), "--format", "csv",
+            "--config", "bare"]
+    piped = subprocess.run(args, capture_output=True, text=True)
+    assert (piped.returncode, piped.stderr) == (0, "")
+    master, slave = pty.openpty()
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert r.returncode == 0 and r.stdout == piped.stdout
+    assert shown.decode() == ("\rsimulate: bare: 65536 of 70000 requests (94 %)"
+                              f"\rsimulate: bare: 70000 requests, done{' ' * 20}\r\n")
