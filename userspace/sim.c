@@ -21,6 +21,51 @@ static int fail(char *err, const char *fmt, const char *arg)
 	return -1;
 }
 
+/*
+ * One "<key>=<value>" of a configuration, read by the target's own message
+ * parser as "write_policy V", "estimator V" or "set <key> V": the same
+ * names, limits and error texts as the dmsetup messages.
+ */
+static int config_option(struct sim_config *c, char *opt, const char *spec, char *err)
+{
+	char *eq = strchr(opt, '='), *argv[3], why[96];
+	const char *msg;
+	struct rc_msg m;
+	unsigned int argc;
+
+	if (!eq || eq == opt || !eq[1])
+		return fail(err, "config '%s': an option is not <key>=<value>", spec);
+	*eq = '\0';
+	if (!strcmp(opt, "write_policy") || !strcmp(opt, "estimator")) {
+		argv[0] = opt;
+		argv[1] = eq + 1;
+		argc = 2;
+	} else {
+		argv[0] = "set";
+		argv[1] = opt;
+		argv[2] = eq + 1;
+		argc = 3;
+	}
+	msg = rc_parse_message(argc, argv, &m, why, sizeof(why));
+	if (msg) {
+		snprintf(err, SIM_ERR_MAX, "config '%s': %s", spec, msg);
+		return -1;
+	}
+	if (m.verb == RC_MSG_WRITE_POLICY)
+		c->write_policy = (enum rc_write_policy)m.value;
+	else if (m.verb == RC_MSG_ESTIMATOR)
+		c->estimator = (enum rc_estimator)m.value;
+	else if (m.key == RC_TUN_WINDOW)
+		c->window = m.uvalue;
+	else if (m.key == RC_TUN_MARGIN)
+		c->margin = m.uvalue;
+	else if (m.key == RC_TUN_DWELL)
+		c->dwell = m.uvalue;
+	else
+		c->decay_ms = m.uvalue;
+	return 0;
+}
+
 int sim_config_parse(const char *spec, struct sim_config *c, char *err)
 {
 	char buf[sizeof(c->spec)], *size, *policy, *opts, *opt, *end;
@@ -68,19 +113,18 @@ int sim_config_parse(const char *spec, struct sim_config *c, char *err)
 	if (p < 0)
 		return fail(err, "config '%s': unknown policy", spec);
 	c->policy = (enum rc_policy)p;
-	if (c->policy != RC_POLICY_ALWAYS && c->policy != RC_POLICY_OFF)
-		return fail(err, "config '%s': only the policies always and off are "
-			    "simulated yet", spec);
 	c->write_policy = RC_WRITE_INVALIDATE;
+	c->estimator = RC_EST_VDISK;
+	c->window = RC_ADAPT_WINDOW;
+	c->margin = RC_ADAPT_MARGIN;
+	c->dwell = RC_ADAPT_DWELL;
+	c->decay_ms = RC_CAWARE_DECAY_MS;
 	for (opt = opts; opt; opt = opts) {
 		opts = strchr(opt, ',');
 		if (opts)
 			*opts++ = '\0';
-		if (!strncmp(opt, "write_policy=", 13) &&
-		    (p = rc_write_policy_parse(opt + 13)) >= 0)
-			c->write_policy = (enum rc_write_policy)p;
-		else
-			return fail(err, "config '%s': unknown option", spec);
+		if (config_option(c, opt, spec, err))
+			return -1;
 	}
 	return 0;
 }
@@ -90,8 +134,13 @@ int sim_config_parse(const char *spec, struct sim_config *c, char *err)
 enum ev_kind {
 	EV_ISSUE,		/* a request of the trace goes: a = request */
 	EV_PART_DONE,		/* a piece of a request completed: a = request */
-	EV_FILL_DONE,		/* a fill completed: a = entry, b = sectors read */
-	EV_WRITE_DONE,		/* a write piece completed: a = request, b = seg, c = cookie */
+	EV_BYPASS_DONE,		/* a read piece the disk served: a = request, b = sector,
+				 * c = sectors, d = when it went to the disk */
+	EV_FILL_DONE,		/* a fill completed: a = entry, b = sectors read,
+				 * c = its first sector (FROM_WRITE: a write's
+				 * copy), d = when it went to the disk */
+	EV_WRITE_DONE,		/* a write piece completed: a = request, b = sector,
+				 * c = sectors, d = cookie */
 	EV_RANGE_DONE,		/* a discard completed: a = request, b = first seg, c = nr */
 };
 
@@ -99,7 +148,7 @@ struct event {
 	u64 time;
 	u64 seq;
 	enum ev_kind kind;
-	u64 a, b, c;
+	u64 a, b, c, d;
 };
 
 struct heap {
@@ -113,9 +162,9 @@ static bool ev_before(const struct event *x, const struct event *y)
 	return x->time < y->time || (x->time == y->time && x->seq < y->seq);
 }
 
-static int heap_push(struct heap *h, u64 time, enum ev_kind kind, u64 a, u64 b, u64 c)
+static int heap_push(struct heap *h, u64 time, enum ev_kind kind, u64 a, u64 b, u64 c, u64 d)
 {
-	struct event e = { time, h->seq++, kind, a, b, c }, tmp;
+	struct event e = { time, h->seq++, kind, a, b, c, d }, tmp;
 	size_t i;
 
 	if (h->nr == h->cap) {
@@ -178,10 +227,33 @@ struct waiter {
 	u32 next;		/* next waiter of the same entry, or UINT32_MAX */
 };
 
+/*
+ * A request the disk is serving, as the measuring vdisk above it sees it:
+ * its sample goes into the model when it completes.  The drive serves in
+ * arrival order, so completions come in the order of this queue.
+ */
+struct sample {
+	u64 done;
+	u64 distance;
+	u64 service;
+	u32 sectors;
+	enum vd_dir dir;
+};
+
 struct sim {
 	const struct trace *t;
 	const struct sim_config *c;
-	struct vd_drive drive;
+	struct vd_drive drive;		/* the emulated disk, or ... */
+	struct vd_vdisk mdisk;		/* ... the model's virtual disk as the disk */
+	bool model_is_disk;
+	struct vd_model *model;		/* the measuring vdisk's model */
+	void *model_mem;
+	u64 meas_next;			/* end of the measuring vdisk's previous request */
+	u64 meas_last_done;
+	struct sample *q;		/* samples in flight, a ring */
+	size_t q_head, q_nr, q_cap;
+	struct vd_vdisk vdisk, vdisk_cache;	/* the vdisk estimator's */
+	u64 disk_last_done;		/* spk's one-at-a-time server */
 	struct rc_cache *cache;
 	void *cache_mem;
 	struct heap h;
@@ -197,6 +269,7 @@ struct sim {
 };
 
 #define NONE32	UINT32_MAX
+#define FROM_WRITE	UINT64_MAX
 
 static u64 copy_ns(u32 sectors)
 {
@@ -209,16 +282,114 @@ static int oom(struct sim *s)
 	return -1;
 }
 
-static u64 disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now)
+static int push(struct sim *s, u64 time, enum ev_kind kind, u64 a, u64 b, u64 c, u64 d)
 {
-	u64 service;
+	return heap_push(&s->h, time, kind, a, b, c, d) ? oom(s) : 0;
+}
 
-	return vd_drive_submit(&s->drive, dir, sector, sectors, now, &service);
+/* The model learns the samples of the requests completed by @now. */
+static void learn(struct sim *s, u64 now)
+{
+	while (s->q_nr && s->q[s->q_head].done <= now) {
+		const struct sample *x = &s->q[s->q_head];
+
+		vd_model_add(s->model, x->dir, x->distance, x->sectors, x->service);
+		s->q_head = (s->q_head + 1) % s->q_cap;
+		s->q_nr--;
+	}
+}
+
+static int queue_sample(struct sim *s, const struct sample *x)
+{
+	if (s->q_nr == s->q_cap) {
+		size_t cap = s->q_cap ? 2 * s->q_cap : 256, i;
+		struct sample *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		for (i = 0; i < s->q_nr; i++)
+			q[i] = s->q[(s->q_head + i) % s->q_cap];
+		free(s->q);
+		s->q = q;
+		s->q_head = 0;
+		s->q_cap = cap;
+	}
+	s->q[(s->q_head + s->q_nr++) % s->q_cap] = *x;
+	return 0;
+}
+
+/*
+ * A request goes to the disk at @now, through the measuring vdisk; its
+ * completion time in *@done.  -1 (with the reason) without memory, or when
+ * the disk is a model that cannot price it.
+ */
+static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now, u64 *done)
+{
+	struct sample x = { .dir = dir, .sectors = sectors };
+	u64 service, unest = s->mdisk.unestimated;
+
+	x.distance = sector > s->meas_next ? sector - s->meas_next : s->meas_next - sector;
+	s->meas_next = sector + sectors;
+	if (s->model_is_disk) {
+		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now);
+		if (s->mdisk.unestimated != unest) {
+			snprintf(s->err, SIM_ERR_MAX, "the model has no %s sample to price "
+				 "sectors %llu+%u", dir == VD_READ ? "read" : "write",
+				 (unsigned long long)sector, sectors);
+			return -1;
+		}
+		return 0;
+	}
+	*done = vd_drive_submit(&s->drive, dir, sector, sectors, now, &service);
+	/* A single-actuator disk starts a request when the previous one ends. */
+	x.service = *done - (now > s->meas_last_done ? now : s->meas_last_done);
+	x.done = *done;
+	s->meas_last_done = *done;
+	return queue_sample(s, &x) ? oom(s) : 0;
+}
+
+/* Price a request on virtual disk @v (the glue's redcap_vdisk_submit()). */
+static bool vdisk_price(struct sim *s, struct vd_vdisk *v, enum vd_dir dir, u64 sector,
+			u32 sectors, u64 now, u64 *ns)
+{
+	u64 busy = v->busy_ns, unest = v->unestimated;
+
+	vd_vdisk_submit(v, s->model, dir, sector, sectors, now);
+	*ns = v->busy_ns - busy;
+	return v->unestimated == unest;
+}
+
+/* A disk read finished at @now (the glue's redcap_disk_done()). */
+static void disk_done(struct sim *s, enum rc_disk_kind kind, u64 sector, u32 sectors,
+		      u64 start, u64 now)
+{
+	u64 from = s->disk_last_done < now ? s->disk_last_done : now;
+
+	if (start > from)
+		from = start;
+	if (now > s->disk_last_done)
+		s->disk_last_done = now;
+	rc_adapt_disk_done(&s->cache->adapt, kind, sector, sectors, now - from);
+}
+
+static void record(struct sim *s, enum rc_class cl, u64 ns, u64 now)
+{
+	rc_caware_record(&s->cache->caware, cl, ns, now);
 }
 
 static int part_done(struct sim *s, u32 req, u64 when)
 {
-	return heap_push(&s->h, when, EV_PART_DONE, req, 0, 0) ? oom(s) : 0;
+	return push(s, when, EV_PART_DONE, req, 0, 0, 0);
+}
+
+/* A read piece sent to the disk as received, at @now. */
+static int bypass(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
+{
+	u64 done;
+
+	if (disk(s, VD_READ, sector, sectors, now, &done))
+		return -1;
+	return push(s, done, EV_BYPASS_DONE, req, sector, sectors, now);
 }
 
 static int add_waiter(struct sim *s, u32 idx, u32 req, u64 sector, u32 sectors)
@@ -249,60 +420,130 @@ static int add_waiter(struct sim *s, u32 idx, u32 req, u64 sector, u32 sectors)
 	return 0;
 }
 
+static u32 seg_len(struct sim *s, u64 start)
+{
+	return s->capacity - start < s->c->seg_sectors ? (u32)(s->capacity - start)
+						       : s->c->seg_sectors;
+}
+
+/*
+ * Judge the read piece rc_read() just handled with @act (the glue's
+ * redcap_adapt_read()): its price on the bare disk and the price of what
+ * the cache sent down for it, or would have while inactive.
+ */
+static void adapt_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_action act,
+		       u64 vd_ns, bool vd_ok, u64 now)
+{
+	struct rc_cache *c = s->cache;
+	u64 start = rc_sector_to_seg(c, sector) * s->c->seg_sectors, cvd_ns = 0;
+	bool cvd_ok = true;
+
+	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
+		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, start, seg_len(s, start), now,
+				     &cvd_ns);
+	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
+		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, sector, sectors, now, &cvd_ns);
+	rc_adapt_read(&c->adapt, sector, sectors, s->c->seg_sectors, c->sim, vd_ns, vd_ok,
+		      cvd_ns, cvd_ok);
+}
+
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 {
-	u64 seg = rc_sector_to_seg(s->cache, sector), start, fill;
+	u64 seg = rc_sector_to_seg(s->cache, sector), start, done, vd_ns, copied;
 	enum rc_read_action act;
 	u32 idx = RC_NONE;
+	bool vd_ok;
 
+	vd_ok = vdisk_price(s, &s->vdisk, VD_READ, sector, sectors, now, &vd_ns);
+	if (rc_policy_caware(s->cache->policy))
+		rc_caware_decay(&s->cache->caware, now);
 	act = rc_read(s->cache, seg, &idx);
+	adapt_read(s, sector, sectors, act, vd_ns, vd_ok, now);
 	switch (act) {
 	case RC_READ_HIT:
+		copied = now + copy_ns(sectors);
 		rc_unpin(s->cache, idx);
-		return part_done(s, req, now + copy_ns(sectors));
+		rc_adapt_copy(&s->cache->adapt, sectors, copied - now);
+		record(s, RC_CL_DIRECT_CACHE_READ, copied - now, copied);
+		record(s, RC_CL_CACHE_READ, copied - now, copied);
+		return part_done(s, req, copied);
 	case RC_READ_FILL:
 		start = seg * s->c->seg_sectors;
-		fill = s->capacity - start < s->c->seg_sectors ? s->capacity - start
-							       : s->c->seg_sectors;
-		if (heap_push(&s->h, disk(s, VD_READ, start, (u32)fill, now), EV_FILL_DONE, idx,
-			      fill, 0))
-			return oom(s);
+		if (disk(s, VD_READ, start, seg_len(s, start), now, &done) ||
+		    push(s, done, EV_FILL_DONE, idx, seg_len(s, start), start, now))
+			return -1;
 		return add_waiter(s, idx, req, sector, sectors);
 	case RC_READ_WAIT:
 		return add_waiter(s, idx, req, sector, sectors);
 	case RC_READ_BYPASS:
 		break;
 	}
-	return part_done(s, req, disk(s, VD_READ, sector, sectors, now));
+	return bypass(s, req, sector, sectors, now);
 }
 
-static int fill_done(struct sim *s, u32 idx, u32 sectors, u64 now)
+/* A fill (or a write's copy into an entry) completed: its waiters go. */
+static int fill_done(struct sim *s, const struct event *e)
 {
-	enum rc_fill_action act = rc_fill_done(s->cache, idx, 0, sectors);
-	u32 i = s->wait_head[idx], next, n = 0;
+	u32 idx = (u32)e->a, own = e->c != FROM_WRITE, i, next, n = 0;
+	enum rc_fill_action act;
+	u64 now = e->time, t;
 
+	if (own)
+		disk_done(s, RC_DISK_FILL, e->c, (u32)e->b, e->d, now);
+	act = rc_fill_done(s->cache, idx, 0, (u32)e->b);
+	i = s->wait_head[idx];
 	s->wait_head[idx] = NONE32;
 	for (; i != NONE32; i = next) {
 		struct waiter *w = &s->w[i];
-		u64 when = act == RC_FILL_SERVE ? now + copy_ns(w->sectors)
-						: disk(s, VD_READ, w->sector, w->sectors, now);
 
-		if (part_done(s, w->req, when))
-			return -1;
+		if (act == RC_FILL_SERVE) {
+			t = now + copy_ns(w->sectors);
+			record(s, RC_CL_CACHE_READ, t - s->rs[w->req].issue, t);
+			if (part_done(s, w->req, t))
+				return -1;
+		} else if (bypass(s, w->req, w->sector, w->sectors, now)) {
+			return -1;	/* re-sent to the origin */
+		}
 		next = w->next;
 		w->next = s->free_w;
 		s->free_w = i;
 		n++;
 	}
-	/* The first waiter of a read fill is its own miss. */
 	if (act == RC_FILL_SERVE) {
-		if (n > 1)
-			rc_count_waited(s->cache, n - 1);
+		if (n > own)
+			rc_count_waited(s->cache, n - own);
 		rc_unpin(s->cache, idx);
-	} else if (n > 1) {
-		rc_count_resent(s->cache, n - 1);
+	} else if (n > own) {
+		rc_count_resent(s->cache, n - own);
 	}
 	return 0;
+}
+
+/* A write piece completed (the glue's end_io of a write). */
+static int write_done(struct sim *s, const struct event *e)
+{
+	u32 req = (u32)e->a, sectors = (u32)e->c, idx;
+	u64 sector = e->b, seg = sector / s->c->seg_sectors, now = e->time, copied;
+	u64 start = s->rs[req].issue;
+	enum rc_write_action act;
+
+	act = rc_write_done(s->cache, seg, (u32)e->d, 0, true, &idx);
+	if (act == RC_WRITE_COPY) {
+		rc_unpin(s->cache, idx);
+		return part_done(s, req, now + copy_ns(sectors));
+	}
+	/* A whole segment may fill an entry (C-Aware's write rules). */
+	if (sectors == s->c->seg_sectors && !(sector & (s->c->seg_sectors - 1)) &&
+	    rc_write_allocate(s->cache, seg, (u32)e->d, &idx)) {
+		copied = now + copy_ns(sectors);
+		record(s, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
+		record(s, RC_CL_CACHE_WRITE, copied - start, copied);
+		if (push(s, copied, EV_FILL_DONE, idx, sectors, FROM_WRITE, now))
+			return -1;
+		return part_done(s, req, copied);
+	}
+	record(s, RC_CL_SOURCE_WRITE, now - start, now);
+	return part_done(s, req, now);
 }
 
 /* A request goes: its pieces, as dm splits it for the target. */
@@ -310,8 +551,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 {
 	const struct trace_req *r = &s->t->req[req];
 	struct req_state *st = &s->rs[req];
-	u64 sector = r->sector, end = r->sector + r->sectors, piece_end, first, nr;
-	u32 seg_sectors = s->c->seg_sectors;
+	u64 sector = r->sector, end = r->sector + r->sectors, piece_end, first, nr, done, ns;
+	u32 seg_sectors = s->c->seg_sectors, n;
 	enum vd_dir dir = r->op == TRACE_READ ? VD_READ : VD_WRITE;
 
 	if (end > s->capacity) {
@@ -326,7 +567,9 @@ static int issue(struct sim *s, u32 req, u64 now)
 		st->parts = 1;
 		if (r->op == TRACE_DISCARD)
 			return part_done(s, req, now);
-		return part_done(s, req, disk(s, dir, r->sector, r->sectors, now));
+		if (disk(s, dir, r->sector, r->sectors, now, &done))
+			return -1;
+		return part_done(s, req, done);
 	}
 	if (r->op == TRACE_DISCARD) {
 		/* dm does not split discards at segment boundaries. */
@@ -334,24 +577,26 @@ static int issue(struct sim *s, u32 req, u64 now)
 		nr = (end - 1) / seg_sectors - first + 1;
 		st->parts = 1;
 		rc_range_start(s->cache, first, nr, r->sectors);
-		return heap_push(&s->h, now, EV_RANGE_DONE, req, first, nr) ? oom(s) : 0;
+		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
 	}
 	st->parts = (u32)((end - 1) / seg_sectors - sector / seg_sectors + 1);
 	for (; sector < end; sector = piece_end) {
 		piece_end = (sector / seg_sectors + 1) * seg_sectors;
 		if (piece_end > end)
 			piece_end = end;
+		n = (u32)(piece_end - sector);
 		if (r->op == TRACE_READ) {
-			if (read_piece(s, req, sector, (u32)(piece_end - sector), now))
+			if (read_piece(s, req, sector, n, now))
 				return -1;
-		} else {
-			u64 seg = sector / seg_sectors;
-			u32 cookie = rc_write_start(s->cache, seg, (u32)(piece_end - sector), true);
-			u64 when = disk(s, VD_WRITE, sector, (u32)(piece_end - sector), now);
-
-			if (heap_push(&s->h, when, EV_WRITE_DONE, req, seg, cookie))
-				return oom(s);
+			continue;
 		}
+		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
+		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, &ns);
+		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, &ns);
+		first = rc_write_start(s->cache, sector / seg_sectors, n, true);
+		if (disk(s, VD_WRITE, sector, n, now, &done) ||
+		    push(s, done, EV_WRITE_DONE, req, sector, n, first))
+			return -1;
 	}
 	return 0;
 }
@@ -384,8 +629,7 @@ static int request_done(struct sim *s, u32 req, u64 now)
 	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
 		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
 	if (st->next != NONE32 && depends(s->t, req, st->next))
-		return heap_push(&s->h, st->done + think(s->t, req, st->next), EV_ISSUE,
-				 st->next, 0, 0) ? oom(s) : 0;
+		return push(s, st->done + think(s->t, req, st->next), EV_ISSUE, st->next, 0, 0, 0);
 	return 0;
 }
 
@@ -417,9 +661,9 @@ static int link_processes(struct sim *s)
 		if (i + 1 < t->nr && t->req[order[i + 1]].pid == t->req[order[i]].pid)
 			s->rs[order[i]].next = order[i + 1];
 		if ((!i || t->req[order[i - 1]].pid != t->req[order[i]].pid) &&
-		    heap_push(&s->h, t->req[order[i]].time_ns, EV_ISSUE, order[i], 0, 0)) {
+		    push(s, t->req[order[i]].time_ns, EV_ISSUE, order[i], 0, 0, 0)) {
 			free(order);
-			return oom(s);
+			return -1;
 		}
 	}
 	free(order);
@@ -429,29 +673,31 @@ static int link_processes(struct sim *s)
 static int step(struct sim *s, const struct event *e)
 {
 	struct req_state *st;
-	enum rc_write_action wa;
-	u32 idx;
 
+	if (!s->model_is_disk)
+		learn(s, e->time);
 	switch (e->kind) {
 	case EV_ISSUE:
 		if (issue(s, (u32)e->a, e->time))
 			return -1;
 		st = &s->rs[e->a];
 		/* A request the trace shows issued while this one was in flight. */
-		if (st->next != NONE32 && !depends(s->t, (u32)e->a, st->next) &&
-		    heap_push(&s->h, e->time + s->t->req[st->next].time_ns -
-				     s->t->req[e->a].time_ns, EV_ISSUE, st->next, 0, 0))
-			return oom(s);
+		if (st->next != NONE32 && !depends(s->t, (u32)e->a, st->next))
+			return push(s, e->time + s->t->req[st->next].time_ns -
+					       s->t->req[e->a].time_ns, EV_ISSUE, st->next, 0, 0, 0);
 		return 0;
 	case EV_PART_DONE:
 		return request_done(s, (u32)e->a, e->time);
-	case EV_FILL_DONE:
-		return fill_done(s, (u32)e->a, (u32)e->b, e->time);
-	case EV_WRITE_DONE:
-		wa = rc_write_done(s->cache, e->b, (u32)e->c, 0, true, &idx);
-		if (wa == RC_WRITE_COPY)
-			rc_unpin(s->cache, idx);
+	case EV_BYPASS_DONE:
+		if (s->cache) {
+			disk_done(s, RC_DISK_BARE, e->b, (u32)e->c, e->d, e->time);
+			record(s, RC_CL_SOURCE_READ, e->time - e->d, e->time);
+		}
 		return request_done(s, (u32)e->a, e->time);
+	case EV_FILL_DONE:
+		return fill_done(s, e);
+	case EV_WRITE_DONE:
+		return write_done(s, e);
 	case EV_RANGE_DONE:
 		rc_range_done(s->cache, e->b, e->c);
 		return request_done(s, (u32)e->a, e->time);
@@ -459,42 +705,83 @@ static int step(struct sim *s, const struct event *e)
 	return 0;
 }
 
-int sim_run(const struct trace *t, const struct vd_drive_params *drive, u64 capacity,
-	    const struct sim_config *c, struct sim_result *r, char *err)
+/* The measuring vdisk's model: @from's tables, or empty; on @s->capacity. */
+static int model_setup(struct sim *s, const struct vd_model *from)
 {
-	struct sim s = { .t = t, .c = c, .capacity = capacity, .err = err,
-			 .free_w = NONE32 };
-	int ret = -1;
+	u32 rows = from ? from->rows : VD_DEFAULT_ROWS, dir, row, col, n;
+	u64 cap = from ? from->capacity : s->capacity, sum;
+	size_t sz = vd_model_mem_size(cap, rows, SIM_MODEL_RINGS);
+
+	s->model = malloc(sizeof(*s->model));
+	s->model_mem = sz ? malloc(sz) : NULL;
+	if (!s->model || !s->model_mem)
+		return oom(s);
+	if (vd_model_init(s->model, s->model_mem, cap, rows, SIM_MODEL_RINGS)) {
+		snprintf(s->err, SIM_ERR_MAX, "the model's geometry is not valid");
+		return -1;
+	}
+	if (!from)
+		return 0;
+	for (dir = 0; dir < VD_NR_DIRS; dir++)
+		for (row = 0; row < rows; row++)
+			for (col = 0; col < from->cols; col++)
+				if (!vd_model_get_cell(from, (enum vd_dir)dir, row, col, &n, &sum) &&
+				    n && vd_model_set_cell(s->model, (enum vd_dir)dir, row, col, n,
+							   sum))
+					return oom(s);
+	return 0;
+}
+
+static int cache_setup(struct sim *s)
+{
+	const struct sim_config *c = s->c;
 	size_t i;
 
+	s->cache_mem = malloc(sizeof(*s->cache) + rc_cache_mem_size(c->nr_segs));
+	s->wait_head = malloc(c->nr_segs * sizeof(*s->wait_head));
+	s->wait_tail = malloc(c->nr_segs * sizeof(*s->wait_tail));
+	if (!s->cache_mem || !s->wait_head || !s->wait_tail)
+		return oom(s);
+	s->cache = s->cache_mem;
+	if (rc_cache_init(s->cache, (char *)s->cache_mem + sizeof(*s->cache), c->nr_segs,
+			  (u32)__builtin_ctz(c->seg_sectors))) {
+		snprintf(s->err, SIM_ERR_MAX, "the cache cannot be built");
+		return -1;
+	}
+	rc_set_policy(s->cache, c->policy);
+	s->cache->write_policy = c->write_policy;
+	s->cache->adapt.estimator = c->estimator;
+	s->cache->adapt.window = c->window;
+	s->cache->adapt.margin = c->margin;
+	s->cache->adapt.dwell = c->dwell;
+	s->cache->caware.interval_ns = (u64)c->decay_ms * 1000000;
+	for (i = 0; i < c->nr_segs; i++)
+		s->wait_head[i] = NONE32;
+	return 0;
+}
+
+int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
+	    struct sim_result *r, char *err)
+{
+	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .err = err,
+			 .free_w = NONE32, .model_is_disk = !d->drive };
+	int ret = -1;
+
 	memset(r, 0, sizeof(*r));
-	if (vd_drive_init(&s.drive, drive, capacity, capacity, 1)) {
+	if (!d->drive && !d->model) {
+		snprintf(err, SIM_ERR_MAX, "neither a drive nor a model to be the disk");
+		return -1;
+	}
+	if (d->drive && vd_drive_init(&s.drive, d->drive, d->capacity, d->capacity, 1)) {
 		snprintf(err, SIM_ERR_MAX, "the drive's parameters cannot drive an emulation");
 		return -1;
 	}
 	s.rs = calloc(t->nr ? t->nr : 1, sizeof(*s.rs));
-	if (!s.rs)
-		return oom(&s);
-	if (!c->bare) {
-		s.cache_mem = malloc(sizeof(*s.cache) + rc_cache_mem_size(c->nr_segs));
-		s.wait_head = malloc(c->nr_segs * sizeof(*s.wait_head));
-		s.wait_tail = malloc(c->nr_segs * sizeof(*s.wait_tail));
-		if (!s.cache_mem || !s.wait_head || !s.wait_tail) {
-			oom(&s);
-			goto out;
-		}
-		s.cache = s.cache_mem;
-		if (rc_cache_init(s.cache, (char *)s.cache_mem + sizeof(*s.cache), c->nr_segs,
-				  (u32)__builtin_ctz(c->seg_sectors))) {
-			snprintf(err, SIM_ERR_MAX, "the cache cannot be built");
-			goto out;
-		}
-		rc_set_policy(s.cache, c->policy);
-		s.cache->write_policy = c->write_policy;
-		for (i = 0; i < c->nr_segs; i++)
-			s.wait_head[i] = NONE32;
+	if (!s.rs) {
+		oom(&s);
+		goto out;
 	}
-	if (link_processes(&s))
+	if (model_setup(&s, d->model) || (!c->bare && cache_setup(&s)) || link_processes(&s))
 		goto out;
 	while (s.h.nr) {
 		struct event e = heap_pop(&s.h);
@@ -503,11 +790,21 @@ int sim_run(const struct trace *t, const struct vd_drive_params *drive, u64 capa
 			goto out;
 	}
 	r->app_ns = s.last_done;
-	r->disk_busy_ns = s.drive.st.busy_ns;
-	r->disk_requests = s.drive.st.requests;
+	if (s.model_is_disk) {
+		r->disk_busy_ns = s.mdisk.busy_ns;
+		r->disk_requests = s.mdisk.requests;
+	} else {
+		r->disk_busy_ns = s.drive.st.busy_ns;
+		r->disk_requests = s.drive.st.requests;
+	}
 	r->requests = t->nr;
 	if (s.cache) {
 		r->ctr = s.cache->ctr;
+		r->adapt = s.cache->adapt;
+		r->caware = s.cache->caware;
+		r->vdisk = s.vdisk;
+		r->segments_valid = s.cache->nr_valid;
+		r->segments_ghost = s.cache->nr_ghost;
 		r->active = rc_active(s.cache);
 	}
 	ret = 0;
@@ -515,8 +812,11 @@ out:
 	free(s.h.ev);
 	free(s.rs);
 	free(s.w);
+	free(s.q);
 	free(s.cache_mem);
 	free(s.wait_head);
 	free(s.wait_tail);
+	free(s.model_mem);
+	free(s.model);
 	return ret;
 }

@@ -24,9 +24,22 @@
  * crosses segments, recency follows completion, not the order of the
  * pieces.  A copy between cache and request
  * costs SIM_COPY_NS_PER_KIB; a discard costs the disk nothing (the
- * emulated drive has no discard).  Not yet: the adaptive and C-Aware
- * policies (they need the virtual disks the glue prices with), which
- * sim_config_parse() refuses.
+ * emulated drive has no discard).
+ *
+ * The policies: rc_read() decides, as in the kernel, and the glue's
+ * accounting is mirrored.  The stack is the one redcapctl builds: redcap
+ * over a measuring vdisk whose latency model learns from every request the
+ * disk serves (its service time, as a one-at-a-time server sees it).  The
+ * two virtual disks of the vdisk estimator (what redcap received, and what
+ * the cache sent or would have sent down) are priced from that model; spk
+ * learns from the disk reads' service times and the hits' copies; C-Aware
+ * records each class's response time at completion and decays at each
+ * read.  The model starts empty (windows go unjudged until it holds
+ * samples, as on a new stack) or from saved tables (sim_disk.model).
+ *
+ * The disk is the hard-disk emulator, or, with no drive given, the model
+ * itself: each request takes the model's estimate for its size and
+ * distance (a disk as learnt; that model does not learn further).
  *
  * Deterministic: the same trace, drive and configuration give the same
  * result.
@@ -38,7 +51,9 @@
 
 #include "rc-types.h"
 #include "rc-core.h"
+#include "rc-policy.h"
 #include "vd-drive.h"
+#include "vd-model.h"
 #include "trace.h"
 
 #define SIM_ERR_MAX		256
@@ -50,18 +65,25 @@ struct sim_config {
 	u32 seg_sectors;		/* a power of two */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
-	char spec[96];			/* as given */
+	enum rc_estimator estimator;	/* vdisk unless given, as redcapctl builds */
+	u32 window, margin, dwell, decay_ms;	/* the target's tunables */
+	char spec[200];			/* as given */
 	/* If set, called every SIM_PROGRESS_EVERY requests completed. */
 	void (*progress)(u64 done, u64 total, void *arg);
 	void *progress_arg;
 };
 
 #define SIM_PROGRESS_EVERY	65536
+/* The sample rings of a model, as dm-vdisk gives one (VDISK_MAX_RINGS). */
+#define SIM_MODEL_RINGS		8192
 
 /*
- * "bare", or "<segments>x<size>:<policy>[,write_policy=invalidate|update]",
- * e.g. "64x128k:always"; size with k, m (or K, M) or in bytes, a power of
- * two of at least 4 KiB.  0, or -1 with the reason in @err (SIM_ERR_MAX).
+ * "bare", or "<segments>x<size>:<policy>[,<key>=<value>...]", e.g.
+ * "64x128k:adaptive+caware,estimator=spk"; size with k, m (or K, M) or in
+ * bytes, a power of two of at least 4 KiB; keys write_policy, estimator
+ * and the tunables of the target's "set" message (window, margin, dwell,
+ * decay_ms), checked by the target's own message parser.  0, or -1 with
+ * the reason in @err (SIM_ERR_MAX).
  */
 int sim_config_parse(const char *spec, struct sim_config *c, char *err);
 
@@ -71,15 +93,27 @@ struct sim_result {
 	u64 disk_requests;
 	u64 requests;			/* of the trace */
 	struct rc_counters ctr;		/* the cache's (zero for bare) */
+	struct rc_adapt adapt;		/* activation-deactivation, at the end */
+	struct rc_caware caware;	/* C-Aware's tracer and rules */
+	struct vd_vdisk vdisk;		/* the virtual disk of the reads received */
+	u32 segments_valid, segments_ghost;
 	bool active;			/* the cache's state at the end */
 };
 
+/* The disk a trace is replayed on. */
+struct sim_disk {
+	const struct vd_drive_params *drive;	/* emulated; NULL: the model is the disk */
+	const struct vd_model *model;		/* tables to start from, or NULL */
+	u64 capacity;				/* sectors */
+};
+
 /*
- * Replays @t on a drive of @drive over @capacity sectors (at least the
- * trace's last sector) through @c.  0, or -1 with the reason in @err
- * (SIM_ERR_MAX): no memory, or a request beyond @capacity.
+ * Replays @t on @d (a capacity of at least the trace's last sector)
+ * through @c.  0, or -1 with the reason in @err (SIM_ERR_MAX): no memory,
+ * a request beyond the capacity, or a model-only disk whose model cannot
+ * price a request.
  */
-int sim_run(const struct trace *t, const struct vd_drive_params *drive, u64 capacity,
-	    const struct sim_config *c, struct sim_result *r, char *err);
+int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
+	    struct sim_result *r, char *err);
 
 #endif

@@ -17,36 +17,94 @@
 #include "sim.h"
 #include "simulate.h"
 #include "trace.h"
+#include "vdisk-tables.h"
 
 #define MAX_CONFIGS	32
 #define GiB_SECTORS	(1ull << 21)
 
-/* The counters as the target's stats message names them. */
+/* The counters of the target's stats message, in its order and under its names. */
 #define COUNTERS(X)							\
-	X(reads) X(read_hits) X(read_hits_waited) X(read_misses)		\
-	X(read_bypassed) X(read_bypassed_inactive) X(read_resent)		\
-	X(sim_hits) X(sim_misses) X(fill_ios) X(fill_sectors) X(fill_stale)	\
-	X(writes) X(write_sectors) X(invalidations) X(updates) X(evictions)
+	X(reads, reads) X(read_hits, read_hits)					\
+	X(read_hits_waited, read_hits_waited) X(read_misses, read_misses)	\
+	X(read_bypassed, read_bypassed) X(read_bypassed_busy, read_bypassed_busy) \
+	X(caware_bypassed, read_bypassed_caware)				\
+	X(read_bypassed_nomem, read_bypassed_nomem)				\
+	X(read_bypassed_held, read_bypassed_held) X(read_resent, read_resent)	\
+	X(read_bypassed_inactive, read_bypassed_inactive)			\
+	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
+	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\
+	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \
+	X(invalidations, invalidations) X(updates, updates)			\
+	X(write_allocs, write_allocs) X(evictions, evictions)
+
+static void put_u64(json_object *o, const char *name, u64 v)
+{
+	json_object_object_add(o, name, json_object_new_int64((int64_t)v));
+}
+
+static void put_str(json_object *o, const char *name, const char *v)
+{
+	json_object_object_add(o, name, json_object_new_string(v));
+}
+
+/* The policy half: activation-deactivation and C-Aware, as redcap_emit_policy(). */
+static void policy_json(json_object *st, const struct sim_config *c, const struct sim_result *r)
+{
+	const struct rc_adapt *a = &r->adapt;
+	const struct rc_caware *w = &r->caware;
+	char name[48];
+	int i;
+
+	put_str(st, "estimator", rc_estimator_name(a->estimator));
+	put_u64(st, "window", a->window);
+	put_u64(st, "margin", a->margin);
+	put_u64(st, "dwell", a->dwell);
+	put_u64(st, "decay_ms", c->decay_ms);
+	put_u64(st, "switches", a->switches);
+	put_u64(st, "windows", a->windows);
+	put_u64(st, "windows_unjudged", a->windows_unjudged);
+	put_u64(st, "cache_time_us", a->total_cache_ns / 1000);
+	put_u64(st, "est_disk_time_us", a->total_disk_ns / 1000);
+	put_u64(st, "last_cache_time_us", a->last_cache_ns / 1000);
+	put_u64(st, "last_est_disk_time_us", a->last_disk_ns / 1000);
+	for (i = 1; i <= 6; i++) {
+		snprintf(name, sizeof(name), "caware_rule%d", i);
+		put_u64(st, name, w->rule[i]);
+	}
+	put_u64(st, "caware_decays", w->decays);
+	for (i = 0; i < RC_CL_NR; i++) {
+		snprintf(name, sizeof(name), "caware_%s_us", rc_class_name((enum rc_class)i));
+		put_u64(st, name, w->cl[i].meantime / 1000);
+		snprintf(name, sizeof(name), "caware_%s_n", rc_class_name((enum rc_class)i));
+		put_u64(st, name, w->cl[i].n);
+	}
+}
 
 static json_object *result_json(const struct sim_config *c, const struct sim_result *r)
 {
 	json_object *o = json_object_new_object(), *st;
 
-	json_object_object_add(o, "config", json_object_new_string(c->spec));
+	put_str(o, "config", c->spec);
 	json_object_object_add(o, "app_time_s", json_object_new_double(r->app_ns / 1e9));
 	json_object_object_add(o, "disk_busy_s", json_object_new_double(r->disk_busy_ns / 1e9));
-	json_object_object_add(o, "disk_requests", json_object_new_int64((int64_t)r->disk_requests));
+	put_u64(o, "disk_requests", r->disk_requests);
 	if (c->bare)
 		return o;
 	st = json_object_new_object();
-	json_object_object_add(st, "state", json_object_new_string(r->active ? "active"
-									     : "inactive"));
-	json_object_object_add(st, "policy", json_object_new_string(rc_policy_name(c->policy)));
-	json_object_object_add(st, "segment_sectors", json_object_new_int64(c->seg_sectors));
-	json_object_object_add(st, "segments", json_object_new_int64(c->nr_segs));
-#define X(name) json_object_object_add(st, #name, json_object_new_int64((int64_t)r->ctr.name));
+	put_str(st, "state", r->active ? "active" : "inactive");
+	put_str(st, "policy", rc_policy_name(c->policy));
+	put_str(st, "write_policy", c->write_policy == RC_WRITE_UPDATE ? "update" : "invalidate");
+	put_u64(st, "segment_sectors", c->seg_sectors);
+	put_u64(st, "segments", c->nr_segs);
+	put_u64(st, "segments_valid", r->segments_valid);
+	put_u64(st, "segments_ghost", r->segments_ghost);
+#define X(name, field) put_u64(st, #name, r->ctr.field);
 	COUNTERS(X)
 #undef X
+	put_u64(st, "vdisk_requests", r->vdisk.requests);
+	put_u64(st, "vdisk_time_us", r->vdisk.busy_ns / 1000);
+	put_u64(st, "vdisk_unestimated", r->vdisk.unestimated);
+	policy_json(st, c, r);
 	json_object_object_add(o, "stats", st);
 	return o;
 }
@@ -61,9 +119,9 @@ static void print_table(const char *disk, u64 capacity, const struct trace *t,
 		if (c[i].bare)
 			bare = &r[i];
 	printf("%zu requests on %s (%llu sectors)\n\n", t->nr, disk, (unsigned long long)capacity);
-	printf("%-24s %10s %8s %10s %9s %9s %11s %9s %13s %s\n", "config", "app s", "vs bare",
-	       "disk s", "disk reqs", "read_hits", "read_misses", "fill_ios", "read_bypassed",
-	       "state");
+	printf("%-24s %10s %8s %10s %9s %9s %11s %9s %13s %8s %s\n", "config", "app s",
+	       "vs bare", "disk s", "disk reqs", "read_hits", "read_misses", "fill_ios",
+	       "read_bypassed", "switches", "state");
 	for (i = 0; i < n; i++) {
 		char vs[16] = "-";
 
@@ -73,13 +131,14 @@ static void print_table(const char *disk, u64 capacity, const struct trace *t,
 		printf("%-24s %10.3f %8s %10.3f %9llu ", c[i].spec, r[i].app_ns / 1e9, vs,
 		       r[i].disk_busy_ns / 1e9, (unsigned long long)r[i].disk_requests);
 		if (c[i].bare)
-			printf("%9s %11s %9s %13s %s\n", "-", "-", "-", "-", "-");
+			printf("%9s %11s %9s %13s %8s %s\n", "-", "-", "-", "-", "-", "-");
 		else
-			printf("%9llu %11llu %9llu %13llu %s\n",
+			printf("%9llu %11llu %9llu %13llu %8llu %s\n",
 			       (unsigned long long)r[i].ctr.read_hits,
 			       (unsigned long long)r[i].ctr.read_misses,
 			       (unsigned long long)r[i].ctr.fill_ios,
 			       (unsigned long long)r[i].ctr.read_bypassed,
+			       (unsigned long long)r[i].adapt.switches,
 			       r[i].active ? "active" : "inactive");
 	}
 }
@@ -89,6 +148,44 @@ static void progress(u64 done, u64 total, void *arg)
 {
 	fprintf(stderr, "\rsimulate: %s: %llu of %llu requests (%.0f %%)", (const char *)arg,
 		(unsigned long long)done, (unsigned long long)total, 100.0 * done / total);
+}
+
+static void model_cell(void *arg, char dir, uint32_t row, uint32_t col, uint32_t n,
+		       uint64_t sum)
+{
+	vd_model_set_cell(arg, dir == 'r' ? VD_READ : VD_WRITE, row, col, n, sum);
+}
+
+/*
+ * The tables of @file (redcapctl model save) as a model over @capacity
+ * sectors, or over the capacity the file was saved with (*@capacity 0).
+ */
+static struct vd_model *read_model(const char *file, unsigned long long *capacity,
+				   void **mem)
+{
+	struct vdt_file_info info;
+	struct vd_model *m = xmalloc(sizeof(*m));
+	size_t sz;
+	u64 cap;
+
+	vdt_read_cells("simulate: --model", file, &info, NULL, NULL);
+	cap = *capacity ? *capacity : info.capacity;
+	if (!cap)
+		usage_error("simulate: --model: %s does not say the disk's capacity (a version 1 "
+			    "file): give --capacity", file);
+	if (info.window != VD_WINDOW)
+		die("simulate: --model: %s: window=%u, the model keeps %u samples a cell", file,
+		    info.window, VD_WINDOW);
+	if (info.rows > VD_MAX_ROWS || info.cols != vd_model_cols(cap))
+		die("simulate: --model: %s: tables of rows=%u cols=%u do not fit a disk of %llu "
+		    "sectors", file, info.rows, info.cols, (unsigned long long)cap);
+	sz = vd_model_mem_size(cap, info.rows, SIM_MODEL_RINGS);
+	*mem = sz ? xmalloc(sz) : NULL;
+	if (!*mem || vd_model_init(m, *mem, cap, info.rows, SIM_MODEL_RINGS))
+		die("simulate: --model: %s: the model's geometry is not valid", file);
+	vdt_read_cells("simulate: --model", file, &info, model_cell, m);
+	*capacity = cap;
+	return m;
 }
 
 static u64 extent(const struct trace *t)
@@ -108,6 +205,7 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "trace", required_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "disk", required_argument, NULL, 'd' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -115,8 +213,11 @@ int redcapctl_simulate(int argc, char **argv)
 	};
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
-	const char *path = NULL, *disk = "hdd7200";
-	const struct vd_drive_profile *prof;
+	const char *path = NULL, *disk = NULL, *model_file = NULL;
+	const struct vd_drive_profile *prof = NULL;
+	struct sim_disk sd = { 0 };
+	struct vd_model *model = NULL;
+	void *model_mem = NULL;
 	enum trace_format fmt = TRACE_FMT_BLKPARSE;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
 	unsigned long long capacity = 0;
@@ -138,6 +239,9 @@ int redcapctl_simulate(int argc, char **argv)
 			break;
 		case 'd':
 			disk = optarg;
+			break;
+		case 'm':
+			model_file = optarg;
 			break;
 		case 'C':
 			capacity = strtoull(optarg, &end, 10);
@@ -165,14 +269,24 @@ int redcapctl_simulate(int argc, char **argv)
 		usage_error("simulate: --trace FILE is needed");
 	if (!n)
 		usage_error("simulate: at least one --config is needed (bare, or e.g. 64x128k:always)");
-	prof = vd_drive_profile(disk);
-	if (!prof)
-		usage_error("simulate: --disk: no disk profile '%s' (hdd7200, hdd15k)", disk);
+	if (disk || !model_file) {
+		if (!disk)
+			disk = "hdd7200";
+		prof = vd_drive_profile(disk);
+		if (!prof)
+			usage_error("simulate: --disk: no disk profile '%s' (hdd7200, hdd15k)",
+				    disk);
+		sd.drive = &prof->p;
+	}
 
 	if (trace_open(path, fmt, &t, err, sizeof(err)))
 		die("simulate: %s", err);
+	if (model_file)
+		model = read_model(model_file, &capacity, &model_mem);
 	if (!capacity)
 		capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
+	sd.model = model;
+	sd.capacity = capacity;
 	for (i = 0; i < n; i++) {
 		bool shown = isatty(STDERR_FILENO) && t.nr >= SIM_PROGRESS_EVERY;
 
@@ -180,7 +294,7 @@ int redcapctl_simulate(int argc, char **argv)
 			configs[i].progress = progress;
 			configs[i].progress_arg = configs[i].spec;
 		}
-		if (sim_run(&t, &prof->p, capacity, &configs[i], &results[i], err))
+		if (sim_run(&t, &sd, &configs[i], &results[i], err))
 			die("%ssimulate: %s: %s", shown ? "\n" : "", configs[i].spec, err);
 		if (shown)
 			fprintf(stderr, "\rsimulate: %s: %zu requests, done%20s\n", configs[i].spec,
@@ -192,7 +306,9 @@ int redcapctl_simulate(int argc, char **argv)
 
 		json_object_object_add(top, "trace", json_object_new_string(path));
 		json_object_object_add(top, "requests", json_object_new_int64((int64_t)t.nr));
-		json_object_object_add(top, "disk", json_object_new_string(disk));
+		json_object_object_add(top, "disk", disk ? json_object_new_string(disk) : NULL);
+		json_object_object_add(top, "model", model_file ?
+				       json_object_new_string(model_file) : NULL);
 		json_object_object_add(top, "capacity_sectors",
 				       json_object_new_int64((int64_t)capacity));
 		for (i = 0; i < n; i++)
@@ -202,8 +318,10 @@ int redcapctl_simulate(int argc, char **argv)
 							 JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(top);
 	} else {
-		print_table(disk, capacity, &t, configs, results, n);
+		print_table(disk ? disk : model_file, capacity, &t, configs, results, n);
 	}
 	trace_free(&t);
+	free(model_mem);
+	free(model);
 	return 0;
 }

@@ -643,6 +643,25 @@ void vdt_load(const struct dev *d, const char *file)
 	free(id);
 }
 
+void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *info,
+		    vdt_cell_fn *cell, void *arg)
+{
+	struct tfile t;
+
+	tfile_check(&t, what, file);
+	*info = (struct vdt_file_info){ t.g.rows, t.g.cols, t.g.window, t.capacity };
+	tfile_rewind(&t);
+	for (const char *dir = "rw"; cell && *dir; dir++) {
+		for (uint32_t row = 0; row < t.g.rows; row++) {
+			tfile_row(&t, *dir, row);
+			for (uint32_t i = 0; i < t.r.nr; i++)
+				cell(arg, *dir, row, t.r.cell[i].col, t.r.cell[i].n,
+				     t.r.cell[i].sum);
+		}
+	}
+	tfile_close(&t);
+}
+
 void vdt_check_file(const char *file)
 {
 	struct tfile t;

@@ -31,6 +31,21 @@ void vdt_save(const struct dev *d, const char *file);
 void vdt_load(const struct dev *d, const char *file);
 /* Off-line training of @d: 0, or 130 when interrupted by SIGINT or SIGTERM. */
 int vdt_train(const struct dev *d, const struct vdt_train *o);
+/* What a tables file says of itself. */
+struct vdt_file_info {
+	uint32_t rows, cols, window;
+	uint64_t capacity;	/* sectors of the disk it was learnt on; 0 in version 1 */
+};
+/* One filled cell of a file's table @dir ('r' or 'w'). */
+typedef void vdt_cell_fn(void *arg, char dir, uint32_t row, uint32_t col, uint32_t n,
+			 uint64_t sum);
+/*
+ * Reads @file without a device: all of it is checked first, as load does
+ * (an error exits with "<what>: <file>:<line>: <why>"), then @info is set
+ * and every filled cell handed to @cell (if not NULL).
+ */
+void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *info,
+		    vdt_cell_fn *cell, void *arg);
 /* Checks @file without a device and prints what it holds on stdout. */
 void vdt_check_file(const char *file);
 /* What to undo at exit (a temporary file, "train off"); register with atexit(). */

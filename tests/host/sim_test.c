@@ -9,18 +9,23 @@
  * the same input gives the same output.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctest.h"
 #include "sim.h"
 
 static char err[SIM_ERR_MAX];
 
-static const struct vd_drive_params *hdd(void)
-{
-	return &vd_drive_profile("hdd7200")->p;
-}
-
 #define CAPACITY	(1ull << 21)	/* 1 GiB */
+
+/* The emulated 7200 rpm drive of 1 GiB, its model learning from empty. */
+static const struct sim_disk *hdd(void)
+{
+	static struct sim_disk d = { .capacity = CAPACITY };
+
+	d.drive = &vd_drive_profile("hdd7200")->p;
+	return &d;
+}
 
 /* A trace of @n requests, all zero, for the caller to fill in. */
 static struct trace *new_trace(size_t n)
@@ -50,6 +55,8 @@ static struct sim_config config(const char *spec)
 {
 	struct sim_config c;
 
+	if (sim_config_parse(spec, &c, err))
+		fprintf(stderr, "%s\n", err);
 	CHECK_EQ(sim_config_parse(spec, &c, err), 0);
 	return c;
 }
@@ -59,7 +66,7 @@ static struct sim_result run(const struct trace *t, const char *spec)
 	struct sim_config c = config(spec);
 	struct sim_result r;
 
-	CHECK_EQ(sim_run(t, hdd(), CAPACITY, &c, &r, err), 0);
+	CHECK_EQ(sim_run(t, hdd(), &c, &r, err), 0);
 	return r;
 }
 
@@ -77,8 +84,20 @@ CTEST(sim_configs_parse)
 	CHECK_EQ(c.seg_sectors, 64);
 	CHECK_EQ(c.policy, RC_POLICY_OFF);
 	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
+	CHECK_EQ(c.estimator, RC_EST_VDISK);
+	CHECK_EQ(c.window, RC_ADAPT_WINDOW);
+	CHECK_EQ(c.decay_ms, RC_CAWARE_DECAY_MS);
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
+	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,dwell=1,"
+		   "decay_ms=500,write_policy=update");
+	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
+	CHECK_EQ(c.estimator, RC_EST_SPK);
+	CHECK_EQ(c.window, 64);
+	CHECK_EQ(c.margin, 5);
+	CHECK_EQ(c.dwell, 1);
+	CHECK_EQ(c.decay_ms, 500);
+	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
 	c = config("bare");
 	CHECK(c.bare);
 }
@@ -95,10 +114,21 @@ CTEST(sim_bad_configs_are_refused_with_the_reason)
 		{ "64x2k:always", "config '64x2k:always': the segment size is not a power of two "
 				  "from 4k to 1024m" },
 		{ "64x128k:sometimes", "config '64x128k:sometimes': unknown policy" },
-		{ "64x128k:adaptive", "config '64x128k:adaptive': only the policies always and "
-				      "off are simulated yet" },
 		{ "64x128k:always,write_policy=later", "config '64x128k:always,write_policy="
-						       "later': unknown option" },
+						       "later': write_policy: unknown write policy "
+						       "'later'" },
+		{ "64x128k:adaptive,estimator=guess", "config '64x128k:adaptive,estimator=guess': "
+						      "estimator: unknown estimator 'guess'" },
+		{ "64x128k:adaptive,window=0", "config '64x128k:adaptive,window=0': set: window "
+					       "must be 1..1000000" },
+		{ "64x128k:adaptive,margin=100", "config '64x128k:adaptive,margin=100': set: "
+						 "margin must be 0..99" },
+		{ "64x128k:adaptive,speed=3", "config '64x128k:adaptive,speed=3': set: unknown "
+					      "key 'speed'" },
+		{ "64x128k:adaptive,window", "config '64x128k:adaptive,window': an option is not "
+					     "<key>=<value>" },
+		{ "64x128k:adaptive,=3", "config '64x128k:adaptive,=3': an option is not "
+					 "<key>=<value>" },
 	};
 	struct sim_config c;
 	size_t i;
@@ -352,7 +382,213 @@ CTEST(sim_a_request_beyond_the_disk_is_refused)
 	struct sim_result r;
 
 	put(t, 0, TRACE_READ, CAPACITY - 4, 8, 1, 0, TRACE_NO_TIME);
-	CHECK_EQ(sim_run(t, hdd(), CAPACITY, &c, &r, err), -1);
+	CHECK_EQ(sim_run(t, hdd(), &c, &r, err), -1);
 	CHECK_STREQ(err, "request 0 (sectors 2097148+8) is beyond the disk's 2097152 sectors");
 	free_trace(t);
+}
+
+/* --- the adaptive and C-Aware policies --------------------------------- */
+
+/* One process's serial 4 KiB reads: random over the disk, or 4 KiB read, 8 KiB skipped. */
+static struct trace *reads_4k(bool random, size_t n)
+{
+	struct trace *t = new_trace(n);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		put(t, i, TRACE_READ, random ? next_rand() % (CAPACITY / 8) * 8 : i * 24, 8, 7, i,
+		    TRACE_NO_TIME);
+	return t;
+}
+
+/*
+ * A model trained like a disk in service (the guest suite's fixture):
+ * 400 random 4 KiB and 300 random 128 KiB reads on the emulated drive, one
+ * at a time.
+ */
+static struct vd_model *trained_model(void **mem)
+{
+	struct vd_model *m = malloc(sizeof(*m));
+	uint64_t next = 0, sector, service;
+	struct vd_drive d;
+	uint32_t len;
+	int i;
+
+	*mem = malloc(vd_model_mem_size(CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS));
+	CHECK_EQ(vd_model_init(m, *mem, CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS), 0);
+	CHECK_EQ(vd_drive_init(&d, hdd()->drive, CAPACITY, CAPACITY, 3), 0);
+	for (i = 0; i < 700; i++) {
+		len = i < 400 ? 8 : 256;
+		sector = next_rand() % (CAPACITY / len) * len;
+		vd_drive_submit(&d, VD_READ, sector, len, d.busy_until, &service);
+		vd_model_add(m, VD_READ, sector > next ? sector - next : next - sector, len,
+			     service);
+		next = sector + len;
+	}
+	return m;
+}
+
+CTEST(sim_adaptive_turns_off_on_random_reads_and_judges_while_off)
+{
+	static const char * const specs[] = { "64x128k:adaptive,estimator=vdisk",
+					      "64x128k:adaptive,estimator=spk" };
+	struct trace *t = reads_4k(true, 2000);
+	struct sim_result bare = run(t, "bare");
+	void *mem;
+	struct sim_disk d = *hdd();
+	struct vd_model *m = trained_model(&mem);
+	size_t i;
+
+	d.model = m;
+	for (i = 0; i < 2; i++) {
+		struct sim_config c = config(specs[i]);
+		struct sim_result r;
+
+		CHECK_EQ(sim_run(t, &d, &c, &r, err), 0);
+		CHECK(!r.active);
+		CHECK_EQ(r.adapt.switches, 1);
+		CHECK_EQ(r.adapt.windows, 2000 / RC_ADAPT_WINDOW);
+		/* off early, and judging the simulated cache from then on */
+		CHECK(r.ctr.read_bypassed > 1500);
+		CHECK_EQ(r.ctr.read_bypassed_inactive, r.ctr.read_bypassed);
+		CHECK_EQ(r.ctr.sim_hits + r.ctr.sim_misses, r.ctr.read_bypassed);
+		CHECK_EQ(r.ctr.reads, 2000);
+		CHECK_EQ(r.ctr.read_hits + r.ctr.read_misses + r.ctr.read_bypassed, 2000);
+		/* the fills of the first windows are what it cost */
+		CHECK(r.app_ns > bare.app_ns);
+		CHECK(r.app_ns < bare.app_ns * 105 / 100);
+	}
+	free_trace(t);
+	free(mem);
+	free(m);
+}
+
+CTEST(sim_adaptive_stays_on_for_strided_reads)
+{
+	struct trace *t = reads_4k(false, 3000);
+	struct sim_result bare = run(t, "bare"), r = run(t, "64x128k:adaptive");
+
+	CHECK(r.active);
+	CHECK_EQ(r.adapt.switches, 0);
+	CHECK_EQ(r.ctr.read_bypassed, 0);
+	/* 128 KiB a fill, 12 KiB a read: every 11th read misses */
+	CHECK_EQ(r.ctr.read_misses, (3000 * 24 + 255) / 256);
+	CHECK(r.app_ns < bare.app_ns * 70 / 100);
+	free_trace(t);
+}
+
+CTEST(sim_the_model_learns_each_request_when_it_completes)
+{
+	/*
+	 * Serial reads: the first is priced by an empty model, every later
+	 * one after the sample of the one before it is in.
+	 */
+	struct trace *t = reads_4k(true, 300);
+	struct sim_result r = run(t, "64x128k:adaptive");
+
+	CHECK_EQ(r.vdisk.requests, 300);
+	CHECK_EQ(r.vdisk.unestimated, 1);
+	/* one unpriced read in 128 leaves the window judged */
+	CHECK_EQ(r.adapt.windows_unjudged, 0);
+	CHECK_EQ(r.adapt.windows, 2);
+	free_trace(t);
+}
+
+CTEST(sim_caware_bypasses_random_misses_once_full)
+{
+	struct trace *t = reads_4k(true, 3000);
+	struct sim_result bare = run(t, "bare"), r = run(t, "64x128k:caware");
+	const struct rc_caware *w = &r.caware;
+
+	CHECK(r.active);
+	CHECK(w->rule[6] >= 64);			/* filled while not full */
+	CHECK(w->rule[5] > w->rule[1]);
+	CHECK_EQ(r.ctr.read_bypassed_caware, w->rule[5] + w->rule[3]);
+	CHECK_EQ(r.ctr.read_bypassed, r.ctr.read_bypassed_caware);
+	CHECK(w->cl[RC_CL_SOURCE_READ].n > 0 && w->cl[RC_CL_CACHE_READ].n > 0);
+	CHECK_EQ(w->cl[RC_CL_SOURCE_READ].n, r.ctr.read_bypassed);
+	CHECK_EQ(w->cl[RC_CL_CACHE_READ].n, r.ctr.read_hits + r.ctr.read_misses);
+	CHECK(r.app_ns < bare.app_ns * 105 / 100);
+	free_trace(t);
+}
+
+CTEST(sim_a_whole_segment_write_fills_an_entry_under_caware)
+{
+	struct trace *t = new_trace(2);
+	struct sim_result r;
+
+	put(t, 0, TRACE_WRITE, 2560, 256, 1, 0, TRACE_NO_TIME);
+	put(t, 1, TRACE_READ, 2568, 8, 1, 1, TRACE_NO_TIME);
+	r = run(t, "64x128k:caware");
+	CHECK_EQ(r.ctr.write_allocs, 1);
+	CHECK_EQ(r.ctr.read_hits, 1);
+	CHECK_EQ(r.ctr.fill_ios, 0);
+	CHECK_EQ(r.disk_requests, 1);
+	CHECK_EQ(r.caware.cl[RC_CL_CACHE_WRITE].n, 1);
+	r = run(t, "64x128k:always");
+	CHECK_EQ(r.ctr.write_allocs, 0);
+	CHECK_EQ(r.ctr.fill_ios, 1);
+	free_trace(t);
+}
+
+CTEST(sim_policies_same_input_same_output)
+{
+	struct trace *t = serial_reads(1, 1500, 0);
+	struct sim_result a = run(t, "64x128k:adaptive+caware"),
+			  b = run(t, "64x128k:adaptive+caware");
+
+	CHECK(!memcmp(&a, &b, sizeof(a)));
+	free_trace(t);
+}
+
+/* A model over the 1 GiB disk whose every read costs @read_ns, and no write sample. */
+static struct vd_model *flat_model(uint64_t read_ns, void **mem)
+{
+	struct vd_model *m = malloc(sizeof(*m));
+
+	*mem = malloc(vd_model_mem_size(CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS));
+	CHECK_EQ(vd_model_init(m, *mem, CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS), 0);
+	vd_model_add(m, VD_READ, 0, 8, read_ns);
+	return m;
+}
+
+CTEST(sim_a_model_as_the_disk_prices_every_request)
+{
+	struct trace *t = reads_4k(true, 100);
+	struct sim_config c = config("bare");
+	struct sim_result r;
+	void *mem;
+	struct vd_model *m = flat_model(5000000, &mem);
+	struct sim_disk d = { .model = m, .capacity = CAPACITY };
+
+	CHECK_EQ(sim_run(t, &d, &c, &r, err), 0);
+	CHECK_EQ(r.app_ns, 100 * 5000000ull);
+	CHECK_EQ(r.disk_busy_ns, 100 * 5000000ull);
+	CHECK_EQ(r.disk_requests, 100);
+	t->req[50].op = TRACE_WRITE;
+	CHECK_EQ(sim_run(t, &d, &c, &r, err), -1);
+	CHECK(!strncmp(err, "the model has no write sample to price sectors ", 47));
+	free_trace(t);
+	free(mem);
+	free(m);
+}
+
+CTEST(sim_a_saved_model_prices_the_first_window)
+{
+	struct trace *t = reads_4k(true, 300);
+	struct sim_config c = config("64x128k:adaptive");
+	struct sim_result r;
+	void *mem;
+	struct vd_model *m = flat_model(12000000, &mem);
+	struct sim_disk d = *hdd();
+
+	d.model = m;
+	CHECK_EQ(sim_run(t, &d, &c, &r, err), 0);
+	CHECK_EQ(r.vdisk.unestimated, 0);
+	CHECK_EQ(r.adapt.windows_unjudged, 0);
+	/* the drive is still the emulated one */
+	CHECK(r.disk_busy_ns != r.disk_requests * 12000000ull);
+	free_trace(t);
+	free(mem);
+	free(m);
 }

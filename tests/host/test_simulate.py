@@ -213,3 +213,99 @@ def test_progress_in_a_terminal_only(tmp_path):
     assert r.returncode == 0 and r.stdout == piped.stdout
     assert shown.decode() == ("\rsimulate: bare: 65536 of 70000 requests (94 %)"
                               f"\rsimulate: bare: 70000 requests, done{' ' * 20}\r\n")
+
+
+def tables_file(path, read_cells, capacity=1 << 21, cols=19, rows=64, version=2):
+    """A tables file as redcapctl model save writes it: @read_cells maps a
+    read row to its cells [(col, n, sum_ns)]; the write table is empty."""
+    head = f"vdisk-tables {version} rows={rows} cols={cols} window=64"
+    if version == 2:
+        head += f" capacity={capacity} id=test-disk"
+    lines = [head]
+    for d in "rw":
+        for row in range(rows):
+            cells = read_cells.get(row, []) if d == "r" else []
+            lines.append(f"{d} {row}" + "".join(f" {c}:{n}:{s}" for c, n, s in cells))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_model_alone_is_the_disk(tmp_path):
+    """--model without --disk: every request takes the model's estimate,
+    here 5 ms for any read, so three serial reads take 15 ms."""
+    model = tables_file(tmp_path / "m.tables", {0: [(1, 1, 5000000)]})
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,0,8\n1,1,R,800000,8\n2,1,R,8,64\n")
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare",
+                 "--config", "64x128k:always", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    out = json.loads(r.stdout)
+    assert (out["disk"], out["model"], out["capacity_sectors"]) == (None, str(model), 1 << 21)
+    bare, cached = out["results"]
+    assert bare["app_time_s"] == pytest.approx(0.015, abs=1e-12)
+    assert bare["disk_busy_s"] == pytest.approx(0.015, abs=1e-12)
+    # two fills of 128 KiB, priced from the 4 KiB row (the only one): 10 ms,
+    # plus the copies of the three reads
+    assert cached["disk_busy_s"] == pytest.approx(0.010, abs=1e-12)
+    assert cached["stats"]["fill_ios"] == 2
+    # a write finds no sample to price it
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,1,W,0,8\n")
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("redcapctl: simulate: bare: the model has no write sample to price "
+                        "sectors 0+8\n")
+
+
+def test_a_bad_model_file_is_named_by_line(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,0,8\n")
+    model = tables_file(tmp_path / "m.tables", {3: [(1, 65, 5)]})
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (f"redcapctl: simulate: --model: {model}:5: cell '1:65:5': n=65 out "
+                        "of range 1..64\n")
+    model = tables_file(tmp_path / "m.tables", {}, cols=20)
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
+    assert r.stderr == (f"redcapctl: simulate: --model: {model}: tables of rows=64 cols=20 "
+                        "do not fit a disk of 2097152 sectors\n")
+    model = tables_file(tmp_path / "m.tables", {0: [(1, 1, 5000000)]}, version=1)
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"redcapctl: simulate: --model: {model} does not say the "
+                               "disk's capacity (a version 1 file): give --capacity\n")
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare",
+                 "--capacity", 1 << 21, "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def kernel_stats_names():
+    """The names redcap's stats message prints, read from the target's source."""
+    import re
+    src = open(os.path.join(TOP, "dm-redcap", "redcap-target.c")).read()
+    body = src[src.index("static unsigned int redcap_emit_policy"):
+               src.index("/* set <key> <value>")]
+    names = set(re.findall(r'(?:"|\\n)([a-z_0-9]+)=%', body))
+    names.discard("caware_rule%d")
+    names |= {f"caware_rule{i}" for i in range(1, 7)}
+    policy = open(os.path.join(TOP, "dm-redcap", "rc-policy.c")).read()
+    table = policy[policy.index("const char *rc_class_name"):]
+    classes = re.findall(r'"(\w+)"', table[:table.index("};")])
+    assert len(classes) == 6, classes
+    names |= {f"caware_{c}_{s}" for c in classes for s in ("us", "n")}
+    return names
+
+
+def test_stats_carry_the_kernel_targets_names(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(CSV)
+    r = simulate("--trace", trace, "--format", "csv", "--config",
+                 "64x128k:adaptive+caware,estimator=spk,window=3,margin=7,dwell=1,decay_ms=20",
+                 "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    st = json.loads(r.stdout)["results"][0]["stats"]
+    # what a simulation has no equivalent of: fills in flight at the end, a model device
+    assert set(st) == kernel_stats_names() - {"segments_filling", "model"}
+    assert {k: st[k] for k in ("policy", "estimator", "window", "margin", "dwell",
+                               "decay_ms", "windows")} == {
+        "policy": "adaptive+caware", "estimator": "spk", "window": 3, "margin": 7,
+        "dwell": 1, "decay_ms": 20, "windows": 2}
