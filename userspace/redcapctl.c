@@ -74,7 +74,7 @@ static const char redcapctl_usage[] =
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
 "       redcapctl simulate --trace FILE [--format blkparse|csv] [--disk PROFILE]\n"
-"                          [--capacity SECTORS] --config SPEC... [--json]\n"
+"                          [--model FILE] [--capacity SECTORS] --config SPEC... [--json]\n"
 "       redcapctl -h|--help\n";
 
 static const char try_help[] = "Try 'redcapctl --help' for more information.\n";
@@ -102,8 +102,9 @@ static const char redcapctl_help[] =
 "               (on-fail=linear) once the redcap module loads\n"
 "  check        what stands between this host and its stacks\n"
 "  simulate     replay a block trace through the emulated disk (--disk hdd7200\n"
-"               or hdd15k) and through redcap configurations (--config bare,\n"
-"               or SEGMENTSxSIZE:POLICY, e.g. 64x128k:always)\n"
+"               or hdd15k) or a saved model (--model), and through redcap\n"
+"               configurations (--config bare, or SEGMENTSxSIZE:POLICY[,KEY=VALUE],\n"
+"               e.g. 64x128k:adaptive+caware)\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See redcapctl(8).\n";
 

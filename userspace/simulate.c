@@ -113,13 +113,16 @@ static void print_table(const char *disk, u64 capacity, const struct trace *t,
 			const struct sim_config *c, const struct sim_result *r, int n)
 {
 	const struct sim_result *bare = NULL;
-	int i;
+	int i, w = 24;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (c[i].bare)
 			bare = &r[i];
+		if ((int)strlen(c[i].spec) > w)
+			w = (int)strlen(c[i].spec);
+	}
 	printf("%zu requests on %s (%llu sectors)\n\n", t->nr, disk, (unsigned long long)capacity);
-	printf("%-24s %10s %8s %10s %9s %9s %11s %9s %13s %8s %s\n", "config", "app s",
+	printf("%-*s %10s %8s %10s %9s %9s %11s %9s %13s %8s %s\n", w, "config", "app s",
 	       "vs bare", "disk s", "disk reqs", "read_hits", "read_misses", "fill_ios",
 	       "read_bypassed", "switches", "state");
 	for (i = 0; i < n; i++) {
@@ -128,7 +131,7 @@ static void print_table(const char *disk, u64 capacity, const struct trace *t,
 		if (bare && bare->app_ns)
 			snprintf(vs, sizeof(vs), "%+.1f %%",
 				 100.0 * ((double)r[i].app_ns - bare->app_ns) / bare->app_ns);
-		printf("%-24s %10.3f %8s %10.3f %9llu ", c[i].spec, r[i].app_ns / 1e9, vs,
+		printf("%-*s %10.3f %8s %10.3f %9llu ", w, c[i].spec, r[i].app_ns / 1e9, vs,
 		       r[i].disk_busy_ns / 1e9, (unsigned long long)r[i].disk_requests);
 		if (c[i].bare)
 			printf("%9s %11s %9s %13s %8s %s\n", "-", "-", "-", "-", "-", "-");

@@ -360,8 +360,12 @@ def test_the_outputs_shown_are_printed_by_the_code():
                 assert (columns % tuple(fields)).rstrip() == line, line
                 checked += 1
             continue
+        continued = False
         for line in block:
-            if line.startswith(not_output):
+            # a command (a "$ " one too), and its lines continued with "\\"
+            command = continued or line.startswith(("$ ",) + not_output)
+            continued = command and line.endswith("\\")
+            if command:
                 continue
             body = re.sub(r"^(ok|problem) +", "", line)
             assert any(f.fullmatch(body) for f in formats), line
