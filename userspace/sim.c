@@ -705,11 +705,29 @@ static int step(struct sim *s, const struct event *e)
 	return 0;
 }
 
+/* Copies every cell of @from into @to, of the same geometry. */
+static int model_copy(struct vd_model *to, const struct vd_model *from)
+{
+	u32 dir, row, col, n;
+	u64 sum;
+
+	if (to->rows != from->rows || to->cols != from->cols)
+		return -1;
+	vd_model_reset(to);
+	for (dir = 0; dir < VD_NR_DIRS; dir++)
+		for (row = 0; row < from->rows; row++)
+			for (col = 0; col < from->cols; col++)
+				if (!vd_model_get_cell(from, (enum vd_dir)dir, row, col, &n, &sum) &&
+				    n && vd_model_set_cell(to, (enum vd_dir)dir, row, col, n, sum))
+					return -1;
+	return 0;
+}
+
 /* The measuring vdisk's model: @from's tables, or empty; on @s->capacity. */
 static int model_setup(struct sim *s, const struct vd_model *from)
 {
-	u32 rows = from ? from->rows : VD_DEFAULT_ROWS, dir, row, col, n;
-	u64 cap = from ? from->capacity : s->capacity, sum;
+	u32 rows = from ? from->rows : VD_DEFAULT_ROWS;
+	u64 cap = from ? from->capacity : s->capacity;
 	size_t sz = vd_model_mem_size(cap, rows, SIM_MODEL_RINGS);
 
 	s->model = malloc(sizeof(*s->model));
@@ -720,15 +738,10 @@ static int model_setup(struct sim *s, const struct vd_model *from)
 		snprintf(s->err, SIM_ERR_MAX, "the model's geometry is not valid");
 		return -1;
 	}
-	if (!from)
-		return 0;
-	for (dir = 0; dir < VD_NR_DIRS; dir++)
-		for (row = 0; row < rows; row++)
-			for (col = 0; col < from->cols; col++)
-				if (!vd_model_get_cell(from, (enum vd_dir)dir, row, col, &n, &sum) &&
-				    n && vd_model_set_cell(s->model, (enum vd_dir)dir, row, col, n,
-							   sum))
-					return oom(s);
+	if (from && model_copy(s->model, from)) {
+		snprintf(s->err, SIM_ERR_MAX, "the model's tables do not fit its geometry");
+		return -1;
+	}
 	return 0;
 }
 
@@ -788,6 +801,13 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 
 		if (step(&s, &e))
 			goto out;
+	}
+	if (d->learnt) {
+		learn(&s, UINT64_MAX);
+		if (model_copy(d->learnt, s.model)) {
+			snprintf(err, SIM_ERR_MAX, "the model to keep has another geometry");
+			goto out;
+		}
 	}
 	r->app_ns = s.last_done;
 	if (s.model_is_disk) {

@@ -105,6 +105,11 @@ struct sim_disk {
 	const struct vd_drive_params *drive;	/* emulated; NULL: the model is the disk */
 	const struct vd_model *model;		/* tables to start from, or NULL */
 	u64 capacity;				/* sectors */
+	/*
+	 * If set, gets what the model holds at the end of the run; it must
+	 * have the geometry of @model, else VD_DEFAULT_ROWS over @capacity.
+	 */
+	struct vd_model *learnt;
 };
 
 /*

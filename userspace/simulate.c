@@ -159,36 +159,67 @@ static void model_cell(void *arg, char dir, uint32_t row, uint32_t col, uint32_t
 	vd_model_set_cell(arg, dir == 'r' ? VD_READ : VD_WRITE, row, col, n, sum);
 }
 
+/* An empty model of this geometry (exits if it is not valid). */
+static struct vd_model *new_model(u64 capacity, u32 rows, void **mem)
+{
+	struct vd_model *m = xmalloc(sizeof(*m));
+	size_t sz = vd_model_mem_size(capacity, rows, SIM_MODEL_RINGS);
+
+	*mem = sz ? xmalloc(sz) : NULL;
+	if (!*mem || vd_model_init(m, *mem, capacity, rows, SIM_MODEL_RINGS))
+		die("simulate: a model of %u rows over %llu sectors is not valid", rows,
+		    (unsigned long long)capacity);
+	return m;
+}
+
 /*
- * The tables of @file (redcapctl model save) as a model over @capacity
- * sectors, or over the capacity the file was saved with (*@capacity 0).
+ * The tables of @file (redcapctl model save) as a model over the capacity
+ * the file was saved with, or over @capacity for a version 1 file.
  */
-static struct vd_model *read_model(const char *file, unsigned long long *capacity,
-				   void **mem)
+static struct vd_model *read_model(const char *file, u64 capacity, void **mem)
 {
 	struct vdt_file_info info;
-	struct vd_model *m = xmalloc(sizeof(*m));
-	size_t sz;
-	u64 cap;
+	struct vd_model *m;
 
 	vdt_read_cells("simulate: --model", file, &info, NULL, NULL);
-	cap = *capacity ? *capacity : info.capacity;
-	if (!cap)
+	if (info.capacity)
+		capacity = info.capacity;
+	if (!capacity)
 		usage_error("simulate: --model: %s does not say the disk's capacity (a version 1 "
 			    "file): give --capacity", file);
 	if (info.window != VD_WINDOW)
 		die("simulate: --model: %s: window=%u, the model keeps %u samples a cell", file,
 		    info.window, VD_WINDOW);
-	if (info.rows > VD_MAX_ROWS || info.cols != vd_model_cols(cap))
+	if (info.rows > VD_MAX_ROWS || info.cols != vd_model_cols(capacity))
 		die("simulate: --model: %s: tables of rows=%u cols=%u do not fit a disk of %llu "
-		    "sectors", file, info.rows, info.cols, (unsigned long long)cap);
-	sz = vd_model_mem_size(cap, info.rows, SIM_MODEL_RINGS);
-	*mem = sz ? xmalloc(sz) : NULL;
-	if (!*mem || vd_model_init(m, *mem, cap, info.rows, SIM_MODEL_RINGS))
-		die("simulate: --model: %s: the model's geometry is not valid", file);
+		    "sectors", file, info.rows, info.cols, (unsigned long long)capacity);
+	m = new_model(capacity, info.rows, mem);
 	vdt_read_cells("simulate: --model", file, &info, model_cell, m);
-	*capacity = cap;
 	return m;
+}
+
+static uint32_t model_row(void *arg, char dir, uint32_t row, struct vdt_cell *cells)
+{
+	const struct vd_model *m = arg;
+	uint32_t col, n, nr = 0;
+	uint64_t sum;
+
+	for (col = 0; col < m->cols; col++)
+		if (!vd_model_get_cell(m, dir == 'r' ? VD_READ : VD_WRITE, row, col, &n, &sum) && n)
+			cells[nr++] = (struct vdt_cell){ col, n, sum };
+	return nr;
+}
+
+/* What the model layer learnt, as model save writes it; the disk's id: sim-<disk>. */
+static void save_model(const char *file, const struct vd_model *m, const char *disk)
+{
+	struct vdt_file_info info = { m->rows, m->cols, VD_WINDOW, m->capacity };
+	char *id;
+
+	if (asprintf(&id, "sim-%s", disk) < 0)
+		die("out of memory");
+	vdt_write("simulate: --save-model", file, &info, id, model_row, (void *)m);
+	free(id);
 }
 
 static u64 extent(const struct trace *t)
@@ -209,6 +240,7 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "disk", required_argument, NULL, 'd' },
 		{ "model", required_argument, NULL, 'm' },
+		{ "save-model", required_argument, NULL, 's' },
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -216,11 +248,11 @@ int redcapctl_simulate(int argc, char **argv)
 	};
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
-	const char *path = NULL, *disk = NULL, *model_file = NULL;
+	const char *path = NULL, *disk = NULL, *model_file = NULL, *save_file = NULL;
 	const struct vd_drive_profile *prof = NULL;
 	struct sim_disk sd = { 0 };
 	struct vd_model *model = NULL;
-	void *model_mem = NULL;
+	void *model_mem = NULL, *learnt_mem = NULL;
 	enum trace_format fmt = TRACE_FMT_BLKPARSE;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
 	unsigned long long capacity = 0;
@@ -245,6 +277,9 @@ int redcapctl_simulate(int argc, char **argv)
 			break;
 		case 'm':
 			model_file = optarg;
+			break;
+		case 's':
+			save_file = optarg;
 			break;
 		case 'C':
 			capacity = strtoull(optarg, &end, 10);
@@ -284,12 +319,18 @@ int redcapctl_simulate(int argc, char **argv)
 
 	if (trace_open(path, fmt, &t, err, sizeof(err)))
 		die("simulate: %s", err);
-	if (model_file)
-		model = read_model(model_file, &capacity, &model_mem);
+	if (model_file) {
+		model = read_model(model_file, capacity, &model_mem);
+		if (!capacity)
+			capacity = model->capacity;
+	}
 	if (!capacity)
 		capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
 	sd.model = model;
 	sd.capacity = capacity;
+	if (save_file)
+		sd.learnt = new_model(model ? model->capacity : capacity,
+				      model ? model->rows : VD_DEFAULT_ROWS, &learnt_mem);
 	for (i = 0; i < n; i++) {
 		bool shown = isatty(STDERR_FILENO) && t.nr >= SIM_PROGRESS_EVERY;
 
@@ -302,6 +343,9 @@ int redcapctl_simulate(int argc, char **argv)
 		if (shown)
 			fprintf(stderr, "\rsimulate: %s: %zu requests, done%20s\n", configs[i].spec,
 				t.nr, "");
+		if (i == 0 && save_file)
+			save_model(save_file, sd.learnt, disk ? disk : "model");
+		sd.learnt = NULL;
 	}
 
 	if (json) {
@@ -326,5 +370,6 @@ int redcapctl_simulate(int argc, char **argv)
 	trace_free(&t);
 	free(model_mem);
 	free(model);
+	free(learnt_mem);
 	return 0;
 }

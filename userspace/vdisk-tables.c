@@ -279,15 +279,10 @@ static char *device_identity(const struct dev *d)
 
 /* --- the tables file and the table answers ------------------------------- */
 
-struct cell {
-	uint32_t col, n;
-	uint64_t sum;
-};
-
 /* One row of a table: its non-empty cells in column order. */
 struct row {
 	uint32_t nr;
-	struct cell *cell;	/* room for geom.cols */
+	struct vdt_cell *cell;	/* room for geom.cols */
 };
 
 /*
@@ -333,7 +328,7 @@ static const char *parse_row(const char *s, const struct geom *g, uint32_t row,
 			why[0] = '\0';
 		if (why[0])
 			return why;
-		r->cell[r->nr++] = (struct cell){ (uint32_t)col, (uint32_t)n, sum };
+		r->cell[r->nr++] = (struct vdt_cell){ (uint32_t)col, (uint32_t)n, sum };
 	}
 	return NULL;
 }
@@ -528,70 +523,125 @@ static void sync_dir(const char *file)
 	free(copy);
 }
 
-void vdt_save(const struct dev *d, const char *file)
+/*
+ * Writes a tables file: whole and synced under another name, then renamed
+ * over @file.  @row gives each row's cells, table 'r' then 'w', rows in
+ * order; then @end, if any, may still refuse (exit) before the rename.
+ */
+static void tables_write(const char *what, const char *file, const struct geom *g,
+			 uint64_t capacity, const char *id, vdt_row_fn *row,
+			 void (*end)(void *arg), void *arg)
 {
-	char msg[64], why[160], *tmp, *id;
-	uint64_t capacity;
-	uint32_t chunk;
-	struct geom g;
 	struct row r;
+	char *tmp;
 	FILE *f;
 	int fd;
 
-	device_info(d, &g, &capacity);
-	id = device_identity(d);
-	r.cell = xmalloc(g.cols * sizeof(*r.cell));
-	chunk = MAX_CELLS_PER_QUERY / g.cols;
-	chunk = chunk < 1 ? 1 : chunk > MAX_ROWS_PER_QUERY ? MAX_ROWS_PER_QUERY : chunk;
-
-	/* Written whole and synced under another name, then renamed over @file. */
+	r.cell = xmalloc(g->cols * sizeof(*r.cell));
 	tmp = xasprintf("%s.tmp", file);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
-		die("save: %s: %s", tmp, strerror(errno));
+		die("%s: %s: %s", what, tmp, strerror(errno));
 	pending.tmp_file = tmp;
 	f = fdopen(fd, "w");
 	if (!f)
-		die("save: %s: %s", tmp, strerror(errno));
+		die("%s: %s: %s", what, tmp, strerror(errno));
 	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32
-		" capacity=%" PRIu64 " id=%s\n", TABLES_VERSION, g.rows, g.cols, g.window, capacity, id);
+		" capacity=%" PRIu64 " id=%s\n", TABLES_VERSION, g->rows, g->cols, g->window,
+		capacity, id);
 	for (const char *dir = "rw"; *dir; dir++) {
-		for (uint32_t first = 0; first < g.rows; first += chunk) {
-			uint32_t nr = g.rows - first < chunk ? g.rows - first : chunk;
-			char *answer, *line, *next;
-
-			snprintf(msg, sizeof(msg), "table %c %" PRIu32 " %" PRIu32, *dir, first, nr);
-			answer = dm_message(d, msg);
-			line = answer;
-			for (uint32_t row = first; row < first + nr; row++) {
-				next = line + strcspn(line, "\n");
-				if (!*next)
-					die("%s: bad answer to '%s': row %" PRIu32 " missing or unterminated",
-					    d->arg, msg, row);
-				*next++ = '\0';
-				if (parse_row(line, &g, row, &r, why, sizeof(why)))
-					die("%s: bad answer to '%s': %s", d->arg, msg, why);
-				fprintf(f, "%c %" PRIu32, *dir, row);
-				put_cells(f, &r);
-				fputc('\n', f);
-				line = next;
-			}
-			if (*line)
-				die("%s: bad answer to '%s': more than %" PRIu32 " rows", d->arg, msg, nr);
-			free(answer);
+		for (uint32_t i = 0; i < g->rows; i++) {
+			r.nr = row(arg, *dir, i, r.cell);
+			fprintf(f, "%c %" PRIu32, *dir, i);
+			put_cells(f, &r);
+			fputc('\n', f);
 		}
 	}
+	if (end)
+		end(arg);
 	if (fflush(f) || fsync(fileno(f)) || ferror(f))
-		die("save: %s: %s", tmp, strerror(errno));
+		die("%s: %s: %s", what, tmp, strerror(errno));
 	if (fclose(f))
-		die("save: %s: %s", tmp, strerror(errno));
+		die("%s: %s: %s", what, tmp, strerror(errno));
 	if (rename(tmp, file))
-		die("save: %s: %s", file, strerror(errno));
+		die("%s: %s: %s", what, file, strerror(errno));
 	pending.tmp_file = NULL;
 	free(tmp);
 	sync_dir(file);
 	free(r.cell);
+}
+
+/* The rows of a device's tables, asked for a chunk of rows at a time. */
+struct device_rows {
+	const struct dev *d;
+	struct geom g;
+	uint32_t chunk;
+	char dir;
+	uint32_t first, nr;	/* the rows of the answer held */
+	char *answer, *line;
+};
+
+/* The answer held is used up: no row more than asked for. */
+static void device_rows_end(void *arg)
+{
+	const struct device_rows *q = arg;
+	char msg[64];
+
+	if (!q->answer || !*q->line)
+		return;
+	snprintf(msg, sizeof(msg), "table %c %" PRIu32 " %" PRIu32, q->dir, q->first, q->nr);
+	die("%s: bad answer to '%s': more than %" PRIu32 " rows", q->d->arg, msg, q->nr);
+}
+
+static uint32_t device_row(void *arg, char dir, uint32_t row, struct vdt_cell *cells)
+{
+	struct device_rows *q = arg;
+	struct row r = { 0, cells };
+	char msg[64], why[160], *next;
+
+	if (dir != q->dir || row >= q->first + q->nr) {
+		device_rows_end(q);
+		free(q->answer);
+		q->dir = dir;
+		q->first = row;
+		q->nr = q->g.rows - row < q->chunk ? q->g.rows - row : q->chunk;
+		snprintf(msg, sizeof(msg), "table %c %" PRIu32 " %" PRIu32, dir, row, q->nr);
+		q->answer = dm_message(q->d, msg);
+		q->line = q->answer;
+	}
+	snprintf(msg, sizeof(msg), "table %c %" PRIu32 " %" PRIu32, q->dir, q->first, q->nr);
+	next = q->line + strcspn(q->line, "\n");
+	if (!*next)
+		die("%s: bad answer to '%s': row %" PRIu32 " missing or unterminated", q->d->arg,
+		    msg, row);
+	*next++ = '\0';
+	if (parse_row(q->line, &q->g, row, &r, why, sizeof(why)))
+		die("%s: bad answer to '%s': %s", q->d->arg, msg, why);
+	q->line = next;
+	return r.nr;
+}
+
+void vdt_save(const struct dev *d, const char *file)
+{
+	struct device_rows q = { .d = d };
+	uint64_t capacity;
+	char *id;
+
+	device_info(d, &q.g, &capacity);
+	id = device_identity(d);
+	q.chunk = MAX_CELLS_PER_QUERY / q.g.cols;
+	q.chunk = q.chunk < 1 ? 1 : q.chunk > MAX_ROWS_PER_QUERY ? MAX_ROWS_PER_QUERY : q.chunk;
+	tables_write("save", file, &q.g, capacity, id, device_row, device_rows_end, &q);
+	free(q.answer);
 	free(id);
+}
+
+void vdt_write(const char *what, const char *file, const struct vdt_file_info *info,
+	       const char *id, vdt_row_fn *row, void *arg)
+{
+	struct geom g = { info->rows, info->cols, info->window };
+
+	tables_write(what, file, &g, info->capacity, id, row, NULL, arg);
 }
 
 void vdt_load(const struct dev *d, const char *file)

@@ -46,6 +46,20 @@ typedef void vdt_cell_fn(void *arg, char dir, uint32_t row, uint32_t col, uint32
  */
 void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *info,
 		    vdt_cell_fn *cell, void *arg);
+/* One filled cell of a row. */
+struct vdt_cell {
+	uint32_t col, n;
+	uint64_t sum;
+};
+/* The filled cells of row @row of table @dir ('r' or 'w') into @cells, in column order; how many. */
+typedef uint32_t vdt_row_fn(void *arg, char dir, uint32_t row, struct vdt_cell *cells);
+/*
+ * Writes tables of geometry @info learnt on disk @id (one word) to @file,
+ * atomically, as save does: @row gives each row, table 'r' then 'w', rows
+ * in order.  Errors exit with "<what>: <file>: <why>".
+ */
+void vdt_write(const char *what, const char *file, const struct vdt_file_info *info,
+	       const char *id, vdt_row_fn *row, void *arg);
 /* Checks @file without a device and prints what it holds on stdout. */
 void vdt_check_file(const char *file);
 /* What to undo at exit (a temporary file, "train off"); register with atexit(). */

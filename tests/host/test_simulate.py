@@ -309,3 +309,37 @@ def test_stats_carry_the_kernel_targets_names(tmp_path):
                                "decay_ms", "windows")} == {
         "policy": "adaptive+caware", "estimator": "spk", "window": 3, "margin": 7,
         "dwell": 1, "decay_ms": 20, "windows": 2}
+
+
+def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
+    """--save-model: the model of the first configuration's replay, in model
+    save's format, which --model and vdiskctl check-file read back."""
+    import random
+    rng = random.Random(3)
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" + "".join(
+        f"{i},1,R,{rng.randrange((1 << 21) // 8) * 8},8\n" for i in range(200)))
+    saved = tmp_path / "m.tables"
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare", "--config",
+                 "64x128k:always", "--save-model", saved)
+    assert (r.returncode, r.stderr) == (0, "")
+    lines = saved.read_text().splitlines()
+    assert lines[0] == ("vdisk-tables 2 rows=64 cols=19 window=64 capacity=2097152 "
+                        "id=sim-hdd7200")
+    assert len(lines) == 1 + 2 * 64
+    # 200 reads of 4 KiB: row 0 of the read table only, every sample there
+    # (a cell keeps its last 64)
+    cells = [c.split(":") for c in lines[1].split()[2:]]
+    assert sum(min(int(n), 64) for _, n, _ in cells) == sum(int(n) for _, n, _ in cells)
+    assert 64 < sum(int(n) for _, n, _ in cells) <= 200
+    assert all(line == f"{line[0]} {line.split()[1]}" for line in lines[2:])
+    vdiskctl = os.path.join(TOP, "build", "userspace", "vdiskctl")
+    r = subprocess.run([vdiskctl, "check-file", saved], capture_output=True, text=True)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (f"{saved}: rows=64 cols=19 window=64 capacity=2097152 "
+                        f"id=sim-hdd7200 cells_filled={len(cells)}\n")
+    # the model as the disk: 200 reads, each at its cell's mean
+    r = simulate("--trace", trace, "--format", "csv", "--model", saved, "--config", "bare",
+                 "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert json.loads(r.stdout)["results"][0]["disk_requests"] == 200
