@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir system
 SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
 	2>/dev/null),/lib/systemd/system-generators)
 
-.PHONY: all deps modules userspace man boot-tools bench-tools host-tests check demo bench clean \
+.PHONY: all deps modules userspace man boot-tools bench-tools host-tests check demo bench bench-sim clean \
 	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-boot soak fuzz
 
 all: modules userspace man boot-tools
@@ -128,6 +128,11 @@ JOBS ?= 2
 bench: deps
 	@$(TOP)/tests/bench/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) \
 		--profile $(PROFILE) --jobs $(JOBS) $(if $(QUICK),--quick)
+
+# redcapctl simulate at the paper's scale, on the host (docs/results/README.md):
+# QUICK=1 for 1 and 4 processes and no curve.
+bench-sim: deps userspace
+	@$(PYTHON) $(TOP)/tests/bench/sim-scale.py --out $(TOP)/docs/results $(if $(QUICK),--quick)
 
 # Natively on a host that can load our modules (root, KVER=native), else
 # in the guest.

@@ -19,7 +19,7 @@
 #include "trace.h"
 #include "vdisk-tables.h"
 
-#define MAX_CONFIGS	32
+#define MAX_CONFIGS	128
 #define GiB_SECTORS	(1ull << 21)
 
 /* The counters of the target's stats message, in its order and under its names. */

@@ -103,6 +103,18 @@ def test_usage_errors(tmp_path, args, trace, err):
     assert r.stderr.startswith(err), r.stderr
 
 
+def test_up_to_128_configurations(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(CSV)
+    configs = [a for i in range(128) for a in ("--config", f"{i + 1}x32k:always")]
+    r = simulate("--trace", trace, "--format", "csv", *configs, "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert len(json.loads(r.stdout)["results"]) == 128
+    r = simulate("--trace", trace, "--format", "csv", *configs, "--config", "bare")
+    assert r.returncode == 2
+    assert r.stderr.startswith("redcapctl: simulate: at most 128 --config\n")
+
+
 def test_a_bad_trace_line_is_named(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,0,8\n1,1,X,8,8\n")
