@@ -1329,8 +1329,8 @@ static int stack_remove(const char *name, bool keep)
 static const char *cmd_name;
 
 /* getopt_long over a command's options: returns the index of its first operand. */
-static int parse_opts(int argc, char **argv, const struct option *longopts,
-		      void (*opt)(int c, const char *arg, void *ctx), void *ctx)
+int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
+			 void (*opt)(int c, const char *arg, void *ctx), void *ctx)
 {
 	int c;
 
@@ -1458,7 +1458,7 @@ static int cmd_create(int argc, char **argv)
 		.ram_bytes = DEFAULT_RAM, .ram_str = "64M", .segment_bytes = RCTAB_DEFAULT_SEGMENT,
 		.policy = -1, .write_policy = -1, .estimator = -1,
 	};
-	int i = parse_opts(argc, argv, longopts, create_opt, &s);
+	int i = redcapctl_parse_opts(argc, argv, longopts, create_opt, &s);
 	const char *origin;
 
 	operands(argc, argv, i, 2, 2);
@@ -1489,7 +1489,7 @@ static int cmd_remove(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool keep = false;
-	int i = parse_opts(argc, argv, longopts, bool_opt, &keep);
+	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &keep);
 
 	operands(argc, argv, i, 1, 1);
 	return stack_remove(argv[i], keep) ? 1 : 0;
@@ -1547,7 +1547,7 @@ static int cmd_list(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = parse_opts(argc, argv, longopts, bool_opt, &json), status = 0;
+	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &json), status = 0;
 	json_object *all = json_object_new_array(), *o;
 	char **names, ram[32], seg[32];
 	struct stack k;
@@ -1600,7 +1600,7 @@ static int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = parse_opts(argc, argv, longopts, bool_opt, &json);
+	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &json);
 	struct stack k;
 
 	operands(argc, argv, i, 1, 1);
@@ -1777,7 +1777,7 @@ static int cmd_stats(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct stats_opts o = { .interval = 1.0 };
-	int i = parse_opts(argc, argv, longopts, stats_opt, &o);
+	int i = redcapctl_parse_opts(argc, argv, longopts, stats_opt, &o);
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sample a, b;
 
@@ -1815,7 +1815,7 @@ static int cache_load(const char *name, struct stack *k)
 
 static int cmd_set(int argc, char **argv)
 {
-	int i = parse_opts(argc, argv, help_only, no_opts, NULL), nr;
+	int i = redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL), nr;
 	char *(*words)[3], buf[256], *key;
 	struct stack k;
 	struct rc_msg m;
@@ -1879,7 +1879,7 @@ static int cmd_set(int argc, char **argv)
 
 static int cmd_simple_message(int argc, char **argv, const char *msg)
 {
-	int i = parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL);
 	struct stack k;
 	const char *why;
 	char *answer;
@@ -1925,21 +1925,21 @@ static int cmd_model(int argc, char **argv)
 	int i, r = 0;
 
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		parse_opts(argc, argv, help_only, no_opts, NULL);
+		redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL);
 	}
 	if (strcmp(verb, "save") && strcmp(verb, "load") && strcmp(verb, "train"))
 		usage_error(*verb ? "model: unknown verb '%s' (save, load, train)" :
 			    "model: missing verb (save, load, train)%s", verb);
 	argv[1] = argv[0];	/* "model save NAME": parse from "save" */
 	if (!strcmp(verb, "train")) {
-		i = parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
+		i = redcapctl_parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
 		operands(argc, argv, i, 1, 1);
 	} else {
 		/*
 		 * --if-present, for the boot units: no file yet (before the first
 		 * save), or a stack started linear, is nothing to do, not an error.
 		 */
-		i = parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
+		i = redcapctl_parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
 		operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
@@ -2108,7 +2108,7 @@ static const struct option tab_longopts[] = {
 static int cmd_start_stop(int argc, char **argv, bool start)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = redcapctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
 	struct tab t;
 
@@ -2159,7 +2159,7 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 static int cmd_upgrade(int argc, char **argv)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = redcapctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
 	struct devinfo di;
 	struct spec s;
@@ -2328,7 +2328,7 @@ static int cmd_check(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct tab_opts opts = { .tab = DEFAULT_TAB, .fstab = "/etc/fstab" };
-	int i = parse_opts(argc, argv, longopts, tab_opt, &opts);
+	int i = redcapctl_parse_opts(argc, argv, longopts, tab_opt, &opts);
 	char why[PATH_MAX + 64], use[PATH_MAX];
 	struct devinfo di;
 	struct origin *o;

@@ -233,6 +233,57 @@ static u64 extent(const struct trace *t)
 	return end;
 }
 
+/* The command line. */
+struct sim_args {
+	const char *path, *disk, *model_file, *save_file;
+	enum trace_format fmt;
+	unsigned long long capacity;
+	bool json;
+	int n;
+	struct sim_config *configs;
+};
+
+static void sim_opt(int c, const char *arg, void *ctx)
+{
+	struct sim_args *a = ctx;
+	char err[SIM_ERR_MAX], *end;
+
+	switch (c) {
+	case 't':
+		a->path = arg;
+		break;
+	case 'f':
+		if (trace_format_parse(arg) < 0)
+			usage_error("simulate: --format: '%s' is not blkparse or csv", arg);
+		a->fmt = (enum trace_format)trace_format_parse(arg);
+		break;
+	case 'd':
+		a->disk = arg;
+		break;
+	case 'm':
+		a->model_file = arg;
+		break;
+	case 's':
+		a->save_file = arg;
+		break;
+	case 'C':
+		a->capacity = strtoull(arg, &end, 10);
+		if (end == arg || *end || !a->capacity)
+			usage_error("simulate: --capacity: '%s' is not a number of sectors", arg);
+		break;
+	case 'c':
+		if (a->n == MAX_CONFIGS)
+			usage_error("simulate: at most %d --config", MAX_CONFIGS);
+		if (sim_config_parse(arg, &a->configs[a->n], err))
+			usage_error("simulate: %s", err);
+		a->n++;
+		break;
+	case 'j':
+		a->json = true;
+		break;
+	}
+}
+
 int redcapctl_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -244,65 +295,31 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
-	const char *path = NULL, *disk = NULL, *model_file = NULL, *save_file = NULL;
+	struct sim_args a = { .fmt = TRACE_FMT_BLKPARSE, .configs = configs };
+	const char *path, *disk, *model_file, *save_file;
 	const struct vd_drive_profile *prof = NULL;
 	struct sim_disk sd = { 0 };
 	struct vd_model *model = NULL;
 	void *model_mem = NULL, *learnt_mem = NULL;
-	enum trace_format fmt = TRACE_FMT_BLKPARSE;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
-	unsigned long long capacity = 0;
+	unsigned long long capacity;
 	struct trace t = { 0 };
-	bool json = false;
-	int n = 0, o, i;
-	char *end;
+	int n, i, first;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 't':
-			path = optarg;
-			break;
-		case 'f':
-			if (trace_format_parse(optarg) < 0)
-				usage_error("simulate: --format: '%s' is not blkparse or csv", optarg);
-			fmt = (enum trace_format)trace_format_parse(optarg);
-			break;
-		case 'd':
-			disk = optarg;
-			break;
-		case 'm':
-			model_file = optarg;
-			break;
-		case 's':
-			save_file = optarg;
-			break;
-		case 'C':
-			capacity = strtoull(optarg, &end, 10);
-			if (end == optarg || *end || !capacity)
-				usage_error("simulate: --capacity: '%s' is not a number of sectors",
-					    optarg);
-			break;
-		case 'c':
-			if (n == MAX_CONFIGS)
-				usage_error("simulate: at most %d --config", MAX_CONFIGS);
-			if (sim_config_parse(optarg, &configs[n], err))
-				usage_error("simulate: %s", err);
-			n++;
-			break;
-		case 'j':
-			json = true;
-			break;
-		default:
-			usage_error(NULL);
-		}
-	}
-	if (optind != argc)
-		usage_error("simulate: unexpected '%s'", argv[optind]);
+	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
+	if (first != argc)
+		usage_error("simulate: unexpected '%s'", argv[first]);
+	path = a.path;
+	disk = a.disk;
+	model_file = a.model_file;
+	save_file = a.save_file;
+	capacity = a.capacity;
+	n = a.n;
 	if (!path)
 		usage_error("simulate: --trace FILE is needed");
 	if (!n)
@@ -317,7 +334,7 @@ int redcapctl_simulate(int argc, char **argv)
 		sd.drive = &prof->p;
 	}
 
-	if (trace_open(path, fmt, &t, err, sizeof(err)))
+	if (trace_open(path, a.fmt, &t, err, sizeof(err)))
 		die("simulate: %s", err);
 	if (model_file) {
 		model = read_model(model_file, capacity, &model_mem);
@@ -348,7 +365,7 @@ int redcapctl_simulate(int argc, char **argv)
 		sd.learnt = NULL;
 	}
 
-	if (json) {
+	if (a.json) {
 		json_object *top = json_object_new_object(), *arr = json_object_new_array();
 
 		json_object_object_add(top, "trace", json_object_new_string(path));

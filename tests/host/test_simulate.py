@@ -96,7 +96,14 @@ def test_blkparse_text_is_read(tmp_path):
      "redcapctl: simulate: --format: 'json' is not blkparse or csv\n"),
     (["--trace", "T", "--config", "bare", "--capacity", "1G"], None,
      "redcapctl: simulate: --capacity: '1G' is not a number of sectors\n"),
-], ids=["no-trace", "no-config", "bad-config", "bad-disk", "bad-format", "bad-capacity"])
+    (["--trace", "T", "--config", "bare", "--bogus"], None,
+     "redcapctl: simulate: unknown option '--bogus'\n"),
+    (["--trace", "T", "--config", "bare", "--trace"], None,
+     "redcapctl: simulate: option '--trace' needs a value\n"),
+    (["--trace", "T", "--config", "bare", "extra"], None,
+     "redcapctl: simulate: unexpected 'extra'\n"),
+], ids=["no-trace", "no-config", "bad-config", "bad-disk", "bad-format", "bad-capacity",
+        "bad-option", "no-value", "operand"])
 def test_usage_errors(tmp_path, args, trace, err):
     r = simulate(*[str(tmp_path / "t.csv") if a == "T" else a for a in args])
     assert r.returncode == 2
