@@ -18,10 +18,15 @@ The stack, bottom up:  brd /dev/ram0 (the data, written once)
 "warm" replaces the emulated disk by brd itself (zero disk latency: the
 CPU-only floor); "bound" is not a run but the I/O time the best possible
 prefetch would need for the bare run's block trace (BENCH-NOTES.md).
+With --traces DIR, that traced run also leaves its whole block trace in DIR
+(blkparse's default text, queues and completions: what "redcapctl simulate
+--format blkparse" reads), which process forked which (.forks) and the
+trained tables of "vd" as model-<profile>.tables
+(tests/bench/sim-validate.py replays them).
 
 usage: suite.py --out FILE.json [--set full|quick|tiny] [--profile P]
                 [--workloads ...] [--procs ...] [--configs ...] [--io ...]
-                [--reps N] [--part J/N]
+                [--reps N] [--part J/N] [--traces DIR]
 Progress goes to stderr, one line per run; records are rewritten to --out
 after every run, so an interrupted suite keeps what it measured.
 """
@@ -292,6 +297,11 @@ class Base:
         self.warm = dm_create("bench-warm", f"0 {n} vdisk /dev/ram0")
         sh(f"{TOP}/build/userspace/vdiskctl", "train", "bench-vd", "--time", str(args.train))
         dm_message("bench-vd", "train", "off")
+        if args.traces:
+            # the model every run's "vd" starts from, for the simulator
+            os.makedirs(args.traces, exist_ok=True)
+            sh(f"{TOP}/build/userspace/vdiskctl", "save", "bench-vd",
+               os.path.join(args.traces, f"model-{args.profile}.tables"))
         self.model = {k: v for k, v in dm_stats("bench-vd").items()
                       if k in ("cells_filled", "model_read_samples", "mean_read_us")}
 
@@ -444,20 +454,51 @@ def run_procs(cmds):
 # The best-possible-prefetch bound from a block trace
 
 
-def trace_extents(dev, cmds):
-    """Run @cmds under blktrace on @dev; the (sector, sectors) reads issued."""
+FORK_EVENT = "/sys/kernel/debug/tracing/events/sched/sched_process_fork/enable"
+
+
+def forks_start():
+    write("/sys/kernel/debug/tracing/trace", "")
+    write(FORK_EVENT, 1)
+
+
+def forks_stop(path):
+    """The forks seen since forks_start() into @path, "PARENT CHILD" lines
+    after "# root PID" (this process: the workload's processes are its
+    children): which process started which, that blktrace does not say."""
+    write(FORK_EVENT, 0)
+    with open("/sys/kernel/debug/tracing/trace") as f:
+        forks = re.findall(r"sched_process_fork: comm=.* pid=(\d+) child_comm=.* child_pid=(\d+)",
+                           f.read())
+    with open(path, "w") as f:
+        f.write(f"# root {os.getpid()}\n" + "".join(f"{a} {b}\n" for a, b in forks))
+
+
+def trace_extents(dev, cmds, keep=None):
+    """Run @cmds under blktrace on @dev; the (sector, sectors) reads issued.
+    With @keep, the whole trace (queues and completions) also goes there as
+    blkparse's default text, and the processes' forks to @keep's name with
+    .forks for .blkparse."""
     if not os.path.ismount("/sys/kernel/debug"):
         sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
     tdir = tempfile.mkdtemp(prefix="bench-trace-")
     # dm devices are bio-based: a request shows as Q (queued), never D
-    bt = subprocess.Popen(["blktrace", "-d", dev, "-a", "queue", "-D", tdir, "-o", "t"],
+    # (the completions too when the trace is kept: a replay needs the think time)
+    acts = ["-a", "queue"] + (["-a", "complete"] if keep else [])
+    bt = subprocess.Popen(["blktrace", "-d", dev, *acts, "-D", tdir, "-o", "t"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1)
+    if keep:
+        forks_start()
     try:
         run_procs(cmds)
     finally:
         bt.terminate()
         bt.wait()
+        if keep:
+            forks_stop(keep[:-len(".blkparse")] + ".forks")
+    if keep:
+        sh("blkparse", "-q", "-D", tdir, "-i", "t", "-o", keep)
     out = sh("blkparse", "-q", "-D", tdir, "-i", "t", "-f", "%a %d %S %n\n").stdout
     sh("rm", "-rf", tdir)
     ext = []
@@ -556,7 +597,9 @@ def bound_record(args, base, workload, procs, io, extra):
     stack = Stack(args, base, "bare")
     try:
         cold(stack)
-        ext = trace_extents(stack.disk, commands(workload, procs, io))
+        keep = (os.path.join(args.traces, f"{workload}-{procs}-{io}.blkparse")
+                if args.traces else None)
+        ext = trace_extents(stack.disk, commands(workload, procs, io), keep)
         sh(BUSYBOX, "umount", MNT)
     finally:
         if os.path.ismount(MNT):
@@ -605,6 +648,10 @@ def main():
                     "on disk is the whole set's, as when run in one piece")
     ap.add_argument("--no-bound", action="store_true",
                     help="skip the traced runs that give the prefetch bound")
+    ap.add_argument("--traces", metavar="DIR",
+                    help="keep the bound's block traces (<workload>-<procs>-<io>.blkparse) "
+                    "and the trained model (model-<profile>.tables) in DIR, for "
+                    "tests/bench/sim-validate.py")
     ap.add_argument("--train", type=int, default=20, help="seconds of model training")
     ap.add_argument("--icount", action="store_true",
                     help="say in the records that the guest runs under icount")
