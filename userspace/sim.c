@@ -246,6 +246,7 @@ struct sim {
 	struct vd_drive drive;		/* the emulated disk, or ... */
 	struct vd_vdisk mdisk;		/* ... the model's virtual disk as the disk */
 	bool model_is_disk;
+	bool frozen;			/* the model learns nothing */
 	struct vd_model *model;		/* the measuring vdisk's model */
 	void *model_mem;
 	u64 meas_next;			/* end of the measuring vdisk's previous request */
@@ -345,6 +346,8 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	x.service = *done - (now > s->meas_last_done ? now : s->meas_last_done);
 	x.done = *done;
 	s->meas_last_done = *done;
+	if (s->frozen)
+		return 0;
 	return queue_sample(s, &x) ? oom(s) : 0;
 }
 
@@ -567,6 +570,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 		st->parts = 1;
 		if (r->op == TRACE_DISCARD)
 			return part_done(s, req, now);
+		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, &ns);
 		if (disk(s, dir, r->sector, r->sectors, now, &done))
 			return -1;
 		return part_done(s, req, done);
@@ -777,7 +781,8 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 	    struct sim_result *r, char *err)
 {
 	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .err = err,
-			 .free_w = NONE32, .model_is_disk = !d->drive };
+			 .free_w = NONE32, .model_is_disk = !d->drive,
+			 .frozen = d->frozen || !d->drive };
 	int ret = -1;
 
 	memset(r, 0, sizeof(*r));
@@ -818,11 +823,11 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		r->disk_requests = s.drive.st.requests;
 	}
 	r->requests = t->nr;
+	r->vdisk = s.vdisk;
 	if (s.cache) {
 		r->ctr = s.cache->ctr;
 		r->adapt = s.cache->adapt;
 		r->caware = s.cache->caware;
-		r->vdisk = s.vdisk;
 		r->segments_valid = s.cache->nr_valid;
 		r->segments_ghost = s.cache->nr_ghost;
 		r->active = rc_active(s.cache);

@@ -37,6 +37,9 @@
  * read.  The model starts empty (windows go unjudged until it holds
  * samples, as on a new stack) or from saved tables (sim_disk.model).
  *
+ * A bare run prices the requests on the same model as they reach the
+ * disk (sim_result.vdisk): the virtual disk against the disk it stands for.
+ *
  * The disk is the hard-disk emulator, or, with no drive given, the model
  * itself: each request takes the model's estimate for its size and
  * distance (a disk as learnt; that model does not learn further).
@@ -95,7 +98,8 @@ struct sim_result {
 	struct rc_counters ctr;		/* the cache's (zero for bare) */
 	struct rc_adapt adapt;		/* activation-deactivation, at the end */
 	struct rc_caware caware;	/* C-Aware's tracer and rules */
-	struct vd_vdisk vdisk;		/* the virtual disk of the reads received */
+	struct vd_vdisk vdisk;		/* the virtual disk of the requests received
+					 * (bare: as the disk received them) */
 	u32 segments_valid, segments_ghost;
 	bool active;			/* the cache's state at the end */
 };
@@ -104,6 +108,7 @@ struct sim_result {
 struct sim_disk {
 	const struct vd_drive_params *drive;	/* emulated; NULL: the model is the disk */
 	const struct vd_model *model;		/* tables to start from, or NULL */
+	bool frozen;				/* the model does not learn ("train off") */
 	u64 capacity;				/* sectors */
 	/*
 	 * If set, gets what the model holds at the end of the run; it must

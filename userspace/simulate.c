@@ -88,6 +88,9 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	json_object_object_add(o, "app_time_s", json_object_new_double(r->app_ns / 1e9));
 	json_object_object_add(o, "disk_busy_s", json_object_new_double(r->disk_busy_ns / 1e9));
 	put_u64(o, "disk_requests", r->disk_requests);
+	/* the model's price of what the disk (bare) or the cache received */
+	json_object_object_add(o, "vdisk_time_s", json_object_new_double(r->vdisk.busy_ns / 1e9));
+	put_u64(o, "vdisk_unestimated", r->vdisk.unestimated);
 	if (c->bare)
 		return o;
 	st = json_object_new_object();
@@ -238,7 +241,7 @@ struct sim_args {
 	const char *path, *disk, *model_file, *save_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
-	bool json;
+	bool json, frozen;
 	int n;
 	struct sim_config *configs;
 };
@@ -281,6 +284,9 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	case 'j':
 		a->json = true;
 		break;
+	case 'n':
+		a->frozen = true;
+		break;
 	}
 }
 
@@ -292,6 +298,7 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "disk", required_argument, NULL, 'd' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "save-model", required_argument, NULL, 's' },
+		{ "no-train", no_argument, NULL, 'n' },
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -344,6 +351,7 @@ int redcapctl_simulate(int argc, char **argv)
 	if (!capacity)
 		capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
 	sd.model = model;
+	sd.frozen = a.frozen;
 	sd.capacity = capacity;
 	if (save_file)
 		sd.learnt = new_model(model ? model->capacity : capacity,

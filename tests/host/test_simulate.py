@@ -362,3 +362,27 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
                  "--json")
     assert (r.returncode, r.stderr) == (0, "")
     assert json.loads(r.stdout)["results"][0]["disk_requests"] == 200
+
+
+def test_no_train_keeps_the_model_and_bare_is_priced_on_it(tmp_path):
+    """--no-train: the model the run starts from is the model it ends with;
+    a bare run prices every request on it (vdisk_time_s), here 5 ms each,
+    against what the emulated drive took."""
+    model = tables_file(tmp_path / "m.tables", {0: [(1, 1, 5000000)]})
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                     "".join(f"{i},1,R,{i * 100000},8\n" for i in range(10)))
+    kept = tmp_path / "kept.tables"
+    r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd7200", "--model", model,
+                 "--no-train", "--save-model", kept, "--config", "bare", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    bare = json.loads(r.stdout)["results"][0]
+    assert bare["vdisk_time_s"] == pytest.approx(0.050, abs=1e-12)
+    assert bare["vdisk_unestimated"] == 0
+    assert bare["disk_busy_s"] != pytest.approx(0.050, abs=1e-6)
+    assert kept.read_text().splitlines()[1:] == model.read_text().splitlines()[1:]
+    # learning, the model takes the drive's ten samples in
+    r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd7200", "--model", model,
+                 "--save-model", kept, "--config", "bare")
+    assert r.returncode == 0
+    assert kept.read_text().splitlines()[1:] != model.read_text().splitlines()[1:]
