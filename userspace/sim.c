@@ -678,8 +678,7 @@ static int step(struct sim *s, const struct event *e)
 {
 	struct req_state *st;
 
-	if (!s->model_is_disk)
-		learn(s, e->time);
+	learn(s, e->time);	/* nothing queued while frozen or the model is the disk */
 	switch (e->kind) {
 	case EV_ISSUE:
 		if (issue(s, (u32)e->a, e->time))

@@ -308,55 +308,47 @@ int redcapctl_simulate(int argc, char **argv)
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
 	struct sim_args a = { .fmt = TRACE_FMT_BLKPARSE, .configs = configs };
-	const char *path, *disk, *model_file, *save_file;
 	const struct vd_drive_profile *prof = NULL;
 	struct sim_disk sd = { 0 };
 	struct vd_model *model = NULL;
 	void *model_mem = NULL, *learnt_mem = NULL;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
-	unsigned long long capacity;
 	struct trace t = { 0 };
-	int n, i, first;
+	int i, first;
 
 	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
 	if (first != argc)
 		usage_error("simulate: unexpected '%s'", argv[first]);
-	path = a.path;
-	disk = a.disk;
-	model_file = a.model_file;
-	save_file = a.save_file;
-	capacity = a.capacity;
-	n = a.n;
-	if (!path)
+	if (!a.path)
 		usage_error("simulate: --trace FILE is needed");
-	if (!n)
+	if (!a.n)
 		usage_error("simulate: at least one --config is needed (bare, or e.g. 64x128k:always)");
-	if (disk || !model_file) {
-		if (!disk)
-			disk = "hdd7200";
-		prof = vd_drive_profile(disk);
+	if (a.disk || !a.model_file) {
+		if (!a.disk)
+			a.disk = "hdd7200";
+		prof = vd_drive_profile(a.disk);
 		if (!prof)
 			usage_error("simulate: --disk: no disk profile '%s' (hdd7200, hdd15k)",
-				    disk);
+				    a.disk);
 		sd.drive = &prof->p;
 	}
 
-	if (trace_open(path, a.fmt, &t, err, sizeof(err)))
+	if (trace_open(a.path, a.fmt, &t, err, sizeof(err)))
 		die("simulate: %s", err);
-	if (model_file) {
-		model = read_model(model_file, capacity, &model_mem);
-		if (!capacity)
-			capacity = model->capacity;
+	if (a.model_file) {
+		model = read_model(a.model_file, a.capacity, &model_mem);
+		if (!a.capacity)
+			a.capacity = model->capacity;
 	}
-	if (!capacity)
-		capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
+	if (!a.capacity)
+		a.capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
 	sd.model = model;
 	sd.frozen = a.frozen;
-	sd.capacity = capacity;
-	if (save_file)
-		sd.learnt = new_model(model ? model->capacity : capacity,
+	sd.capacity = a.capacity;
+	if (a.save_file)
+		sd.learnt = new_model(model ? model->capacity : a.capacity,
 				      model ? model->rows : VD_DEFAULT_ROWS, &learnt_mem);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < a.n; i++) {
 		bool shown = isatty(STDERR_FILENO) && t.nr >= SIM_PROGRESS_EVERY;
 
 		if (shown) {
@@ -368,29 +360,29 @@ int redcapctl_simulate(int argc, char **argv)
 		if (shown)
 			fprintf(stderr, "\rsimulate: %s: %zu requests, done%20s\n", configs[i].spec,
 				t.nr, "");
-		if (i == 0 && save_file)
-			save_model(save_file, sd.learnt, disk ? disk : "model");
+		if (i == 0 && a.save_file)
+			save_model(a.save_file, sd.learnt, a.disk ? a.disk : "model");
 		sd.learnt = NULL;
 	}
 
 	if (a.json) {
 		json_object *top = json_object_new_object(), *arr = json_object_new_array();
 
-		json_object_object_add(top, "trace", json_object_new_string(path));
+		json_object_object_add(top, "trace", json_object_new_string(a.path));
 		json_object_object_add(top, "requests", json_object_new_int64((int64_t)t.nr));
-		json_object_object_add(top, "disk", disk ? json_object_new_string(disk) : NULL);
-		json_object_object_add(top, "model", model_file ?
-				       json_object_new_string(model_file) : NULL);
+		json_object_object_add(top, "disk", a.disk ? json_object_new_string(a.disk) : NULL);
+		json_object_object_add(top, "model", a.model_file ?
+				       json_object_new_string(a.model_file) : NULL);
 		json_object_object_add(top, "capacity_sectors",
-				       json_object_new_int64((int64_t)capacity));
-		for (i = 0; i < n; i++)
+				       json_object_new_int64((int64_t)a.capacity));
+		for (i = 0; i < a.n; i++)
 			json_object_array_add(arr, result_json(&configs[i], &results[i]));
 		json_object_object_add(top, "results", arr);
 		puts(json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
 							 JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(top);
 	} else {
-		print_table(disk ? disk : model_file, capacity, &t, configs, results, n);
+		print_table(a.disk ? a.disk : a.model_file, a.capacity, &t, configs, results, a.n);
 	}
 	trace_free(&t);
 	free(model_mem);
