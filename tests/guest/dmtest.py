@@ -217,6 +217,41 @@ def read_pattern(dev, blocks, seed, bs=BLOCK):
         os.close(fd)
 
 
+def blocked_report():
+    """What the kernel says about tasks that wait: sysrq-w's list of blocked
+    tasks (into the kernel log, returned from there), the kernel stacks of
+    this process's threads, and every dm device's status."""
+    out = []
+    with kmsg() as k:
+        with open("/proc/sysrq-trigger", "w") as f:
+            f.write("w")
+        time.sleep(0.5)
+        out += k.lines()
+    for tid in sorted(os.listdir("/proc/self/task"), key=int):
+        try:
+            with open(f"/proc/self/task/{tid}/stack") as f:
+                out.append(f"task {tid}:\n{f.read().rstrip()}")
+        except OSError as e:
+            out.append(f"task {tid}: {e}")
+    for cmd in (("dmsetup", "info", "-c"), ("dmsetup", "table"), ("dmsetup", "status")):
+        r = sh(*cmd, check=False)
+        out.append(f"{' '.join(cmd)}:\n{r.stdout.rstrip()}{r.stderr.rstrip()}")
+    return "\n".join(out)
+
+
+def join_or_report(threads, timeout=300):
+    """Join @threads within @timeout seconds in all.  A thread still blocked
+    then fails the test with what the kernel says about the waiters (a read
+    the kernel never completes must fail a test, not hang the suite)."""
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0, deadline - time.monotonic()))
+    stuck = sum(t.is_alive() for t in threads)
+    if stuck:
+        raise AssertionError(f"{stuck} of {len(threads)} threads still blocked after "
+                             f"{timeout} s\n{blocked_report()}")
+
+
 def in_threads(fn, args_list, timeout=300):
     """Run fn(*args) for each args in threads; re-raise the first failure.
     A thread still blocked after @timeout seconds fails the caller (a read
@@ -232,12 +267,7 @@ def in_threads(fn, args_list, timeout=300):
     threads = [threading.Thread(target=wrap, args=(a,), daemon=True) for a in args_list]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0, deadline - time.monotonic()))
-    stuck = sum(t.is_alive() for t in threads)
-    if stuck:
-        raise AssertionError(f"{stuck} of {len(threads)} threads still blocked after {timeout} s")
+    join_or_report(threads, timeout)
     if errors:
         raise errors[0]
 

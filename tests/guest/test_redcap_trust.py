@@ -21,7 +21,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, disk_reads,
-                    in_threads, kmsg, read_blocks, read_pattern, sh, write_stamped)
+                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, sh, write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -161,7 +161,7 @@ def readers_until(dev, stop, nr, errors):
             errors.append(e)
         finally:
             os.close(fd)
-    threads = [threading.Thread(target=run, args=(s,)) for s in range(nr)]
+    threads = [threading.Thread(target=run, args=(s,), daemon=True) for s in range(nr)]
     for t in threads:
         t.start()
     return threads
@@ -200,8 +200,7 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
                 rc.resume()
         finally:
             stop.set()
-            for t in threads:
-                t.join()
+            join_or_report(threads)
         st = rc.stats()
         reports = kernel_reports(k.lines())
     assert not errors, errors[0]
@@ -243,7 +242,7 @@ def abort_suspend(dm, reader):
     assert susp.poll() is None, "suspend did not wait for the delayed read"
     susp.send_signal(signal.SIGKILL)
     susp.wait(timeout=30)
-    reader.join()
+    join_or_report([reader], 60)
     info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", dm.name)
     assert info.stdout.strip() == "Active"
 
@@ -260,7 +259,8 @@ def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
             Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4") as rc:
         rc.cold()
         with slow_down(slow, loop64, n):
-            reader = threading.Thread(target=read_blocks, args=(rc.path, 0, BLOCK))
+            reader = threading.Thread(target=read_blocks, args=(rc.path, 0, BLOCK),
+                                      daemon=True)
             reader.start()
             deadline = time.monotonic() + 10
             while rc.stats()["segments_filling"] == 0:
@@ -347,7 +347,8 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
                     rc.message("set", "window", "64")
             except BaseException as e:  # noqa: B902 - reported below
                 errors.append(e)
-        threads = [threading.Thread(target=reader), threading.Thread(target=asker)]
+        threads = [threading.Thread(target=reader, daemon=True),
+                   threading.Thread(target=asker, daemon=True)]
         for t in threads:
             t.start()
         try:
@@ -357,8 +358,7 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
                 rc.resume()
         finally:
             stop.set()
-            for t in threads:
-                t.join()
+            join_or_report(threads)
         reports = kernel_reports(k.lines())
     assert not errors, errors[0]
     assert not reports, reports
@@ -576,13 +576,13 @@ def test_defect7_update_never_serves_data_older_than_the_last_completed_write(
                 buf[0:16] = struct.pack("<QQ", b, 10**6 + i)
                 i += 1
         try:
-            t = threading.Thread(target=scribbler)
+            t = threading.Thread(target=scribbler, daemon=True)
             buf[:] = struct.pack("<QQ", b, 5000) * (BLOCK // 16)
             t.start()
             for _ in range(20):
                 os.pwritev(fd, [buf], b * BLOCK)
             scribble.set()
-            t.join()
+            join_or_report([t])
             # The promise: the next completed write of the block puts the
             # cache back in line with the origin.
             buf[:] = struct.pack("<QQ", b, 6000) * (BLOCK // 16)
@@ -684,7 +684,8 @@ def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} vdisk {slow.path} 4 mode emulate profile hdd7200") as emu:
         with slow_down(slow, loop64, n):
-            reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK))
+            reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK),
+                                      daemon=True)
             reader.start()
             time.sleep(0.3)
             abort_suspend(emu, reader)
