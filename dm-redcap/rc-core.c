@@ -99,6 +99,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 	c->write_policy = RC_WRITE_INVALIDATE;
 	rc_adapt_init(&c->adapt);
 	rc_caware_init(&c->caware, 0);
+	rc_budget_init(&c->budget);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
 	c->entries = (struct rc_entry *)p;
@@ -397,6 +398,10 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
+	if (c->adapt.switching && !rc_budget_allows(&c->budget)) {
+		c->ctr.read_bypassed_budget++;
+		goto bypass;
+	}
 
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false);
 	if (i == RC_NONE) {
@@ -410,6 +415,16 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 bypass:
 	c->ctr.read_bypassed++;
 	return RC_READ_BYPASS;
+}
+
+void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
+		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
+{
+	if (c->adapt.switching && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
+		rc_budget_read(&c->budget, act == RC_READ_HIT || act == RC_READ_WAIT,
+			       act == RC_READ_FILL, vd_ns, cvd_ns);
+	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
+		      cvd_ns, cvd_ok);
 }
 
 enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
@@ -671,6 +686,7 @@ void rc_reset_counters(struct rc_cache *c)
 	memset(&c->ctr, 0, sizeof(c->ctr));
 	rc_adapt_reset_stats(&c->adapt);
 	rc_caware_reset_stats(&c->caware);
+	rc_budget_reset_stats(&c->budget);
 }
 
 void rc_set_policy(struct rc_cache *c, enum rc_policy p)

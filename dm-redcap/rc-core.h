@@ -78,6 +78,7 @@ struct rc_counters {
 	u64 read_bypassed_nomem; /* ... of which because no fill could be set up */
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
+	u64 read_bypassed_budget; /* ... of which because the budget was spent */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
@@ -122,6 +123,7 @@ struct rc_cache {
 	enum rc_sim sim;	/* what the last rc_read() simulated */
 	struct rc_adapt adapt;	/* its .active is the cache's state */
 	struct rc_caware caware;
+	struct rc_budget budget; /* pays the fills of the adaptive policies */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -154,9 +156,21 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * simulated: the index and LRU go on as if the segment were cached, with
  * GHOST entries standing for segments that hold no data, and c->sim says
  * what the cache would have done.  Active, a GHOST entry is a miss, and
- * with a C-Aware policy rc_caware_rule() decides whether a miss fills.
+ * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
+ * with an adaptive policy, a miss fills only while the budget allows.
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
+
+/*
+ * Judge the read of @sectors at @sector that rc_read() just handled with
+ * @act: @vd_ns is its price on the bare disk, @cvd_ns the price of what
+ * the cache sent down for it (a fill, the read itself on a bypass, 0 on a
+ * hit), or would have while inactive; a false @..._ok means the model
+ * could not price it.  Feeds the adaptive state (rc_adapt_read()) and,
+ * with an adaptive policy and the cache active, the budget.
+ */
+void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
+		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
 
 /*
  * The fill of entry @idx finished with @error (0 or negative errno),

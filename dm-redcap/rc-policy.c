@@ -266,6 +266,43 @@ int rc_estimator_parse(const char *name)
 	return -1;
 }
 
+/* --- speculation budget --------------------------------------------- */
+
+void rc_budget_init(struct rc_budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->share = RC_BUDGET_SHARE;
+	b->cap_ns = (u64)RC_BUDGET_CAP_MS * 1000000;
+}
+
+void rc_budget_reset_stats(struct rc_budget *b)
+{
+	b->earned_ns = 0;
+	b->spent_ns = 0;
+}
+
+void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns)
+{
+	u64 earn = 0, spend = 0;
+
+	if (!b->share)
+		return;
+	vd_ns = rc_clamp_ns(vd_ns);
+	cvd_ns = rc_clamp_ns(cvd_ns);
+	if (served)
+		earn = vd_ns;
+	else if (fill && cvd_ns > vd_ns)
+		spend = cvd_ns - vd_ns;
+	if (fill)	/* the first fill's cost is the first mean */
+		b->fill_ns = b->fill_ns ? (7 * b->fill_ns + spend) / 8 : spend;
+	earn += rc_div64(vd_ns, b->share);
+	b->earned_ns += earn;
+	b->spent_ns += spend;
+	b->balance += (s64)earn - (s64)spend;
+	if (b->balance > (s64)b->cap_ns)
+		b->balance = b->cap_ns;
+}
+
 /* --- C-Aware ---------------------------------------------------------- */
 
 void rc_caware_init(struct rc_caware *w, u64 now)

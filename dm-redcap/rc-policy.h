@@ -134,6 +134,57 @@ int rc_estimator_parse(const char *name);
 
 /* ASCII case-insensitive equality, like the strcasecmp() dm uses. */
 
+/* --- speculation budget ------------------------------------------------- */
+
+/*
+ * A fill reads a whole segment for a read of a few sectors: the rest is
+ * speculation, and the budget pays for it.  Its balance (ns of modelled
+ * disk time) pays at each fill what the fill costs beyond the read it
+ * serves (the cache's virtual disk's price of the fill less the bare
+ * disk's price of the read); it earns the bare price of each read the
+ * cache serves (a hit, or a read that waited on a fill), and 1/share of
+ * the bare price of every read, so that a drained budget tries again
+ * after a while.  A miss fills only while the balance covers all but
+ * RC_BUDGET_OVERDRAFT fills (at their mean cost: the hits that pay for a
+ * fill come after it, and several streams may be starting at once), and
+ * the balance never exceeds the cap: whatever the reads, fills that never
+ * pay cost at most the cap, RC_BUDGET_OVERDRAFT + 1 fills, and 1/share of
+ * the bare disk's time.  Only reads both virtual disks priced count (estimator
+ * vdisk with a model); otherwise the balance stays as it is.
+ */
+#define RC_BUDGET_SHARE		128
+#define RC_BUDGET_MAX_SHARE	1000000u
+#define RC_BUDGET_CAP_MS	100
+#define RC_BUDGET_MAX_CAP_MS	3600000u
+#define RC_BUDGET_OVERDRAFT	4
+
+struct rc_budget {
+	s64 balance;		/* ns */
+	u32 share;		/* every read earns 1/share of its price; 0: no budget */
+	u64 cap_ns;
+	u64 fill_ns;		/* mean cost of a fill (EWMA, 1/8, from the first) */
+	u64 earned_ns, spent_ns;	/* totals */
+};
+
+void rc_budget_init(struct rc_budget *b);
+
+/* Forget the totals (not the balance or the tunables). */
+void rc_budget_reset_stats(struct rc_budget *b);
+
+/* Whether a miss may fill now. */
+static inline bool rc_budget_allows(const struct rc_budget *b)
+{
+	return !b->share || b->balance + (s64)(RC_BUDGET_OVERDRAFT * b->fill_ns) >= 0;
+}
+
+/*
+ * A read the active cache handled: @served from RAM (a hit, or it waited
+ * on a fill), or it started a fill (@fill), or neither (it bypassed).
+ * @vd_ns is its price on the bare disk, @cvd_ns that of what the cache
+ * sent down for it.
+ */
+void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns);
+
 /* --- C-Aware placement -------------------------------------------------- */
 
 enum rc_class {

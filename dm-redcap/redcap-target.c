@@ -511,8 +511,8 @@ static void redcap_adapt_read(struct redcap_c *rc, struct bio *bio, enum rc_read
 		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ,
 					     bio->bi_iter.bi_sector, bio_sectors(bio),
 					     now, &cvd_ns);
-	rc_adapt_read(&c->adapt, bio->bi_iter.bi_sector, bio_sectors(bio), cc->seg_sectors,
-		      c->sim, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	rc_read_judge(c, bio->bi_iter.bi_sector, bio_sectors(bio), act, vd_ns, vd_ok,
+		      cvd_ns, cvd_ok);
 }
 
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
@@ -1170,20 +1170,24 @@ static unsigned long long redcap_us(u64 ns)
 
 /* The policy half of the stats: activation-deactivation and C-Aware. */
 static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adapt *a,
-				       const struct rc_caware *w, char *result,
-				       unsigned int maxlen, unsigned int sz)
+				       const struct rc_caware *w, const struct rc_budget *b,
+				       const u32 *tun, char *result, unsigned int maxlen,
+				       unsigned int sz)
 {
 	int i;
 
-	DMEMIT("estimator=%s\nwindow=%u\nmargin=%u\ndwell=%u\ndecay_ms=%llu\n",
-	       rc_estimator_name(a->estimator), a->window, a->margin, a->dwell,
-	       div_u64(w->interval_ns, NSEC_PER_MSEC));
+	DMEMIT("estimator=%s\n", rc_estimator_name(a->estimator));
+	for (i = 0; i < RC_TUN_NR; i++)
+		DMEMIT("%s=%u\n", rc_tunable_name(i), tun[i]);
 	DMEMIT("switches=%llu\nwindows=%llu\nwindows_unjudged=%llu\n",
 	       a->switches, a->windows, a->windows_unjudged);
 	DMEMIT("cache_time_us=%llu\nest_disk_time_us=%llu\n",
 	       redcap_us(a->total_cache_ns), redcap_us(a->total_disk_ns));
 	DMEMIT("last_cache_time_us=%llu\nlast_est_disk_time_us=%llu\n",
 	       redcap_us(a->last_cache_ns), redcap_us(a->last_disk_ns));
+	DMEMIT("budget_us=%lld\nbudget_earned_us=%llu\nbudget_spent_us=%llu\n",
+	       div_s64(b->balance, NSEC_PER_USEC), redcap_us(b->earned_ns),
+	       redcap_us(b->spent_ns));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
 	DMEMIT("caware_decays=%llu\n", w->decays);
@@ -1197,12 +1201,14 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxlen)
 {
 	struct rc_counters c;
+	struct rc_budget b;
 	struct vd_vdisk v;
 	struct rc_adapt *a;
 	struct rc_caware *w;
-	u32 valid, filling, ghost;
+	u32 valid, filling, ghost, tun[RC_TUN_NR];
 	unsigned int sz = 0;
 	unsigned long flags;
+	int i;
 
 	/* Too big for the stack: a snapshot taken under the lock. */
 	a = kmalloc(sizeof(*a), GFP_KERNEL);
@@ -1220,6 +1226,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	v = rc->cc->vdisk;
 	*a = rc->cc->cache->adapt;
 	*w = rc->cc->cache->caware;
+	b = rc->cc->cache->budget;
+	for (i = 0; i < RC_TUN_NR; i++)
+		tun[i] = rc_get_tunable(rc->cc->cache, i);
 	spin_unlock_irqrestore(&rc->cc->lock, flags);
 
 	DMEMIT("state=%s\npolicy=%s\nwrite_policy=%s\n", redcap_state(rc),
@@ -1234,7 +1243,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
 	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
-	DMEMIT("read_bypassed_inactive=%llu\n", c.read_bypassed_inactive);
+	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
+	       c.read_bypassed_inactive, c.read_bypassed_budget);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
@@ -1248,31 +1258,10 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 		DMEMIT("model=none\n");
 	DMEMIT("vdisk_requests=%llu\nvdisk_time_us=%llu\nvdisk_unestimated=%llu\n",
 	       v.requests, redcap_us(v.busy_ns), v.unestimated);
-	sz = redcap_emit_policy(rc, a, w, result, maxlen, sz);
+	sz = redcap_emit_policy(rc, a, w, &b, tun, result, maxlen, sz);
 	kfree(a);
 	kfree(w);
 	return 1;
-}
-
-/* set <key> <value>: the tunables of the adaptive policies. */
-static void redcap_msg_set(struct redcap_c *rc, const struct rc_msg *m)
-{
-	struct rc_cache *c = rc->cc->cache;
-
-	switch (m->key) {
-	case RC_TUN_WINDOW:
-		c->adapt.window = m->uvalue;
-		break;
-	case RC_TUN_MARGIN:
-		c->adapt.margin = m->uvalue;
-		break;
-	case RC_TUN_DWELL:
-		c->adapt.dwell = m->uvalue;
-		break;
-	default:
-		c->caware.interval_ns = (u64)m->uvalue * NSEC_PER_MSEC;
-		break;
-	}
 }
 
 static void redcap_msg_reset_stats(struct redcap_cache *cc)
@@ -1360,7 +1349,7 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		cc->cache->write_policy = m.value;
 		break;
 	case RC_MSG_SET:
-		redcap_msg_set(rc, &m);
+		rc_set_tunable(cc->cache, m.key, m.uvalue);
 		break;
 	default:
 		break;

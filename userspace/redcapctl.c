@@ -93,7 +93,8 @@ static const char redcapctl_help[] =
 "  status       geometry, policy, state and why, counters, model\n"
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
-"  set          policy, write_policy, estimator, window, margin, dwell, decay_ms\n"
+"  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
+"               budget_share, budget_cap_ms\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
@@ -1067,7 +1068,7 @@ static double hit_ratio(uint64_t hits, uint64_t reads)
 
 /* The reads sent to the origin, by why. */
 struct bypass {
-	uint64_t inactive, busy, caware, held, nomem, write;
+	uint64_t inactive, busy, caware, budget, held, nomem, write;
 };
 
 static void bypass_split(const struct stack *k, struct bypass *b)
@@ -1077,9 +1078,10 @@ static void bypass_split(const struct stack *k, struct bypass *b)
 	b->inactive = sv(k, "read_bypassed_inactive");
 	b->busy = sv(k, "read_bypassed_busy");
 	b->caware = sv(k, "caware_bypassed");
+	b->budget = sv(k, "read_bypassed_budget");
 	b->held = sv(k, "read_bypassed_held");
 	b->nomem = sv(k, "read_bypassed_nomem");
-	named = b->inactive + b->busy + b->caware + b->held + b->nomem;
+	named = b->inactive + b->busy + b->caware + b->budget + b->held + b->nomem;
 	/* The rest: a write was in flight to the segment. */
 	b->write = total > named ? total - named : 0;
 }
@@ -1173,6 +1175,7 @@ static json_object *stack_json(const struct stack *k)
 	json_object_object_add(b, "inactive", ju64(bp.inactive));
 	json_object_object_add(b, "busy", ju64(bp.busy));
 	json_object_object_add(b, "caware", ju64(bp.caware));
+	json_object_object_add(b, "budget", ju64(bp.budget));
 	json_object_object_add(b, "held", ju64(bp.held));
 	json_object_object_add(b, "nomem", ju64(bp.nomem));
 	json_object_object_add(b, "write", ju64(bp.write));
@@ -1251,9 +1254,10 @@ static void stack_print(const struct stack *k)
 	       jget(o, "read_bypassed"), jget(o, "read_resent"));
 	b = json_object_object_get(o, "read_bypassed_by_reason");
 	printf("  bypassed:   inactive %" PRIu64 ", busy %" PRIu64 ", C-Aware %" PRIu64
-	       ", suspending %" PRIu64 ", no memory %" PRIu64 ", write in flight %" PRIu64 "\n",
-	       jget(b, "inactive"), jget(b, "busy"), jget(b, "caware"), jget(b, "held"),
-	       jget(b, "nomem"), jget(b, "write"));
+	       ", budget %" PRIu64 ", suspending %" PRIu64 ", no memory %" PRIu64
+	       ", write in flight %" PRIu64 "\n", jget(b, "inactive"), jget(b, "busy"),
+	       jget(b, "caware"), jget(b, "budget"), jget(b, "held"), jget(b, "nomem"),
+	       jget(b, "write"));
 	printf("  hit ratio:  %.1f %%\n",
 	       100.0 * json_object_get_double(json_object_object_get(o, "hit_ratio")));
 	printf("  fills:      %" PRIu64 " (%s), %" PRIu64 " failed\n", jget(o, "fill_ios"),
@@ -1691,6 +1695,7 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 		json_object_object_add(r, "inactive", jrate(rate(p->inactive, q->inactive, dt)));
 		json_object_object_add(r, "busy", jrate(rate(p->busy, q->busy, dt)));
 		json_object_object_add(r, "caware", jrate(rate(p->caware, q->caware, dt)));
+		json_object_object_add(r, "budget", jrate(rate(p->budget, q->budget, dt)));
 		json_object_object_add(r, "held", jrate(rate(p->held, q->held, dt)));
 		json_object_object_add(r, "nomem", jrate(rate(p->nomem, q->nomem, dt)));
 		json_object_object_add(r, "write", jrate(rate(p->write, q->write, dt)));
@@ -1717,10 +1722,11 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 	printf("  hits/s      %10.1f   %.1f %% of the reads\n", hits,
 	       reads > 0 ? 100.0 * hits / reads : 0.0);
 	printf("  misses/s    %10.1f\n", rate(a->misses, b->misses, dt));
-	printf("  bypassed/s  %10.1f   inactive %.1f, busy %.1f, C-Aware %.1f, suspending %.1f,"
-	       " no memory %.1f, write in flight %.1f\n", rate(a->bypassed, b->bypassed, dt),
-	       rate(p->inactive, q->inactive, dt), rate(p->busy, q->busy, dt),
-	       rate(p->caware, q->caware, dt), rate(p->held, q->held, dt),
+	printf("  bypassed/s  %10.1f   inactive %.1f, busy %.1f, C-Aware %.1f, budget %.1f,"
+	       " suspending %.1f, no memory %.1f, write in flight %.1f\n",
+	       rate(a->bypassed, b->bypassed, dt), rate(p->inactive, q->inactive, dt),
+	       rate(p->busy, q->busy, dt), rate(p->caware, q->caware, dt),
+	       rate(p->budget, q->budget, dt), rate(p->held, q->held, dt),
 	       rate(p->nomem, q->nomem, dt), rate(p->write, q->write, dt));
 	printf("  fill MiB/s  %10.1f\n", rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB);
 	if (watch && !isatty(STDOUT_FILENO))
@@ -1811,7 +1817,19 @@ static int cache_load(const char *name, struct stack *k)
 	return 0;
 }
 
-#define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms"
+#define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
+			"budget_share, budget_cap_ms"
+
+/* A key of the target's "set" message. */
+static bool is_tunable(const char *key)
+{
+	int k;
+
+	for (k = 0; k < RC_TUN_NR; k++)
+		if (!strcmp(key, rc_tunable_name((enum rc_tunable)k)))
+			return true;
+	return false;
+}
 
 static int cmd_set(int argc, char **argv)
 {
@@ -1840,8 +1858,7 @@ static int cmd_set(int argc, char **argv)
 			words[j][0] = key;
 			words[j][1] = val;
 			n = 2;
-		} else if (!strcmp(key, "window") || !strcmp(key, "margin") ||
-			   !strcmp(key, "dwell") || !strcmp(key, "decay_ms")) {
+		} else if (is_tunable(key)) {
 			words[j][0] = "set";
 			words[j][1] = key;
 			words[j][2] = val;

@@ -55,14 +55,10 @@ static int config_option(struct sim_config *c, char *opt, const char *spec, char
 		c->write_policy = (enum rc_write_policy)m.value;
 	else if (m.verb == RC_MSG_ESTIMATOR)
 		c->estimator = (enum rc_estimator)m.value;
-	else if (m.key == RC_TUN_WINDOW)
-		c->window = m.uvalue;
-	else if (m.key == RC_TUN_MARGIN)
-		c->margin = m.uvalue;
-	else if (m.key == RC_TUN_DWELL)
-		c->dwell = m.uvalue;
-	else
-		c->decay_ms = m.uvalue;
+	else {
+		c->tun[m.key] = m.uvalue;
+		c->tun_given |= 1u << m.key;
+	}
 	return 0;
 }
 
@@ -115,10 +111,6 @@ int sim_config_parse(const char *spec, struct sim_config *c, char *err)
 	c->policy = (enum rc_policy)p;
 	c->write_policy = RC_WRITE_INVALIDATE;
 	c->estimator = RC_EST_VDISK;
-	c->window = RC_ADAPT_WINDOW;
-	c->margin = RC_ADAPT_MARGIN;
-	c->dwell = RC_ADAPT_DWELL;
-	c->decay_ms = RC_CAWARE_DECAY_MS;
 	for (opt = opts; opt; opt = opts) {
 		opts = strchr(opt, ',');
 		if (opts)
@@ -446,8 +438,7 @@ static void adapt_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_acti
 				     &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, sector, sectors, now, &cvd_ns);
-	rc_adapt_read(&c->adapt, sector, sectors, s->c->seg_sectors, c->sim, vd_ns, vd_ok,
-		      cvd_ns, cvd_ok);
+	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
 }
 
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
@@ -767,10 +758,9 @@ static int cache_setup(struct sim *s)
 	rc_set_policy(s->cache, c->policy);
 	s->cache->write_policy = c->write_policy;
 	s->cache->adapt.estimator = c->estimator;
-	s->cache->adapt.window = c->window;
-	s->cache->adapt.margin = c->margin;
-	s->cache->adapt.dwell = c->dwell;
-	s->cache->caware.interval_ns = (u64)c->decay_ms * 1000000;
+	for (i = 0; i < RC_TUN_NR; i++)
+		if (c->tun_given & (1u << i))
+			rc_set_tunable(s->cache, (enum rc_tunable)i, c->tun[i]);
 	for (i = 0; i < c->nr_segs; i++)
 		s->wait_head[i] = NONE32;
 	return 0;
@@ -782,7 +772,7 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .err = err,
 			 .free_w = NONE32, .model_is_disk = !d->drive,
 			 .frozen = d->frozen || !d->drive };
-	int ret = -1;
+	int ret = -1, i;
 
 	memset(r, 0, sizeof(*r));
 	if (!d->drive && !d->model) {
@@ -827,6 +817,9 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		r->ctr = s.cache->ctr;
 		r->adapt = s.cache->adapt;
 		r->caware = s.cache->caware;
+		r->budget = s.cache->budget;
+		for (i = 0; i < RC_TUN_NR; i++)
+			r->tun[i] = rc_get_tunable(s.cache, (enum rc_tunable)i);
 		r->segments_valid = s.cache->nr_valid;
 		r->segments_ghost = s.cache->nr_ghost;
 		r->active = rc_active(s.cache);

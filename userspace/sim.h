@@ -53,8 +53,7 @@
 #include <stdbool.h>
 
 #include "rc-types.h"
-#include "rc-core.h"
-#include "rc-policy.h"
+#include "rc-args.h"
 #include "vd-drive.h"
 #include "vd-model.h"
 #include "trace.h"
@@ -69,7 +68,8 @@ struct sim_config {
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
 	enum rc_estimator estimator;	/* vdisk unless given, as redcapctl builds */
-	u32 window, margin, dwell, decay_ms;	/* the target's tunables */
+	u32 tun[RC_TUN_NR];		/* "set" tunables given ... */
+	u32 tun_given;			/* ... bit (1 << key) set */
 	char spec[200];			/* as given */
 	/* If set, called every SIM_PROGRESS_EVERY requests completed. */
 	void (*progress)(u64 done, u64 total, void *arg);
@@ -85,7 +85,8 @@ struct sim_config {
  * "64x128k:adaptive+caware,estimator=spk"; size with k, m (or K, M) or in
  * bytes, a power of two of at least 4 KiB; keys write_policy, estimator
  * and the tunables of the target's "set" message (window, margin, dwell,
- * decay_ms), checked by the target's own message parser.  0, or -1 with
+ * decay_ms, budget_share, budget_cap_ms), checked by the target's own
+ * message parser.  0, or -1 with
  * the reason in @err (SIM_ERR_MAX).
  */
 int sim_config_parse(const char *spec, struct sim_config *c, char *err);
@@ -98,6 +99,8 @@ struct sim_result {
 	struct rc_counters ctr;		/* the cache's (zero for bare) */
 	struct rc_adapt adapt;		/* activation-deactivation, at the end */
 	struct rc_caware caware;	/* C-Aware's tracer and rules */
+	struct rc_budget budget;	/* the speculation budget */
+	u32 tun[RC_TUN_NR];		/* the tunables in force */
 	struct vd_vdisk vdisk;		/* the virtual disk of the requests received
 					 * (bare: as the disk received them) */
 	u32 segments_valid, segments_ghost;

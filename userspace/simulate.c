@@ -31,6 +31,7 @@
 	X(read_bypassed_nomem, read_bypassed_nomem)				\
 	X(read_bypassed_held, read_bypassed_held) X(read_resent, read_resent)	\
 	X(read_bypassed_inactive, read_bypassed_inactive)			\
+	X(read_bypassed_budget, read_bypassed_budget)				\
 	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
 	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \
@@ -48,7 +49,7 @@ static void put_str(json_object *o, const char *name, const char *v)
 }
 
 /* The policy half: activation-deactivation and C-Aware, as redcap_emit_policy(). */
-static void policy_json(json_object *st, const struct sim_config *c, const struct sim_result *r)
+static void policy_json(json_object *st, const struct sim_result *r)
 {
 	const struct rc_adapt *a = &r->adapt;
 	const struct rc_caware *w = &r->caware;
@@ -56,10 +57,8 @@ static void policy_json(json_object *st, const struct sim_config *c, const struc
 	int i;
 
 	put_str(st, "estimator", rc_estimator_name(a->estimator));
-	put_u64(st, "window", a->window);
-	put_u64(st, "margin", a->margin);
-	put_u64(st, "dwell", a->dwell);
-	put_u64(st, "decay_ms", c->decay_ms);
+	for (i = 0; i < RC_TUN_NR; i++)
+		put_u64(st, rc_tunable_name((enum rc_tunable)i), r->tun[i]);
 	put_u64(st, "switches", a->switches);
 	put_u64(st, "windows", a->windows);
 	put_u64(st, "windows_unjudged", a->windows_unjudged);
@@ -67,6 +66,10 @@ static void policy_json(json_object *st, const struct sim_config *c, const struc
 	put_u64(st, "est_disk_time_us", a->total_disk_ns / 1000);
 	put_u64(st, "last_cache_time_us", a->last_cache_ns / 1000);
 	put_u64(st, "last_est_disk_time_us", a->last_disk_ns / 1000);
+	json_object_object_add(st, "budget_us",
+			       json_object_new_int64(r->budget.balance / 1000));
+	put_u64(st, "budget_earned_us", r->budget.earned_ns / 1000);
+	put_u64(st, "budget_spent_us", r->budget.spent_ns / 1000);
 	for (i = 1; i <= 6; i++) {
 		snprintf(name, sizeof(name), "caware_rule%d", i);
 		put_u64(st, name, w->rule[i]);
@@ -107,7 +110,7 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	put_u64(st, "vdisk_requests", r->vdisk.requests);
 	put_u64(st, "vdisk_time_us", r->vdisk.busy_ns / 1000);
 	put_u64(st, "vdisk_unestimated", r->vdisk.unestimated);
-	policy_json(st, c, r);
+	policy_json(st, r);
 	json_object_object_add(o, "stats", st);
 	return o;
 }

@@ -310,6 +310,8 @@ static void fuzz(struct words *w)
 		[RC_TUN_MARGIN] = { "margin", 0, 99 },
 		[RC_TUN_DWELL] = { "dwell", 0, 1000 },
 		[RC_TUN_DECAY_MS] = { "decay_ms", 0, 3600000 },
+		[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, 1000000 },
+		[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, 3600000 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
 	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");

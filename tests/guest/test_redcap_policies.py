@@ -94,8 +94,10 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator):
     """Every miss fills 128 KiB for one 4 KiB read: the cache loses (the
     transfer of the rest of the segment), goes inactive within the first
     windows and stays there; the run costs the drive at most 5 % more than
-    the bare disk."""
+    the bare disk.  Activation-deactivation alone: the budget, which would
+    keep most misses from filling, is off."""
     rc = redcap(f"policy adaptive estimator {estimator}")
+    rc.message("set", "budget_share", "0")
     bare, cached, st = compare(disk, rc, *RANDOM)
     assert st["state"] == "inactive"
     assert st["switches"] == 1
@@ -104,6 +106,25 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator):
     assert st["sim_misses"] + st["sim_hits"] == st["read_bypassed"] > 900
     assert st["read_bypassed_inactive"] == st["read_bypassed"]
     assert cached <= 1.05 * bare
+
+
+def test_budget_keeps_a_cold_cache_from_filling_random_misses(disk, redcap):
+    """adaptive+caware as redcapctl create builds it, on the same random
+    reads: without the budget a cold cache fills every miss until the cache
+    is full (C-Aware's rule 6) and the first verdict; with it, about five
+    fills start, then one each time the reads' share has paid for one.
+    What the fills cost beyond their reads stays within what the reads
+    earned and five fills, and the drive works at most 2 % more than on
+    the bare disk (the share is 1/128)."""
+    rc = redcap("policy adaptive+caware estimator vdisk")
+    bare, cached, st = compare(disk, rc, *RANDOM)
+    assert (st["budget_share"], st["budget_cap_ms"]) == (128, 100)
+    assert st["read_bypassed_budget"] > 0
+    assert st["read_misses"] < NSEGS
+    assert st["read_bypassed"] >= st["read_bypassed_budget"] + st["caware_bypassed"]
+    assert st["budget_spent_us"] > 0 and st["budget_earned_us"] > 0
+    assert st["budget_us"] <= 100000
+    assert cached <= 1.02 * bare
 
 
 @pytest.mark.parametrize("estimator", ["spk", "vdisk"])
@@ -249,12 +270,12 @@ def test_policy_switches_under_fio_verify_lose_no_data(ram, dmname):
 def test_tunables_and_estimator_show_in_stats(disk, redcap):
     rc = redcap("policy adaptive+caware")
     for key, value in (("window", "64"), ("margin", "10"), ("dwell", "3"),
-                       ("decay_ms", "250")):
+                       ("decay_ms", "250"), ("budget_share", "0"), ("budget_cap_ms", "7")):
         rc.message("set", key, value)
     rc.message("estimator", "vdisk")
     st = rc.stats()
-    assert (st["window"], st["margin"], st["dwell"], st["decay_ms"], st["estimator"]) == \
-        (64, 10, 3, 250, "vdisk")
+    assert (st["window"], st["margin"], st["dwell"], st["decay_ms"], st["budget_share"],
+            st["budget_cap_ms"], st["estimator"]) == (64, 10, 3, 250, 0, 7, "vdisk")
     assert st["policy"] == "adaptive+caware"
     # Like the policy message, it shows in the table line a reload would keep.
     assert rc.table().endswith(f"{SEG} {NSEGS} 4 policy adaptive+caware estimator vdisk")

@@ -142,6 +142,42 @@ CTEST(message_verbs)
 	CHECK(!message("set decay_ms 3600000", &m));
 	CHECK_EQ(m.key, RC_TUN_DECAY_MS);
 	CHECK_EQ(m.uvalue, 3600000);
+	CHECK(!message("set budget_share 0", &m));
+	CHECK_EQ(m.key, RC_TUN_BUDGET_SHARE);
+	CHECK_EQ(m.uvalue, 0);
+	CHECK(!message("set budget_share 1000000", &m));
+	CHECK_EQ(m.uvalue, 1000000);
+	CHECK(!message("set budget_cap_ms 3600000", &m));
+	CHECK_EQ(m.key, RC_TUN_BUDGET_CAP_MS);
+	CHECK_EQ(m.uvalue, 3600000);
+}
+
+/* Every tunable set through the shared accessor reads back; the cap bounds the balance. */
+CTEST(tunables_set_and_read_back)
+{
+	static const u32 values[RC_TUN_NR] = { 64, 10, 3, 250, 0, 7 };
+	size_t sz = rc_cache_mem_size(4);
+	struct rc_cache c;
+	void *mem = malloc(sz);
+	int k;
+
+	CHECK_EQ(rc_cache_init(&c, mem, 4, 8), 0);
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_WINDOW), RC_ADAPT_WINDOW);
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_DECAY_MS), RC_CAWARE_DECAY_MS);
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
+	c.budget.balance = 50000000;
+	for (k = 0; k < RC_TUN_NR; k++)
+		rc_set_tunable(&c, k, values[k]);
+	for (k = 0; k < RC_TUN_NR; k++)
+		CHECK_EQ(rc_get_tunable(&c, k), values[k]);
+	CHECK_EQ(c.adapt.window, 64);
+	CHECK_EQ(c.caware.interval_ns, 250000000);
+	CHECK_EQ(c.budget.cap_ns, 7000000);
+	CHECK_EQ(c.budget.balance, 7000000);
+	CHECK(!strcmp(rc_tunable_name(RC_TUN_BUDGET_CAP_MS), "budget_cap_ms"));
+	CHECK(!strcmp(rc_tunable_name(RC_TUN_NR), "?"));
+	free(mem);
 }
 
 /* The texts tests/guest/test_redcap_faults.py expects in the kernel log. */
@@ -166,6 +202,8 @@ CTEST(message_errors)
 		{ "set dwell x", "set: dwell must be 0..1000" },
 		{ "set decay_ms 3600001", "set: decay_ms must be 0..3600000" },
 		{ "set margin 0x10", "set: margin must be 0..99" },
+		{ "set budget_share 1000001", "set: budget_share must be 0..1000000" },
+		{ "set budget_cap_ms -1", "set: budget_cap_ms must be 0..3600000" },
 		{ "set margin 18446744073709551626", "set: margin must be 0..99" },
 	};
 	CHECK_REFUSALS(bad, refused_message);

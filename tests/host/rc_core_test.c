@@ -208,6 +208,8 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_held);
 	check_ctr_field(line, "read_bypassed_inactive", g->read_bypassed_inactive,
 			w->read_bypassed_inactive);
+	check_ctr_field(line, "read_bypassed_budget", g->read_bypassed_budget,
+			w->read_bypassed_budget);
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
@@ -224,7 +226,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 23 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 24 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */

@@ -774,7 +774,7 @@ static void stream_init(struct stream *s, enum rc_estimator est)
 
 /*
  * One read of @sectors at @sector through the protocol of the kernel glue:
- * rc_read(), rc_adapt_read(), then the completion.  With estimator vdisk
+ * rc_read(), rc_read_judge(), then the completion.  With estimator vdisk
  * the glue prices the read on a virtual bare disk (vd) and what the cache
  * sends down for it on a virtual disk of its own (cvd): the segment fill of
  * a miss, real or simulated, the read itself on a bypass, nothing on a hit.
@@ -795,7 +795,7 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 		cvd_ns = disk_read(&s->cvdisk, start, seg_sectors);
 	else if (vd && act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ns = disk_read(&s->cvdisk, sector, sectors);
-	rc_adapt_read(&c->adapt, sector, sectors, seg_sectors, c->sim, vd_ns, vd, cvd_ns, vd);
+	rc_read_judge(c, sector, sectors, act, vd_ns, vd, cvd_ns, vd);
 	switch (act) {
 	case RC_READ_FILL:
 		CHECK_EQ(c->sim, RC_SIM_NONE);
@@ -932,6 +932,7 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 
 	ctest_rng = 0x2545f4914f6cdd1dull;
 	stream_init(&s, RC_EST_VDISK);
+	s.c->budget.share = 0;		/* the windows alone (budget_random_reads_...) */
 	/* First, windows with 70% of the reads unpriced: the cache stays on. */
 	for (i = 0; i < 4 * RC_ADAPT_WINDOW; i++) {
 		s.unpriced = i % 10 < 7;
@@ -966,6 +967,187 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 		random_read(&s);
 	CHECK_EQ(s.c->adapt.windows_unjudged, unjudged + 1);
 	CHECK_EQ(s.c->adapt.switches, sw);
+	rm(s.c);
+}
+
+/* --- speculation budget ------------------------------------------------- */
+
+/* Exact arithmetic: a fill pays its price beyond the read's, a hit earns the read's. */
+CTEST(budget_pays_fills_and_earns_served_reads)
+{
+	const s64 net = 40000 - 9880000;	/* one fill below: earns 40 us, pays 9.88 ms */
+	struct rc_budget b;
+	int k;
+
+	rc_budget_init(&b);
+	CHECK_EQ(b.share, RC_BUDGET_SHARE);
+	CHECK_EQ(b.cap_ns, RC_BUDGET_CAP_MS * MS);
+	CHECK_EQ(b.balance, 0);
+	CHECK(rc_budget_allows(&b));
+	/*
+	 * Fills of 15 ms for reads of 5.12 ms: each pays 9.88 ms and earns
+	 * 5.12 / 128 ms.  The first cost is the first mean; the overdraft is
+	 * 4 fills at the mean, so a cold budget lets 5 fills start.
+	 */
+	for (k = 1; k <= 5; k++) {
+		CHECK(rc_budget_allows(&b));
+		rc_budget_read(&b, false, true, 5120000, 15000000);
+		CHECK_EQ(b.balance, k * net);
+		CHECK_EQ(b.fill_ns, 9880000);
+	}
+	CHECK(!rc_budget_allows(&b));
+	CHECK_EQ(b.spent_ns, 5 * 9880000);
+	CHECK_EQ(b.earned_ns, 5 * 40000);
+	/* a bypass earns the share only; a fill cheaper than its read pays nothing */
+	rc_budget_read(&b, false, false, 1280000, 1280000);
+	CHECK_EQ(b.balance, 5 * net + 10000);
+	rc_budget_read(&b, false, true, 1280000, 1000000);
+	CHECK_EQ(b.balance, 5 * net + 20000);
+	CHECK_EQ(b.spent_ns, 5 * 9880000);
+	CHECK_EQ(b.fill_ns, 9880000 * 7 / 8);
+	/* a hit (or a read that waited on a fill) earns the read's price */
+	rc_budget_read(&b, true, false, 6400000, 0);
+	CHECK_EQ(b.balance, 5 * net + 20000 + 6400000 + 50000);
+	CHECK(!rc_budget_allows(&b));	/* -42.7 ms, beyond 4 x 8.645 ms */
+	rc_budget_read(&b, true, false, 12800000, 0);
+	CHECK_EQ(b.balance, 5 * net + 20000 + 6450000 + 12900000);
+	CHECK(rc_budget_allows(&b));	/* -29.83 ms */
+	/* the balance never passes the cap */
+	rc_budget_read(&b, true, false, 500 * MS, 0);
+	CHECK_EQ(b.balance, RC_BUDGET_CAP_MS * MS);
+	CHECK_EQ(b.earned_ns, 5 * 40000 + 20000 + 6450000 + 12900000 + 500 * MS + 500 * MS / 128);
+	rc_budget_reset_stats(&b);
+	CHECK_EQ(b.earned_ns, 0);
+	CHECK_EQ(b.spent_ns, 0);
+	CHECK_EQ(b.balance, RC_BUDGET_CAP_MS * MS);
+	/* share 0: no budget, nothing counted, every fill allowed */
+	b.share = 0;
+	b.balance = -1000 * (s64)MS;
+	CHECK(rc_budget_allows(&b));
+	rc_budget_read(&b, false, true, 0, 1000 * MS);
+	CHECK_EQ(b.spent_ns, 0);
+}
+
+/*
+ * Through rc_read(): with an adaptive policy a miss the budget cannot pay
+ * bypasses (read_bypassed_budget); with policy always the budget is not
+ * consulted; reads the model could not price, or judged while inactive,
+ * leave the balance alone.
+ */
+CTEST(budget_gates_the_misses_of_adaptive_policies)
+{
+	struct rc_cache *c = mk(8, 8);
+	u32 idx = RC_NONE;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	/* fills of 40 ms were paid: the overdraft is 4 fills at their mean */
+	c->budget.fill_ns = 40 * MS;
+	c->budget.balance = -121 * (s64)MS;
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_FILL);
+	rc_read_judge(c, 256, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
+	CHECK_EQ(c->budget.fill_ns, 40 * MS);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	/* unpriced: nothing changes */
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	rc_read_judge(c, 512, 8, RC_READ_BYPASS, 0, false, 0, true);
+	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
+	CHECK_EQ(c->budget.earned_ns, 10000);
+	CHECK_EQ(c->ctr.reads, 2);
+	CHECK_EQ(c->ctr.read_misses, 1);
+	CHECK_EQ(c->ctr.read_bypassed, 1);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 1);
+	/* a hit on the filled segment pays it back: fills start again */
+	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	rc_read_judge(c, 264, 8, RC_READ_HIT, 40 * MS, true, 0, true);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->budget.balance, 10000 - 121 * (s64)MS + 40 * MS / 128);
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_FILL);
+	rc_fill_cancel(c, idx);
+	/* inactive: the simulated cache's prices are not the budget's */
+	rc_adapt_set_active(&c->adapt, false);
+	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	rc_read_judge(c, 768, 8, RC_READ_BYPASS, 1280000, true, 41280000, true);
+	CHECK_EQ(c->budget.balance, 10000 - 121 * (s64)MS + 40 * MS / 128);
+	/* policy always: misses fill whatever the balance */
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	c->budget.balance = -1000 * (s64)MS;
+	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	rc_read_judge(c, 1024, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	CHECK_EQ(c->budget.balance, -1000 * (s64)MS);
+	rc_fill_cancel(c, idx);
+	rm(c);
+}
+
+/*
+ * The bound, on an adversarial stream: random misses whose fills never
+ * pay, with prices drawn anew for each read (a fill up to 1000 times its
+ * read).  Whatever the draw, the balance never falls below
+ * -(RC_BUDGET_OVERDRAFT + 1) x the dearest fill, so what fills cost beyond
+ * their reads never exceeds what the share earned by more than that.
+ */
+CTEST(budget_bound_holds_on_an_adversarial_random_stream)
+{
+	struct rc_cache *c = mk(64, 8);
+	u64 max_spend = 0, spent = 0, fills = 0, vd, cvd;
+	u32 i, idx;
+	enum rc_read_action act;
+
+	ctest_rng = 0x9e3779b97f4a7c15ull;
+	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;	/* no verdict: the budget alone */
+	for (i = 0; i < 200000; i++) {
+		idx = RC_NONE;
+		vd = 1000 + ctest_rand(20 * MS);
+		cvd = vd + ctest_rand(1000 * vd);
+		act = rc_read(c, (u64)i << 8, &idx);	/* a new segment each time */
+		if (act == RC_READ_FILL && cvd - vd > max_spend)
+			max_spend = cvd - vd;
+		rc_read_judge(c, (u64)i << 8, 8, act, vd, true, act == RC_READ_FILL ? cvd : vd,
+			      true);
+		if (act == RC_READ_FILL) {
+			fills++;
+			spent += cvd - vd;
+			CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+			rc_unpin(c, idx);
+		}
+		CHECK(c->budget.balance >= -(s64)((RC_BUDGET_OVERDRAFT + 1) * max_spend));
+	}
+	CHECK_EQ(c->budget.spent_ns, spent);
+	CHECK(spent <= c->budget.earned_ns + (RC_BUDGET_OVERDRAFT + 1) * max_spend);
+	CHECK_EQ(c->ctr.read_misses, fills);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 200000 - fills);
+	CHECK_EQ(c->ctr.read_hits, 0);
+	CHECK(fills > 0 && fills < 200000 / 100);
+	rm(c);
+}
+
+/*
+ * Random 4 KiB reads on the synthetic disk: a fill costs 0.992 ms more
+ * than its read (124 KiB more transfer) and never serves a hit; each read
+ * earns 1/128 of its 12.18 ms.  The budget lets about one miss in ten
+ * fill, and the cache stays on, within the margin of the bare disk.
+ */
+CTEST(budget_random_reads_fill_little)
+{
+	struct stream s;
+	u32 i;
+
+	ctest_rng = 0x2545f4914f6cdd1dull;
+	stream_init(&s, RC_EST_VDISK);
+	for (i = 0; i < 5000; i++)
+		random_read(&s);
+	CHECK(rc_active(s.c));
+	CHECK_EQ(s.c->adapt.switches, 0);
+	CHECK_EQ(s.hits, 0);
+	CHECK_EQ(s.c->ctr.read_bypassed_budget, s.bypasses);
+	CHECK_EQ(s.fills + s.bypasses, 5000);
+	/* the share of 5000 reads pays 5000 x 12.182 / 128 / 0.992 = 479.6 fills */
+	CHECK(s.fills >= 475 && s.fills <= 485);
+	CHECK(s.c->budget.spent_ns <= s.c->budget.earned_ns +
+	      (RC_BUDGET_OVERDRAFT + 1) * (248 * XFER_NS));
 	rm(s.c);
 }
 

@@ -617,8 +617,8 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl set x write_policy=", ["invalidate", "update"]),
     ("redcapctl set x estimator=v", ["vdisk"]),
     ("redcapctl set x window=", []),
-    ("redcapctl set x policy=off ", ["dwell=", "decay_ms=", "estimator=", "margin=", "window=",
-                                     "write_policy="]),
+    ("redcapctl set x policy=off ", ["budget_cap_ms=", "budget_share=", "dwell=", "decay_ms=",
+                                     "estimator=", "margin=", "window=", "write_policy="]),
     ("redcapctl model ", ["load", "save", "train"]),
     ("redcapctl model train x --", ["--help", "--max-kib", "--seed", "--time", "--write"]),
     ("redcapctl model save x --", ["--help", "--if-present"]),
@@ -639,7 +639,8 @@ def test_a_key_is_offered_without_a_space_after_it():
 
 def test_the_set_keys_and_values_are_the_codes():
     src = read(os.path.join(TOP, "userspace", "redcapctl.c"))
-    keys = re.search(r'#define SET_KEYS\s+"([^"]+)"', src).group(1).split(", ")
+    macro = re.search(r'#define SET_KEYS\s+((?:"[^"]*"\s*\\?\s*)+)', src).group(1)
+    keys = "".join(re.findall(r'"([^"]*)"', macro)).split(", ")
     policies = re.search(r'#define POLICIES\s+"one of ([^"]+)"', src).group(1).split(", ")
     assert candidates("redcapctl set x ") == sorted(k + "=" for k in keys)
     assert candidates("redcapctl set x policy=") == sorted(policies)

@@ -302,8 +302,13 @@ def kernel_stats_names():
     import re
     src = open(os.path.join(TOP, "dm-redcap", "redcap-target.c")).read()
     body = src[src.index("static unsigned int redcap_emit_policy"):
-               src.index("/* set <key> <value>")]
+               src.index("static void redcap_msg_reset_stats")]
     names = set(re.findall(r'(?:"|\\n)([a-z_0-9]+)=%', body))
+    args = open(os.path.join(TOP, "dm-redcap", "rc-args.c")).read()
+    table = args[args.index("} rc_tunables[RC_TUN_NR] = {"):]
+    tunables = re.findall(r'\] = \{ "(\w+)"', table[:table.index("};")])
+    assert len(tunables) == 6, tunables
+    names |= set(tunables)
     names.discard("caware_rule%d")
     names |= {f"caware_rule{i}" for i in range(1, 7)}
     policy = open(os.path.join(TOP, "dm-redcap", "rc-policy.c")).read()
