@@ -398,7 +398,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
-	if (c->adapt.switching && !rc_budget_allows(&c->budget)) {
+	if (rc_budgeted(c) && !rc_budget_allows(&c->budget)) {
 		c->ctr.read_bypassed_budget++;
 		goto bypass;
 	}
@@ -420,7 +420,7 @@ bypass:
 void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
 		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
-	if (c->adapt.switching && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
+	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
 		rc_budget_read(&c->budget, act == RC_READ_HIT || act == RC_READ_WAIT,
 			       act == RC_READ_FILL, vd_ns, cvd_ns);
 	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
@@ -667,6 +667,7 @@ bool rc_drop_some(struct rc_cache *c, u32 budget)
 		c->nr_valid--;
 		rc_free_push(c, i);
 	}
+	rc_budget_cold(&c->budget);	/* what it earned was earned on what is gone */
 	return true;
 }
 

@@ -157,7 +157,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * GHOST entries standing for segments that hold no data, and c->sim says
  * what the cache would have done.  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
- * with an adaptive policy, a miss fills only while the budget allows.
+ * with rc_budgeted(), a miss fills only while the budget allows.
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
 
@@ -167,7 +167,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
  * the cache sent down for it (a fill, the read itself on a bypass, 0 on a
  * hit), or would have while inactive; a false @..._ok means the model
  * could not price it.  Feeds the adaptive state (rc_adapt_read()) and,
- * with an adaptive policy and the cache active, the budget.
+ * with rc_budgeted() and the cache active, the budget.
  */
 void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
 		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
@@ -284,7 +284,7 @@ u32 rc_drop_all(struct rc_cache *c);
 
 /*
  * Drop at most @budget idle entries (VALID unpinned, GHOST); true when none
- * is left.  rc_drop_all() in steps, for callers that drop their lock
+ * is left, and then the speculation budget starts again from 0.  rc_drop_all() in steps, for callers that drop their lock
  * between them.
  */
 bool rc_drop_some(struct rc_cache *c, u32 budget);
@@ -320,6 +320,17 @@ static inline bool rc_active(const struct rc_cache *c)
 static inline bool rc_policy_caware(enum rc_policy p)
 {
 	return p == RC_POLICY_CAWARE || p == RC_POLICY_ADAPTIVE_CAWARE;
+}
+
+/*
+ * The budget gates the misses: an adaptive policy trusting the model
+ * (estimator vdisk).  With spk, whose windows are measured, a model below
+ * that has not yet seen a kind of request could price fills that pay as
+ * losses.
+ */
+static inline bool rc_budgeted(const struct rc_cache *c)
+{
+	return c->adapt.switching && c->adapt.estimator == RC_EST_VDISK;
 }
 
 /* True if no entry is FILLING or pinned. */

@@ -281,6 +281,12 @@ void rc_budget_reset_stats(struct rc_budget *b)
 	b->spent_ns = 0;
 }
 
+void rc_budget_cold(struct rc_budget *b)
+{
+	b->balance = 0;
+	b->red = 0;
+}
+
 void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns)
 {
 	u64 earn = 0, spend = 0;
@@ -293,14 +299,16 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 		earn = vd_ns;
 	else if (fill && cvd_ns > vd_ns)
 		spend = cvd_ns - vd_ns;
-	if (fill)	/* the first fill's cost is the first mean */
-		b->fill_ns = b->fill_ns ? (7 * b->fill_ns + spend) / 8 : spend;
+	if (fill && b->balance < 0)
+		b->red++;
 	earn += rc_div64(vd_ns, b->share);
 	b->earned_ns += earn;
 	b->spent_ns += spend;
 	b->balance += (s64)earn - (s64)spend;
 	if (b->balance > (s64)b->cap_ns)
 		b->balance = b->cap_ns;
+	if (b->balance >= 0)
+		b->red = 0;
 }
 
 /* --- C-Aware ---------------------------------------------------------- */

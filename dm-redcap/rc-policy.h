@@ -144,12 +144,12 @@ int rc_estimator_parse(const char *name);
  * disk's price of the read); it earns the bare price of each read the
  * cache serves (a hit, or a read that waited on a fill), and 1/share of
  * the bare price of every read, so that a drained budget tries again
- * after a while.  A miss fills only while the balance covers all but
- * RC_BUDGET_OVERDRAFT fills (at their mean cost: the hits that pay for a
- * fill come after it, and several streams may be starting at once), and
- * the balance never exceeds the cap: whatever the reads, fills that never
- * pay cost at most the cap, RC_BUDGET_OVERDRAFT + 1 fills, and 1/share of
- * the bare disk's time.  Only reads both virtual disks priced count (estimator
+ * after a while.  A miss fills while the balance is not negative, and
+ * RC_BUDGET_OVERDRAFT more while it is (the hits that pay for a fill come
+ * after it, and several streams may be starting at once); the balance
+ * never exceeds the cap.  Whatever the reads, fills that never pay cost
+ * at most the cap, RC_BUDGET_OVERDRAFT + 1 fills and 1/share of the bare
+ * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
  */
 #define RC_BUDGET_SHARE		128
@@ -162,7 +162,7 @@ struct rc_budget {
 	s64 balance;		/* ns */
 	u32 share;		/* every read earns 1/share of its price; 0: no budget */
 	u64 cap_ns;
-	u64 fill_ns;		/* mean cost of a fill (EWMA, 1/8, from the first) */
+	u32 red;		/* fills started since the balance went negative */
 	u64 earned_ns, spent_ns;	/* totals */
 };
 
@@ -171,10 +171,13 @@ void rc_budget_init(struct rc_budget *b);
 /* Forget the totals (not the balance or the tunables). */
 void rc_budget_reset_stats(struct rc_budget *b);
 
+/* The cache was emptied: start again from a balance of 0. */
+void rc_budget_cold(struct rc_budget *b);
+
 /* Whether a miss may fill now. */
 static inline bool rc_budget_allows(const struct rc_budget *b)
 {
-	return !b->share || b->balance + (s64)(RC_BUDGET_OVERDRAFT * b->fill_ns) >= 0;
+	return !b->share || b->balance >= 0 || b->red < RC_BUDGET_OVERDRAFT;
 }
 
 /*

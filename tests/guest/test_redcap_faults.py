@@ -232,7 +232,8 @@ BAD_MESSAGES = [
     ("set_not_decimal", "set margin 0x10", "set: margin must be 0..99"),
     ("set_budget_share_too_big", "set budget_share 1000001",
      "set: budget_share must be 0..1000000"),
-    ("set_budget_cap_negative", "set budget_cap_ms -1", "set: budget_cap_ms must be 0..3600000"),
+    ("set_budget_cap_too_long", "set budget_cap_ms 3600001",
+     "set: budget_cap_ms must be 0..3600000"),
 ]
 
 

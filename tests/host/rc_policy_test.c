@@ -986,14 +986,14 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 	CHECK(rc_budget_allows(&b));
 	/*
 	 * Fills of 15 ms for reads of 5.12 ms: each pays 9.88 ms and earns
-	 * 5.12 / 128 ms.  The first cost is the first mean; the overdraft is
-	 * 4 fills at the mean, so a cold budget lets 5 fills start.
+	 * 5.12 / 128 ms.  One fill at a balance of 0, then the overdraft of 4:
+	 * a cold budget lets 5 fills start.
 	 */
 	for (k = 1; k <= 5; k++) {
 		CHECK(rc_budget_allows(&b));
 		rc_budget_read(&b, false, true, 5120000, 15000000);
 		CHECK_EQ(b.balance, k * net);
-		CHECK_EQ(b.fill_ns, 9880000);
+		CHECK_EQ(b.red, k - 1);
 	}
 	CHECK(!rc_budget_allows(&b));
 	CHECK_EQ(b.spent_ns, 5 * 9880000);
@@ -1004,22 +1004,27 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 	rc_budget_read(&b, false, true, 1280000, 1000000);
 	CHECK_EQ(b.balance, 5 * net + 20000);
 	CHECK_EQ(b.spent_ns, 5 * 9880000);
-	CHECK_EQ(b.fill_ns, 9880000 * 7 / 8);
+	CHECK_EQ(b.red, 5);		/* it was a fill all the same */
 	/* a hit (or a read that waited on a fill) earns the read's price */
 	rc_budget_read(&b, true, false, 6400000, 0);
 	CHECK_EQ(b.balance, 5 * net + 20000 + 6400000 + 50000);
-	CHECK(!rc_budget_allows(&b));	/* -42.7 ms, beyond 4 x 8.645 ms */
-	rc_budget_read(&b, true, false, 12800000, 0);
-	CHECK_EQ(b.balance, 5 * net + 20000 + 6450000 + 12900000);
-	CHECK(rc_budget_allows(&b));	/* -29.83 ms */
+	CHECK(!rc_budget_allows(&b));	/* still -42.7 ms */
+	rc_budget_read(&b, true, false, 42800000, 0);
+	CHECK_EQ(b.balance, 5 * net + 20000 + 6450000 + 43134375);
+	CHECK_EQ(b.red, 0);		/* +0.18 ms: the overdraft is whole again */
+	CHECK(rc_budget_allows(&b));
 	/* the balance never passes the cap */
 	rc_budget_read(&b, true, false, 500 * MS, 0);
 	CHECK_EQ(b.balance, RC_BUDGET_CAP_MS * MS);
-	CHECK_EQ(b.earned_ns, 5 * 40000 + 20000 + 6450000 + 12900000 + 500 * MS + 500 * MS / 128);
+	CHECK_EQ(b.earned_ns, 5 * 40000 + 20000 + 6450000 + 43134375 + 500 * MS + 500 * MS / 128);
 	rc_budget_reset_stats(&b);
 	CHECK_EQ(b.earned_ns, 0);
 	CHECK_EQ(b.spent_ns, 0);
 	CHECK_EQ(b.balance, RC_BUDGET_CAP_MS * MS);
+	b.red = 3;
+	rc_budget_cold(&b);
+	CHECK_EQ(b.balance, 0);
+	CHECK_EQ(b.red, 0);
 	/* share 0: no budget, nothing counted, every fill allowed */
 	b.share = 0;
 	b.balance = -1000 * (s64)MS;
@@ -1040,13 +1045,14 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	u32 idx = RC_NONE;
 
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
-	/* fills of 40 ms were paid: the overdraft is 4 fills at their mean */
-	c->budget.fill_ns = 40 * MS;
+	c->adapt.estimator = RC_EST_VDISK;
+	/* 3 fills of the overdraft are used: one more may start */
+	c->budget.red = 3;
 	c->budget.balance = -121 * (s64)MS;
 	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_FILL);
 	rc_read_judge(c, 256, 8, RC_READ_FILL, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
-	CHECK_EQ(c->budget.fill_ns, 40 * MS);
+	CHECK_EQ(c->budget.red, 4);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	/* unpriced: nothing changes */
@@ -1058,11 +1064,21 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	CHECK_EQ(c->ctr.read_misses, 1);
 	CHECK_EQ(c->ctr.read_bypassed, 1);
 	CHECK_EQ(c->ctr.read_bypassed_budget, 1);
+	/* with estimator spk the budget neither gates nor counts */
+	c->adapt.estimator = RC_EST_SPK;
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_FILL);
+	rc_read_judge(c, 512, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
+	rc_fill_cancel(c, idx);
+	c->adapt.estimator = RC_EST_VDISK;
+	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 2);
 	/* a hit on the filled segment pays it back: fills start again */
 	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
-	rc_read_judge(c, 264, 8, RC_READ_HIT, 40 * MS, true, 0, true);
+	rc_read_judge(c, 264, 8, RC_READ_HIT, 170 * MS, true, 0, true);
 	rc_unpin(c, idx);
-	CHECK_EQ(c->budget.balance, 10000 - 121 * (s64)MS + 40 * MS / 128);
+	CHECK_EQ(c->budget.balance, 10000 + 9 * (s64)MS + 170 * MS / 128);
+	CHECK_EQ(c->budget.red, 0);
 	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
 	/* inactive: the simulated cache's prices are not the budget's */
@@ -1070,8 +1086,13 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	rc_read_judge(c, 768, 8, RC_READ_BYPASS, 1280000, true, 41280000, true);
-	CHECK_EQ(c->budget.balance, 10000 - 121 * (s64)MS + 40 * MS / 128);
+	CHECK_EQ(c->budget.balance, 10000 + 9 * (s64)MS + 170 * MS / 128);
 	/* policy always: misses fill whatever the balance */
+	/* emptying the cache starts the budget again from 0 */
+	c->budget.red = 2;
+	CHECK(rc_drop_some(c, 8));
+	CHECK_EQ(c->budget.balance, 0);
+	CHECK_EQ(c->budget.red, 0);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	c->budget.balance = -1000 * (s64)MS;
 	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
@@ -1097,6 +1118,7 @@ CTEST(budget_bound_holds_on_an_adversarial_random_stream)
 
 	ctest_rng = 0x9e3779b97f4a7c15ull;
 	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	c->adapt.estimator = RC_EST_VDISK;
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;	/* no verdict: the budget alone */
 	for (i = 0; i < 200000; i++) {
 		idx = RC_NONE;
