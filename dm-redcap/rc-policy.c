@@ -271,7 +271,7 @@ int rc_estimator_parse(const char *name)
 void rc_budget_init(struct rc_budget *b)
 {
 	memset(b, 0, sizeof(*b));
-	b->share = RC_BUDGET_SHARE;
+	b->share = RC_BUDGET_SHARE_DEFAULT;
 	b->cap_ns = (u64)RC_BUDGET_CAP_MS * 1000000;
 }
 

@@ -152,6 +152,12 @@ int rc_estimator_parse(const char *name);
  * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
  */
+/*
+ * Off unless set: priced by a model that takes a backward read for a short
+ * forward skip, TAC's fills look like break-even and the budget starves
+ * them (docs/redcap.rst).  RC_BUDGET_SHARE is the share to set.
+ */
+#define RC_BUDGET_SHARE_DEFAULT	0
 #define RC_BUDGET_SHARE		128
 #define RC_BUDGET_MAX_SHARE	1000000u
 #define RC_BUDGET_CAP_MS	100

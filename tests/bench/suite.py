@@ -73,7 +73,10 @@ POLICIES = {
     "adaptive-vdisk": "4 policy adaptive estimator vdisk",
     "caware": "2 policy caware",
     "adaptive+caware": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-budget": "4 policy adaptive+caware estimator vdisk",
 }
+# What a configuration sets after its table is loaded ("set <key> <value>").
+TUNABLES = {"adaptive+caware-budget": [("budget_share", "128")]}
 CONFIGS = (["bare"] + [f"redcap-{g}-always" for g in GEOMETRIES] +
            [f"redcap-64x128k-{p}" for p in POLICIES if p != "always"] +
            ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff", "warm"])
@@ -325,6 +328,8 @@ class Stack:
             segs, seg_sectors = GEOMETRIES[m.group(1)]
             self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} "
                                f"{POLICIES[m.group(2)]}")
+            for key, value in TUNABLES.get(m.group(2), []):
+                dm_message("bench-rc", "set", key, value)
             self.redcap = "bench-rc"
         elif config == "readahead":
             self.readahead = (vd, sh(BUSYBOX, "blockdev", "--getra", vd).stdout.strip())

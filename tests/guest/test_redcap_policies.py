@@ -9,6 +9,7 @@ over a RAM disk.  Nothing asserts on wall-clock time: the emulated drive's
 own accounting (emu_busy_us, the modelled service time of every request it
 served) is deterministic for a request stream and seed, so "faster than the
 bare disk" is judged on the drive's busy time for the same fio job."""
+import contextlib
 import threading
 import time
 
@@ -28,16 +29,22 @@ def ram():
         yield dev
 
 
-@pytest.fixture(scope="module")
-def disk(ram):
-    """emulate hdd7200 over the RAM disk, and the measuring vdisk over it,
+@contextlib.contextmanager
+def trained_disk(ram, name, profile):
+    """emulate @profile over the RAM disk, and the measuring vdisk over it,
     trained like a disk in service: random 4 KiB and 128 KiB reads."""
     n = dev_sectors(ram)
-    with Dm("pol-emu", f"0 {n} vdisk {ram} 4 mode emulate profile hdd7200") as emu, \
-            Dm("pol-meas", f"0 {n} vdisk {emu.path}") as meas:
+    with Dm(f"{name}-emu", f"0 {n} vdisk {ram} 4 mode emulate profile {profile}") as emu, \
+            Dm(f"{name}-meas", f"0 {n} vdisk {emu.path}") as meas:
         fio(meas.path, "--rw=randread", "--bs=4k", "--number_ios=400", "--randseed=1")
         fio(meas.path, "--rw=randread", "--bs=128k", "--number_ios=300", "--randseed=2")
         yield emu, meas
+
+
+@pytest.fixture(scope="module")
+def disk(ram):
+    with trained_disk(ram, "pol", "hdd7200") as d:
+        yield d
 
 
 def drive_busy_us(emu, dev, *fio_args):
@@ -113,15 +120,11 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator):
 
 @pytest.fixture(scope="module")
 def disk15k(ram):
-    """The same, on an emulated hdd15k: a 4 KiB read within the RAM disk
-    costs about 3.2 ms, mostly rotation, and a 128 KiB fill 2.6 ms more
-    (the bench's largest loss, +17..+19 % before the budget)."""
-    n = dev_sectors(ram)
-    with Dm("pol15-emu", f"0 {n} vdisk {ram} 4 mode emulate profile hdd15k") as emu, \
-            Dm("pol15-meas", f"0 {n} vdisk {emu.path}") as meas:
-        fio(meas.path, "--rw=randread", "--bs=4k", "--number_ios=400", "--randseed=1")
-        fio(meas.path, "--rw=randread", "--bs=128k", "--number_ios=300", "--randseed=2")
-        yield emu, meas
+    """The hdd15k: a random 4 KiB read within the RAM disk costs about
+    5.7 ms, and a 128 KiB fill 2.6 ms more (the bench's largest loss,
+    +17..+19 % before the budget)."""
+    with trained_disk(ram, "pol15", "hdd15k") as d:
+        yield d
 
 
 def test_budget_keeps_a_cold_cache_from_filling_random_misses(disk15k, dmname):

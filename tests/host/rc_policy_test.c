@@ -932,7 +932,6 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 
 	ctest_rng = 0x2545f4914f6cdd1dull;
 	stream_init(&s, RC_EST_VDISK);
-	s.c->budget.share = 0;		/* the windows alone (budget_random_reads_...) */
 	/* First, windows with 70% of the reads unpriced: the cache stays on. */
 	for (i = 0; i < 4 * RC_ADAPT_WINDOW; i++) {
 		s.unpriced = i % 10 < 7;
@@ -980,7 +979,8 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 	int k;
 
 	rc_budget_init(&b);
-	CHECK_EQ(b.share, RC_BUDGET_SHARE);
+	CHECK_EQ(b.share, 0);			/* off unless set */
+	b.share = RC_BUDGET_SHARE;
 	CHECK_EQ(b.cap_ns, RC_BUDGET_CAP_MS * MS);
 	CHECK_EQ(b.balance, 0);
 	CHECK(rc_budget_allows(&b));
@@ -1046,6 +1046,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
+	c->budget.share = RC_BUDGET_SHARE;
 	/* 3 fills of the overdraft are used: one more may start */
 	c->budget.red = 3;
 	c->budget.balance = -121 * (s64)MS;
@@ -1119,6 +1120,7 @@ CTEST(budget_bound_holds_on_an_adversarial_random_stream)
 	ctest_rng = 0x9e3779b97f4a7c15ull;
 	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
 	c->adapt.estimator = RC_EST_VDISK;
+	c->budget.share = RC_BUDGET_SHARE;
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;	/* no verdict: the budget alone */
 	for (i = 0; i < 200000; i++) {
 		idx = RC_NONE;
@@ -1159,6 +1161,7 @@ CTEST(budget_random_reads_fill_little)
 
 	ctest_rng = 0x2545f4914f6cdd1dull;
 	stream_init(&s, RC_EST_VDISK);
+	s.c->budget.share = RC_BUDGET_SHARE;
 	for (i = 0; i < 5000; i++)
 		random_read(&s);
 	CHECK(rc_active(s.c));

@@ -432,7 +432,7 @@ static struct vd_model *trained_model(void **mem)
 
 CTEST(sim_adaptive_turns_off_on_random_reads_and_judges_while_off)
 {
-	/* without the budget, which would keep most fills from starting */
+	/* budget_share=0 as the default, said: the windows alone */
 	static const char * const specs[] = { "64x128k:adaptive,estimator=vdisk,budget_share=0",
 					      "64x128k:adaptive,estimator=spk,budget_share=0" };
 	struct trace *t = reads_4k(true, 2000);
@@ -467,10 +467,11 @@ CTEST(sim_adaptive_turns_off_on_random_reads_and_judges_while_off)
 }
 
 /*
- * The budget on the same random reads, as redcapctl create builds the
- * cache.  Without it every miss fills until C-Aware or the first verdict
- * stops them; with it a miss fills only when what the reads earned pays
- * for what the model says the fill costs beyond its read.  On a run as
+ * The budget (budget_share 128) on the same random reads, in the cache
+ * redcapctl create builds.  Without it every miss fills until C-Aware or
+ * the first verdict stops them; with it a miss fills only when what the
+ * reads earned pays for what the model says the fill costs beyond its
+ * read.  On a run as
  * short as the bench's (256 reads) that is most of the loss; on a long
  * one the loss stays within the share (1/128) the reads earn.
  */
@@ -478,8 +479,8 @@ static void budget_case(u32 n, struct sim_result *bare, struct sim_result *with,
 			struct sim_result *without)
 {
 	struct trace *t = reads_4k(true, n);
-	struct sim_config c1 = config("64x128k:adaptive+caware");
-	struct sim_config c0 = config("64x128k:adaptive+caware,budget_share=0");
+	struct sim_config c1 = config("64x128k:adaptive+caware,budget_share=128");
+	struct sim_config c0 = config("64x128k:adaptive+caware");		/* off */
 	struct sim_disk d = *hdd();
 	void *mem;
 	struct vd_model *m = trained_model(&mem);
