@@ -284,8 +284,8 @@ u32 rc_drop_all(struct rc_cache *c);
 
 /*
  * Drop at most @budget idle entries (VALID unpinned, GHOST); true when none
- * is left, and then the speculation budget starts again from 0.  rc_drop_all() in steps, for callers that drop their lock
- * between them.
+ * is left, and then the speculation budget starts again from 0.
+ * rc_drop_all() in steps, for callers that drop their lock between them.
  */
 bool rc_drop_some(struct rc_cache *c, u32 budget);
 

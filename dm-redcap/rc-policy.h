@@ -151,8 +151,7 @@ int rc_estimator_parse(const char *name);
  * at most the cap, RC_BUDGET_OVERDRAFT + 1 fills and 1/share of the bare
  * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
- */
-/*
+ *
  * Off unless set: priced by a model that takes a backward read for a short
  * forward skip, TAC's fills look like break-even and the budget starves
  * them (docs/redcap.rst).  RC_BUDGET_SHARE is the share to set.
