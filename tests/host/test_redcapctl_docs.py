@@ -642,6 +642,11 @@ def test_the_set_keys_and_values_are_the_codes():
     macro = re.search(r'#define SET_KEYS\s+((?:"[^"]*"\s*\\?\s*)+)', src).group(1)
     keys = "".join(re.findall(r'"([^"]*)"', macro)).split(", ")
     policies = re.search(r'#define POLICIES\s+"one of ([^"]+)"', src).group(1).split(", ")
+    # the tunables named in the usage text are the target's, in its order
+    args = read(os.path.join(TOP, "dm-redcap", "rc-args.c"))
+    table = args[args.index("} rc_tunables[RC_TUN_NR] = {"):]
+    tunables = re.findall(r'\] = \{ "(\w+)"', table[:table.index("};")])
+    assert keys == ["policy", "write_policy", "estimator"] + tunables
     assert candidates("redcapctl set x ") == sorted(k + "=" for k in keys)
     assert candidates("redcapctl set x policy=") == sorted(policies)
     assert candidates("redcapctl create x y --policy ") == sorted(policies)
