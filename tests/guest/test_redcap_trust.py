@@ -247,6 +247,28 @@ def abort_suspend(dm, reader):
     assert info.stdout.strip() == "Active"
 
 
+def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64, dmname):
+    """join_or_report's failure path, which only a stuck test would reach:
+    a read held 3 s by dm-delay outlives a 0.5 s join, and the failure
+    names it, with sysrq-w's blocked tasks, the threads' kernel stacks and
+    the dm tables.  The read then completes."""
+    sh("modprobe", "dm-delay")
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
+        with slow_down(slow, loop64, n):
+            reader = threading.Thread(target=read_blocks, args=(slow.path, 0, BLOCK),
+                                      daemon=True)
+            reader.start()
+            with pytest.raises(AssertionError) as failed:
+                join_or_report([reader], 0.5)
+            join_or_report([reader], 30)
+    text = str(failed.value)
+    assert text.startswith("1 of 1 threads still blocked after 0.5 s\n"), text
+    assert "Show Blocked State" in text, text
+    assert f"{slow.name}: 0 {n} delay " in text, text
+    assert "\ntask " in text, text
+
+
 def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
     """A suspend killed while it waits for a read (the origin delays it 3 s)
     is undone: presuspend_undo lets misses fill again.  On 503ac65
