@@ -21,8 +21,22 @@ SECTOR = 512
 SLOW = 6 if os.uname().release.endswith("-redcap-debug") else 1
 
 
-def sh(*args, check=True, input=None):
-    r = subprocess.run(args, capture_output=True, text=True, input=input)
+def sh(*args, check=True, input=None, timeout=300 * SLOW, report=True):
+    """Run a command; a non-zero exit raises (unless not @check), and so does
+    one still running after @timeout seconds, with what the kernel says about
+    the tasks that wait (blocked_report) taken before the command is killed:
+    a command the kernel never lets finish fails its test, it does not hang
+    the suite."""
+    with subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        try:
+            out, err = p.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            why = blocked_report() if report else ""
+            p.kill()
+            raise AssertionError(f"{' '.join(args)}: still running after {timeout} s\n"
+                                 f"{why}") from None
+    r = subprocess.CompletedProcess(args, p.returncode, out, err)
     if check and r.returncode:
         raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
     return r
@@ -234,7 +248,11 @@ def blocked_report():
         except OSError as e:
             out.append(f"task {tid}: {e}")
     for cmd in (("dmsetup", "info", "-c"), ("dmsetup", "table"), ("dmsetup", "status")):
-        r = sh(*cmd, check=False)
+        try:
+            r = sh(*cmd, check=False, timeout=30, report=False)
+        except AssertionError as e:
+            out.append(str(e))
+            continue
         out.append(f"{' '.join(cmd)}:\n{r.stdout.rstrip()}{r.stderr.rstrip()}")
     return "\n".join(out)
 

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The guest suite's own guards (conftest.py): a test past its timeout fails
+with the kernel's view of the tasks that wait, and the suite goes on; a test
+stuck where no signal reaches it ends the run with the same view, instead of
+sitting silent until the guest is killed."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from dmtest import Dm, dev_sectors, sh
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def run_nested(tmp_path, body, env=None):
+    """pytest on one test file @body, beside the suite's conftest.py."""
+    os.symlink(os.path.join(HERE, "conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_nested.py").write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, **(env or {})})
+
+
+def test_a_test_past_its_timeout_fails_with_the_kernels_view_and_the_next_runs(tmp_path):
+    r = run_nested(tmp_path, """
+        import time
+        import pytest
+
+        @pytest.mark.timeout(2)
+        def test_sleeps():
+            time.sleep(60)
+
+        def test_next():
+            pass
+    """)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Failed: Timeout >2.0s" in r.stdout, out
+    assert "the kernel's view at the timeout" in r.stdout, out
+    assert "Show Blocked State" in r.stdout, out
+    assert "1 failed, 1 passed" in r.stdout, out
+
+
+def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path, loop64, dmname):
+    """A read dm-delay holds 8 s, in the test's main thread: the SIGALRM at
+    1 s cannot end it; the watchdog does, 2 s later."""
+    sh("modprobe", "dm-delay")
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
+        sh("udevadm", "control", "--stop-exec-queue")     # no blkid through the delay
+        try:
+            slow.reload(f"0 {n} delay {loop64} 0 8000")
+            sh("dmsetup", "resume", "--noudevsync", slow.name)
+            r = run_nested(tmp_path, """
+                import os
+                import pytest
+                from dmtest import aligned
+
+                @pytest.mark.timeout(1)
+                def test_stuck():
+                    fd = os.open(os.environ["STUCK_DEV"], os.O_RDONLY | os.O_DIRECT)
+                    os.preadv(fd, [aligned(4096)], 0)
+            """, env={"STUCK_DEV": slow.path, "REDCAP_STUCK_GRACE": "2"})
+            slow.reload(f"0 {n} delay {loop64} 0 0")
+            sh("dmsetup", "resume", "--noudevsync", slow.name)
+        finally:
+            sh("udevadm", "control", "--start-exec-queue")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "test_nested.py::test_stuck: still running 3 s after it started, in a wait " \
+           "no signal ends" in r.stderr, r.stderr
+    assert "Show Blocked State" in r.stderr, r.stderr
+    assert f"{slow.name}: 0 {n} delay " in r.stderr, r.stderr
+    assert 'test_nested.py", line 9 in test_stuck' in r.stderr, r.stderr
