@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import random
+import re
 import signal
 import struct
 import subprocess
@@ -229,22 +230,47 @@ def slow_down(delay, dev, n):
     with udev_held():
         delay.reload(f"0 {n} delay {dev} 0 3000")
         sh("dmsetup", "resume", "--noudevsync", delay.name)
-        yield
-        delay.reload(f"0 {n} delay {dev} 0 0")
-        sh("dmsetup", "resume", "--noudevsync", delay.name)
+        try:
+            yield
+        finally:
+            delay.reload(f"0 {n} delay {dev} 0 0")
+            sh("dmsetup", "resume", "--noudevsync", delay.name)
+
+
+def in_kernel_function(pid, name):
+    """Whether the task @pid is in the kernel function @name (its stack)."""
+    try:
+        with open(f"/proc/{pid}/stack") as f:
+            return any(re.search(rf"\] {name}\+0x", line) for line in f)
+    except OSError:
+        return False
+
+
+def reads_in_flight(dm):
+    """Reads @dm has started and not completed (the block layer's count)."""
+    with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dm.path))}/inflight") as f:
+        return int(f.read().split()[0])
 
 
 def abort_suspend(dm, reader):
     """Start `dmsetup suspend` of @dm while the thread @reader waits on a
-    delayed read, kill it while it waits, and check the suspend was undone."""
+    delayed read, kill it once it is in dm_suspend (the kill lands while dm
+    waits for that read, whatever the guest's speed), and check the suspend
+    was undone.  If the read completed first, the suspend did too: the
+    device is resumed and the test fails, saying so."""
     susp = subprocess.Popen(["dmsetup", "suspend", dm.name], stderr=subprocess.PIPE)
-    time.sleep(0.5)
-    assert susp.poll() is None, "suspend did not wait for the delayed read"
+    deadline = time.monotonic() + 30
+    while not in_kernel_function(susp.pid, "dm_suspend") and susp.poll() is None:
+        assert time.monotonic() < deadline, "dmsetup suspend never reached dm_suspend"
+        time.sleep(0.005)
     susp.send_signal(signal.SIGKILL)
     susp.wait(timeout=30)
     join_or_report([reader], 60)
     info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", dm.name)
-    assert info.stdout.strip() == "Active"
+    if info.stdout.strip() != "Active":
+        dm.resume()
+        raise AssertionError("the suspend ended before the kill: the delayed read "
+                             "completed before dmsetup reached dm_suspend")
 
 
 def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64, dmname):
@@ -709,7 +735,10 @@ def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
             reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK),
                                       daemon=True)
             reader.start()
-            time.sleep(0.3)
+            deadline = time.monotonic() + 10
+            while reads_in_flight(emu) == 0:
+                assert time.monotonic() < deadline, "the read never reached the device"
+                time.sleep(0.01)
             abort_suspend(emu, reader)
         # The delay below is gone (emu itself is not touched): reads are fast again.
         emu.message("reset_stats")
