@@ -85,7 +85,10 @@ def _stuck(item, limit):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     marker = item.get_closest_marker("timeout")
-    limit = (marker.args[0] if marker and marker.args else TEST_TIMEOUT) + STUCK_GRACE
+    limit = TEST_TIMEOUT
+    if marker:
+        limit = marker.args[0] if marker.args else marker.kwargs.get("timeout", limit)
+    limit += STUCK_GRACE
     watchdog = threading.Timer(limit, _stuck, args=(item, limit))
     watchdog.daemon = True
     watchdog.start()
