@@ -231,6 +231,34 @@ def read_pattern(dev, blocks, seed, bs=BLOCK):
         os.close(fd)
 
 
+@contextlib.contextmanager
+def udev_held():
+    """No udev rule runs in the with block: a change event (a reload, a
+    writer closing a device) would have blkid read the device, through the
+    cache under test.  The events run after it."""
+    sh("udevadm", "control", "--stop-exec-queue")
+    try:
+        yield
+    finally:
+        sh("udevadm", "control", "--start-exec-queue")
+
+
+@contextlib.contextmanager
+def slow_down(delay, dev, n, ms=3000):
+    """Make the dm-delay device @delay (over @dev, @n sectors) hold every
+    read @ms milliseconds for the with block.  Only once the stack over it
+    is built, and with udev held: blkid would read every device of the
+    stack, @ms a read."""
+    with udev_held():
+        delay.reload(f"0 {n} delay {dev} 0 {ms}")
+        sh("dmsetup", "resume", "--noudevsync", delay.name)
+        try:
+            yield
+        finally:
+            delay.reload(f"0 {n} delay {dev} 0 0")
+            sh("dmsetup", "resume", "--noudevsync", delay.name)
+
+
 def blocked_report():
     """What the kernel says about tasks that wait: sysrq-w's list of blocked
     tasks (into the kernel log, returned from there), the kernel stacks of

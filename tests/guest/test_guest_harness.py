@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
-from dmtest import Dm, dev_sectors, sh
+import pytest
+
+from dmtest import BLOCK, Dm, dev_sectors, join_or_report, read_blocks, sh, slow_down
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -48,10 +51,7 @@ def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path,
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
-        sh("udevadm", "control", "--stop-exec-queue")     # no blkid through the delay
-        try:
-            slow.reload(f"0 {n} delay {loop64} 0 8000")
-            sh("dmsetup", "resume", "--noudevsync", slow.name)
+        with slow_down(slow, loop64, n, 8000):
             r = run_nested(tmp_path, """
                 import os
                 import pytest
@@ -62,13 +62,31 @@ def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path,
                     fd = os.open(os.environ["STUCK_DEV"], os.O_RDONLY | os.O_DIRECT)
                     os.preadv(fd, [aligned(4096)], 0)
             """, env={"STUCK_DEV": slow.path, "REDCAP_STUCK_GRACE": "2"})
-            slow.reload(f"0 {n} delay {loop64} 0 0")
-            sh("dmsetup", "resume", "--noudevsync", slow.name)
-        finally:
-            sh("udevadm", "control", "--start-exec-queue")
     assert r.returncode == 3, r.stdout + r.stderr
     assert "test_nested.py::test_stuck: still running 3 s after it started, in a wait " \
            "no signal ends" in r.stderr, r.stderr
     assert "Show Blocked State" in r.stderr, r.stderr
     assert f"{slow.name}: 0 {n} delay " in r.stderr, r.stderr
     assert 'test_nested.py", line 9 in test_stuck' in r.stderr, r.stderr
+
+
+def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64, dmname):
+    """join_or_report's failure path, which only a stuck test would reach:
+    a read held 3 s by dm-delay outlives a 0.5 s join, and the failure
+    names it, with sysrq-w's blocked tasks, the threads' kernel stacks and
+    the dm tables.  The read then completes."""
+    sh("modprobe", "dm-delay")
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
+        with slow_down(slow, loop64, n):
+            reader = threading.Thread(target=read_blocks, args=(slow.path, 0, BLOCK),
+                                      daemon=True)
+            reader.start()
+            with pytest.raises(AssertionError) as failed:
+                join_or_report([reader], 0.5)
+            join_or_report([reader], 30)
+    text = str(failed.value)
+    assert text.startswith("1 of 1 threads still blocked after 0.5 s\n"), text
+    assert "Show Blocked State" in text, text
+    assert f"{slow.name}: 0 {n} delay " in text, text
+    assert "\ntask " in text, text

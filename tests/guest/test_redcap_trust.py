@@ -8,7 +8,6 @@ registration and aborted suspend.
 Some windows are too narrow to hit by load alone: the modules make check
 loads are test builds (FAULT_INJECTION=1), whose fi_* parameters widen
 them.  These tests need them and fail, not skip, without."""
-import contextlib
 import fcntl
 import os
 import random
@@ -22,7 +21,8 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, disk_reads,
-                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, sh, write_stamped)
+                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, sh, slow_down,
+                    write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -210,33 +210,6 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
     assert st["read_misses"] >= 20
 
 
-@contextlib.contextmanager
-def udev_held():
-    """No udev rule runs in the with block: a change event (a reload, a
-    writer closing a device) would have blkid read the device, through the
-    cache under test.  The events run after it."""
-    sh("udevadm", "control", "--stop-exec-queue")
-    try:
-        yield
-    finally:
-        sh("udevadm", "control", "--start-exec-queue")
-
-
-@contextlib.contextmanager
-def slow_down(delay, dev, n):
-    """Make the dm-delay device @delay hold every read 3 s for the with
-    block.  Only once the stack over it is built, and with udev held: blkid
-    would read every device of the stack, 3 s a read."""
-    with udev_held():
-        delay.reload(f"0 {n} delay {dev} 0 3000")
-        sh("dmsetup", "resume", "--noudevsync", delay.name)
-        try:
-            yield
-        finally:
-            delay.reload(f"0 {n} delay {dev} 0 0")
-            sh("dmsetup", "resume", "--noudevsync", delay.name)
-
-
 def in_kernel_function(pid, name):
     """Whether the task @pid is in the kernel function @name (its stack)."""
     try:
@@ -271,28 +244,6 @@ def abort_suspend(dm, reader):
         dm.resume()
         raise AssertionError("the suspend ended before the kill: the delayed read "
                              "completed before dmsetup reached dm_suspend")
-
-
-def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64, dmname):
-    """join_or_report's failure path, which only a stuck test would reach:
-    a read held 3 s by dm-delay outlives a 0.5 s join, and the failure
-    names it, with sysrq-w's blocked tasks, the threads' kernel stacks and
-    the dm tables.  The read then completes."""
-    sh("modprobe", "dm-delay")
-    n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
-        with slow_down(slow, loop64, n):
-            reader = threading.Thread(target=read_blocks, args=(slow.path, 0, BLOCK),
-                                      daemon=True)
-            reader.start()
-            with pytest.raises(AssertionError) as failed:
-                join_or_report([reader], 0.5)
-            join_or_report([reader], 30)
-    text = str(failed.value)
-    assert text.startswith("1 of 1 threads still blocked after 0.5 s\n"), text
-    assert "Show Blocked State" in text, text
-    assert f"{slow.name}: 0 {n} delay " in text, text
-    assert "\ntask " in text, text
 
 
 def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
