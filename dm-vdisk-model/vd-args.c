@@ -200,6 +200,18 @@ static int vd_parse_dir(const char *s, enum vd_dir *dir)
 	return 0;
 }
 
+/* A seek distance in sectors, with '-' in front when backward. */
+static int vd_parse_distance(const char *s, s64 *distance)
+{
+	bool back = *s == '-';
+	u64 d;
+
+	if (rc_parse_u64(s + back, ~0ULL >> 1, &d))
+		return -1;
+	*distance = back ? -(s64)d : (s64)d;
+	return 0;
+}
+
 /* What kstrtobool() takes for on and off. */
 static int vd_parse_bool(const char *s, bool *on)
 {
@@ -311,9 +323,9 @@ const char *vd_parse_message(unsigned int argc, char **argv, u32 rows, u32 cols,
 		return NULL;
 	case VD_MSG_ESTIMATE:
 		if (vd_parse_dir(argv[1], &m->dir) ||
-		    rc_parse_u64(argv[2], ~0ULL, &m->distance) ||
+		    vd_parse_distance(argv[2], &m->distance) ||
 		    rc_parse_u32(argv[3], &m->sectors) || !m->sectors)
-			return "estimate: usage: estimate <r|w> <distance sectors> <size sectors>";
+			return "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>";
 		return NULL;
 	case VD_MSG_TABLE:
 		return vd_parse_rows(argv, rows, m, buf, len);

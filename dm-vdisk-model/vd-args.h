@@ -55,7 +55,7 @@ struct vd_msg {
 	enum vd_mode mode;		/* mode */
 	bool train;			/* train */
 	enum vd_dir dir;		/* estimate, table, load */
-	u64 distance;			/* estimate */
+	s64 distance;			/* estimate: negative backward */
 	u32 sectors;			/* estimate */
 	u32 row, nr_rows;		/* table: first and count; load: the row */
 	unsigned int first_cell;	/* load: argv index of the first cell */

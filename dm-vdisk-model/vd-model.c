@@ -7,7 +7,7 @@
 
 #define VD_MAX_COLS	(VD_POW2_COLS + 1 + (1u << 20))	/* 1 PiB */
 
-u32 vd_model_cols(u64 capacity)
+u32 vd_model_fwd_cols(u64 capacity)
 {
 	u64 g;
 
@@ -17,6 +17,11 @@ u32 vd_model_cols(u64 capacity)
 	if (g > VD_MAX_COLS - VD_POW2_COLS - 1)
 		g = VD_MAX_COLS - VD_POW2_COLS - 1;
 	return VD_POW2_COLS + 1 + (u32)g;
+}
+
+u32 vd_model_cols(u64 capacity)
+{
+	return vd_model_fwd_cols(capacity) + VD_BACK_COLS;
 }
 
 static u64 vd_cells(u64 capacity, u32 rows)
@@ -61,6 +66,7 @@ int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
 	memset(m, 0, sizeof(*m));
 	m->rows = rows;
 	m->cols = vd_model_cols(capacity);
+	m->fwd_cols = vd_model_fwd_cols(capacity);
 	m->capacity = capacity;
 	m->nr_rings = vd_pool_rings(capacity, rows, max_rings);
 	for (d = 0; d < VD_NR_DIRS; d++) {
@@ -116,17 +122,18 @@ static int vd_fls64(u64 x)
 	return r;
 }
 
-u32 vd_model_col(const struct vd_model *m, u64 distance)
+u32 vd_model_col(const struct vd_model *m, s64 distance)
 {
-	u64 c;
+	u64 d = distance < 0 ? -(u64)distance : (u64)distance, c;
 
-	if (!distance)
+	if (!d)
 		return 0;
-	if (distance < VD_GIB_SECTORS)
-		c = distance < VD_ROW_SECTORS ? 1 : 1 + vd_fls64(distance / VD_ROW_SECTORS);
-	else
-		c = VD_POW2_COLS + distance / VD_GIB_SECTORS;
-	return c < m->cols ? (u32)c : m->cols - 1;
+	if (d < VD_GIB_SECTORS) {
+		c = d < VD_ROW_SECTORS ? 1 : 1 + vd_fls64(d / VD_ROW_SECTORS);
+		return distance < 0 ? m->fwd_cols - 1 + (u32)c : (u32)c;
+	}
+	c = VD_POW2_COLS + d / VD_GIB_SECTORS;
+	return c < m->fwd_cols ? (u32)c : m->fwd_cols - 1;
 }
 
 u32 vd_model_row(const struct vd_model *m, u32 sectors)
@@ -250,7 +257,7 @@ static u64 vd_last_row_sectors(const struct vd_model *m)
 	return (u64)m->rows * VD_ROW_SECTORS;
 }
 
-void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
+void vd_model_add(struct vd_model *m, enum vd_dir dir, s64 distance,
 		  u32 sectors, u64 ns)
 {
 	u32 row = vd_model_row(m, sectors), col = vd_model_col(m, distance);
@@ -296,27 +303,53 @@ static bool vd_col_mean(const struct vd_model *m, enum vd_dir dir, u32 col,
 	return true;
 }
 
+/*
+ * The mean of the filled column nearest @col among columns @first..@end - 1
+ * (the lower one on a tie).
+ */
+static bool vd_nearest_mean(const struct vd_model *m, enum vd_dir dir, u32 col,
+			    u32 first, u32 end, u64 *ns)
+{
+	s64 lo = vd_prev_filled(&m->t[dir], col);
+	s64 hi = vd_next_filled(&m->t[dir], m->cols, col);
+
+	if (lo < first)
+		lo = -1;
+	if (hi >= end)
+		hi = -1;
+	if (lo >= 0 && (hi < 0 || col - lo <= hi - col))
+		return vd_col_mean(m, dir, (u32)lo, ns);
+	return hi >= 0 && vd_col_mean(m, dir, (u32)hi, ns);
+}
+
 bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
-		       u64 distance, u32 sectors, u64 *ns)
+		       s64 distance, u32 sectors, u64 *ns)
 {
 	u32 row = vd_model_row(m, sectors), col = vd_model_col(m, distance);
 	const struct vd_cell *c = vd_cell(m, dir, row, col);
 	u64 last = vd_last_row_sectors(m);
-	bool found = false;
-	s64 lo, hi;
+	u32 fwd = m->fwd_cols, back;
+	bool found;
 
+	/* An empty backward column answers as its forward twin would. */
+	if (col >= fwd && !m->t[dir].col_filled[col]) {
+		col -= fwd - 1;
+		c = vd_cell(m, dir, row, col);
+	}
 	*ns = 0;
 	if (c->n) {
 		*ns = vd_cell_mean(c);
 		found = true;
+	} else if (col >= fwd) {
+		found = vd_col_mean(m, dir, col, ns);
 	} else {
-		/* The mean of the nearest filled column; the lower one on a tie. */
-		lo = vd_prev_filled(&m->t[dir], col);
-		hi = vd_next_filled(&m->t[dir], m->cols, col);
-		if (lo >= 0 && (hi < 0 || col - lo <= hi - col))
-			found = vd_col_mean(m, dir, (u32)lo, ns);
-		else if (hi >= 0)
-			found = vd_col_mean(m, dir, (u32)hi, ns);
+		/*
+		 * The nearest filled forward column; the backward ones, from
+		 * the twin of @col, only when no forward column has samples.
+		 */
+		back = fwd - 1 + (!col ? 1 : col > VD_BACK_COLS ? VD_BACK_COLS : col);
+		found = vd_nearest_mean(m, dir, col, 0, fwd, ns) ||
+			vd_nearest_mean(m, dir, back, fwd, m->cols, ns);
 	}
 	if (found && sectors > last)
 		*ns = rc_div64(*ns * sectors, last);
@@ -363,18 +396,40 @@ int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 	return 0;
 }
 
+s64 vd_seek_distance(const struct vd_seek *s, u64 sector)
+{
+	s64 best = (s64)sector, d;
+	u32 i, k;
+
+	for (i = 0; i < s->nr; i++) {
+		/* Newest first, so that a tie keeps the newer end. */
+		k = (s->next + VD_SEEK_ENDS - 1 - i) % VD_SEEK_ENDS;
+		d = (s64)(sector - s->end[k]);
+		if (!i || (d < 0 ? -d : d) < (best < 0 ? -best : best))
+			best = d;
+	}
+	return best;
+}
+
+void vd_seek_note(struct vd_seek *s, u64 end)
+{
+	s->end[s->next] = end;
+	s->next = (s->next + 1) % VD_SEEK_ENDS;
+	if (s->nr < VD_SEEK_ENDS)
+		s->nr++;
+}
+
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
 {
 	u64 start = now > v->busy_until ? now : v->busy_until;
-	u64 distance = sector > v->next_sector ? sector - v->next_sector :
-						 v->next_sector - sector;
+	s64 distance = vd_seek_distance(&v->seek, sector);
 	u64 ns;
 
 	if (!vd_model_estimate(m, dir, distance, sectors, &ns))
 		v->unestimated++;
 	v->busy_until = start + ns;
-	v->next_sector = sector + sectors;
+	vd_seek_note(&v->seek, sector + sectors);
 	v->requests++;
 	v->busy_ns += ns;
 	return v->busy_until;

@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Portable core of the vdisk latency model: read and write tables indexed by
- * request size x inter-request distance, and the virtual disk that replays a
+ * request size x seek distance, and the virtual disk that replays a
  * request stream through them.  Shared by dm-vdisk, dm-redcap and the tests.
  *
  * Table geometry (after the virtual-disk paper, section III-A):
  *  - rows: request size in 4 KiB units, row r holds sizes (r*4, (r+1)*4] KiB;
  *    a larger request than the last row is scaled from the last row.
- *  - columns: inter-request distance |start - end of previous request|:
- *    column 0 is distance 0; columns 1..18 are [4 KiB * 2^(c-1), 4 KiB * 2^c)
- *    (column 1 also takes distances under 4 KiB); column 18 + g is
- *    [g GiB, (g+1) GiB) for g >= 1, up to the capacity.
+ *  - columns: the seek distance, start - end of a recent request (struct
+ *    vd_seek: of the nearest of the last VD_SEEK_ENDS requests), signed:
+ *    forward (>= 0) and backward distances cost a drive differently, since
+ *    its read-ahead serves a short forward skip and not a short step back.
+ *    The F forward columns: column 0 is distance 0; columns 1..18 are
+ *    [4 KiB * 2^(c-1), 4 KiB * 2^c) (column 1 also takes distances under
+ *    4 KiB); column 18 + g is [g GiB, (g+1) GiB) for g >= 1, up to the
+ *    capacity.  Then VD_BACK_COLS backward columns: column F - 1 + c holds
+ *    the backward distances of forward column c, for c = 1..18; a backward
+ *    distance of 1 GiB or more shares the forward column (a long seek costs
+ *    the same both ways).  cols = F + VD_BACK_COLS.
  *  - each cell averages its last VD_WINDOW samples (ns).
- *  - an empty cell answers with its column's average (of its cells' means),
- *    else with the nearest column that has samples (the shorter distance on
- *    a tie).
+ *  - an empty cell answers with its column's average (of its cells' means);
+ *    in an empty forward column, with the nearest forward column that has
+ *    samples (the shorter distance on a tie), or, when no forward column
+ *    has any, the backward column nearest its twin; in an empty backward
+ *    column, as the forward column of the same length would.  So tables
+ *    learnt without direction (version 2 files, the forward columns only)
+ *    price a backward distance as the forward one of its length.
  *
  * Memory: each cell keeps a 16-byte summary; the 64-sample rings (256 bytes)
  * come from a pool sized at init and are handed out to cells as they get
@@ -33,6 +44,8 @@
 #define VD_WINDOW		64	/* samples averaged per cell */
 #define VD_ROW_SECTORS		8	/* 4 KiB per row */
 #define VD_POW2_COLS		18	/* 4 KiB .. 1 GiB */
+#define VD_BACK_COLS		VD_POW2_COLS	/* backward, up to 1 GiB */
+#define VD_SEEK_ENDS		4	/* request ends a distance is taken from */
 #define VD_GIB_SECTORS		(1ULL << 21)
 #define VD_DEFAULT_ROWS		64	/* 4 KiB .. 256 KiB */
 #define VD_MAX_ROWS		2048	/* 8 MiB requests */
@@ -68,6 +81,7 @@ struct vd_table {
 struct vd_model {
 	u32 rows;
 	u32 cols;
+	u32 fwd_cols;		/* forward columns, then VD_BACK_COLS backward */
 	u64 capacity;		/* sectors; sets the number of columns */
 	struct vd_table t[VD_NR_DIRS];
 	u32 (*rings)[VD_WINDOW];
@@ -78,9 +92,11 @@ struct vd_model {
 };
 
 /*
- * Columns needed for a disk of @capacity sectors (>= 1).
+ * Columns needed for a disk of @capacity sectors (>= 1), and how many of
+ * them are forward (the columns of a table without direction).
  */
 u32 vd_model_cols(u64 capacity);
+u32 vd_model_fwd_cols(u64 capacity);
 
 /*
  * Bytes vd_model_init() needs for this geometry, or 0 if it is invalid
@@ -99,8 +115,8 @@ int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
 /* Forgets every sample; geometry and memory stay. */
 void vd_model_reset(struct vd_model *m);
 
-/* Column of an inter-request distance in sectors. */
-u32 vd_model_col(const struct vd_model *m, u64 distance);
+/* Column of a seek distance in sectors (negative: backward). */
+u32 vd_model_col(const struct vd_model *m, s64 distance);
 
 /* Row of a request size in sectors (>= 1); oversize requests get the last. */
 u32 vd_model_row(const struct vd_model *m, u32 sectors);
@@ -110,7 +126,7 @@ u32 vd_model_row(const struct vd_model *m, u32 sectors);
  * request larger than the last row is recorded scaled down to that row's
  * size.
  */
-void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
+void vd_model_add(struct vd_model *m, enum vd_dir dir, s64 distance,
 		  u32 sectors, u64 ns);
 
 /*
@@ -118,7 +134,7 @@ void vd_model_add(struct vd_model *m, enum vd_dir dir, u64 distance,
  * Returns false, with *ns = 0, when the table of @dir has no sample at all.
  */
 bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
-		       u64 distance, u32 sectors, u64 *ns);
+		       s64 distance, u32 sectors, u64 *ns);
 
 /*
  * One cell as saved by a table dump: sample count and sum (ns).
@@ -137,14 +153,40 @@ int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 		      u32 n, u64 sum);
 
 /*
+ * Where a request's seek distance is taken from: the ends of the last
+ * VD_SEEK_ENDS requests.  A drive's cache holds a segment around each
+ * recent request, so a read that continues any of them, not only the
+ * latest, is a short skip.  Before any request the head is at sector 0.
+ */
+struct vd_seek {
+	u64 end[VD_SEEK_ENDS];
+	u32 nr;			/* ends kept, up to VD_SEEK_ENDS */
+	u32 next;		/* slot the next end overwrites */
+};
+
+static inline void vd_seek_init(struct vd_seek *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Signed distance of a request at @sector from the nearest kept end (the
+ * smallest |distance|; the newer end on a tie).
+ */
+s64 vd_seek_distance(const struct vd_seek *s, u64 sector);
+
+/* Keeps the end of a request (its last sector + 1), dropping the oldest. */
+void vd_seek_note(struct vd_seek *s, u64 end);
+
+/*
  * The virtual disk: a single server fed a request stream in arrival order.
  * Each request starts when it arrives or when the previous one ends,
  * whichever is later, and takes the model's estimate for its size and its
- * distance from the previous virtual request.
+ * seek distance (struct vd_seek) among the virtual requests.
  */
 struct vd_vdisk {
 	u64 busy_until;		/* ns: when the last request completes */
-	u64 next_sector;	/* end of the previous virtual request */
+	struct vd_seek seek;	/* ends of the last virtual requests */
 	u64 requests;
 	u64 busy_ns;		/* sum of service times: the virtual I/O time */
 	u64 unestimated;	/* requests the model could not price (empty) */

@@ -74,7 +74,7 @@ struct vdisk_c {
 	spinlock_t lock;		/* protects everything below */
 	enum vd_mode mode;
 	bool draining;			/* suspending: hold nothing back */
-	u64 next_sector;		/* end of the previous request */
+	struct vd_seek seek;		/* ends of the last requests */
 	u64 last_done;			/* ns: latest completion */
 	u32 inflight;
 	u64 busy_since;
@@ -95,7 +95,7 @@ struct vdisk_c {
  */
 struct vdisk_pb {
 	u64 start;		/* ns at map */
-	u64 distance;		/* sectors from the previous request's end */
+	s64 distance;		/* seek distance (vd_seek_distance()) */
 	u64 deadline;		/* emulate: ns at which the bio completes */
 	u64 service;		/* emulate: the drive's time for it */
 	u32 sectors;		/* size at map: bi_iter is spent at end_io */
@@ -145,7 +145,7 @@ struct vdisk_model *vdisk_model_get(dev_t dev)
 EXPORT_SYMBOL_GPL(vdisk_model_get);
 
 bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
-			  u64 distance, u32 sectors, u64 *ns)
+			  s64 distance, u32 sectors, u64 *ns)
 {
 	unsigned long flags;
 	bool r;
@@ -467,9 +467,8 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	pb->start = now;
 
 	spin_lock_irqsave(&vc->lock, flags);
-	pb->distance = sector > vc->next_sector ? sector - vc->next_sector :
-						  vc->next_sector - sector;
-	vc->next_sector = sector + pb->sectors;
+	pb->distance = vd_seek_distance(&vc->seek, sector);
+	vd_seek_note(&vc->seek, sector + pb->sectors);
 	if (!vc->inflight++)
 		vc->busy_since = now;
 	vdisk_model_vdisk_submit(vc->vm, &vc->self, dir, sector, pb->sectors, now);
@@ -702,7 +701,7 @@ static void vdisk_reset_stats(struct vdisk_c *vc)
 	spin_unlock_irq(&vc->lock);
 }
 
-/* estimate <r|w> <distance sectors> <size sectors>: microseconds. */
+/* estimate <r|w> <[-]distance sectors> <size sectors>: microseconds. */
 static int vdisk_estimate_msg(struct vdisk_c *vc, const struct vd_msg *m, char *result,
 			      unsigned int maxlen)
 {
@@ -806,7 +805,7 @@ static int vdisk_reset(struct vdisk_c *vc)
 	spin_lock_irq(&vc->lock);
 	vd_vdisk_init(&vc->self);
 	vd_drive_reset(&vc->drive);
-	vc->next_sector = 0;
+	vd_seek_init(&vc->seek);
 	spin_unlock_irq(&vc->lock);
 	return 0;
 }

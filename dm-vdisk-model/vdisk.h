@@ -24,12 +24,12 @@ struct vdisk_model *vdisk_model_get(dev_t dev);
 void vdisk_model_put(struct vdisk_model *vm);
 
 /*
- * Estimated service time in ns of a request of @sectors at @distance
- * sectors from the end of the previous one.  Returns false (and *ns = 0)
+ * Estimated service time in ns of a request of @sectors at seek @distance
+ * (sectors from the end of a recent request, negative backward).  Returns false (and *ns = 0)
  * while the model has no sample of that direction.  Any context.
  */
 bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
-			  u64 distance, u32 sectors, u64 *ns);
+			  s64 distance, u32 sectors, u64 *ns);
 
 /*
  * Feeds one request arriving at @now (ns, ktime_get_ns()) to the caller's

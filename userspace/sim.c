@@ -226,7 +226,7 @@ struct waiter {
  */
 struct sample {
 	u64 done;
-	u64 distance;
+	s64 distance;
 	u64 service;
 	u32 sectors;
 	enum vd_dir dir;
@@ -241,7 +241,7 @@ struct sim {
 	bool frozen;			/* the model learns nothing */
 	struct vd_model *model;		/* the measuring vdisk's model */
 	void *model_mem;
-	u64 meas_next;			/* end of the measuring vdisk's previous request */
+	struct vd_seek meas_seek;	/* the measuring vdisk's recent request ends */
 	u64 meas_last_done;
 	struct sample *q;		/* samples in flight, a ring */
 	size_t q_head, q_nr, q_cap;
@@ -321,8 +321,8 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	struct sample x = { .dir = dir, .sectors = sectors };
 	u64 service, unest = s->mdisk.unestimated;
 
-	x.distance = sector > s->meas_next ? sector - s->meas_next : s->meas_next - sector;
-	s->meas_next = sector + sectors;
+	x.distance = vd_seek_distance(&s->meas_seek, sector);
+	vd_seek_note(&s->meas_seek, sector + sectors);
 	if (s->model_is_disk) {
 		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now);
 		if (s->mdisk.unestimated != unest) {

@@ -196,7 +196,7 @@ static struct vd_model *read_model(const char *file, u64 capacity, void **mem)
 	if (info.window != VD_WINDOW)
 		die("simulate: --model: %s: window=%u, the model keeps %u samples a cell", file,
 		    info.window, VD_WINDOW);
-	if (info.rows > VD_MAX_ROWS || info.cols != vd_model_cols(capacity))
+	if (info.rows > VD_MAX_ROWS || vdt_device_cols(&info) != vd_model_cols(capacity))
 		die("simulate: --model: %s: tables of rows=%u cols=%u do not fit a disk of %llu "
 		    "sectors", file, info.rows, info.cols, (unsigned long long)capacity);
 	m = new_model(capacity, info.rows, mem);
@@ -219,7 +219,8 @@ static uint32_t model_row(void *arg, char dir, uint32_t row, struct vdt_cell *ce
 /* What the model layer learnt, as model save writes it; the disk's id: sim-<disk>. */
 static void save_model(const char *file, const struct vd_model *m, const char *disk)
 {
-	struct vdt_file_info info = { m->rows, m->cols, VD_WINDOW, m->capacity };
+	struct vdt_file_info info = { .rows = m->rows, .cols = m->cols, .window = VD_WINDOW,
+				      .capacity = m->capacity };
 	char *id;
 
 	if (asprintf(&id, "sim-%s", disk) < 0)

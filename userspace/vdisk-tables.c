@@ -26,10 +26,15 @@
 #include <unistd.h>
 
 #include "dmctl.h"
+#include "vd-model.h"
 #include "vdisk-tables.h"
 
 #define TABLES_MAGIC		"vdisk-tables"
-#define TABLES_VERSION		2	/* written; 1 (no capacity, no id) is still read */
+/*
+ * Written: 3.  Still read: 2 (no backward columns) and 1 (no capacity, no
+ * id either).
+ */
+#define TABLES_VERSION		3
 #define MAX_ROWS_PER_QUERY	16	/* rows per "table" message ... */
 #define MAX_CELLS_PER_QUERY	1024	/* ... fewer when the rows are wide */
 #define MAX_ROWS		(1u << 20)
@@ -38,7 +43,7 @@
 #define BLOCK			4096u
 
 #define EXPECTED_V1	"bad header (expected '" TABLES_MAGIC " 1 rows=<R> cols=<C> window=<W>')"
-#define EXPECTED_V2	"bad header (expected '" TABLES_MAGIC " 2 rows=<R> cols=<C> window=<W>" \
+#define EXPECTED	"bad header (expected '" TABLES_MAGIC " 3 rows=<R> cols=<C> window=<W>" \
 			" capacity=<sectors> id=<disk>')"
 
 /* What to undo when the program exits, on success or on error. */
@@ -347,9 +352,10 @@ struct tfile {
 	char *line;
 	size_t cap;
 	unsigned int lineno;
+	uint32_t version;
 	struct geom g;
-	uint64_t capacity;	/* version 2: of the disk the tables were learnt on */
-	char *id;		/* version 2: that disk's identity; NULL in version 1 */
+	uint64_t capacity;	/* version >= 2: of the disk the tables were learnt on */
+	char *id;		/* version >= 2: that disk's identity; NULL in version 1 */
 	struct row r;
 	uint64_t cells;		/* filled cells read so far */
 };
@@ -382,7 +388,7 @@ static const char *tfile_line(struct tfile *t)
 static void tfile_header(struct tfile *t)
 {
 	uint64_t version, rows, cols, window, capacity = 0;
-	const char *p = tfile_line(t), *expected = EXPECTED_V2;
+	const char *p = tfile_line(t), *expected = EXPECTED;
 	char why[160];
 
 	if (!p) {
@@ -392,7 +398,7 @@ static void tfile_header(struct tfile *t)
 	if (!take(&p, TABLES_MAGIC " ") || !take_u64(&p, &version))
 		tfile_die(t, expected);
 	if (version < 1 || version > TABLES_VERSION) {
-		snprintf(why, sizeof(why), "unsupported version %" PRIu64 " (expected 1 or %d)",
+		snprintf(why, sizeof(why), "unsupported version %" PRIu64 " (expected 1 to %d)",
 			 version, TABLES_VERSION);
 		tfile_die(t, why);
 	}
@@ -427,8 +433,14 @@ static void tfile_header(struct tfile *t)
 		if (!t->id)
 			die("out of memory");
 	}
+	t->version = (uint32_t)version;
 	t->capacity = capacity;
 	t->g = (struct geom){ (uint32_t)rows, (uint32_t)cols, (uint32_t)window };
+}
+
+uint32_t vdt_device_cols(const struct vdt_file_info *info)
+{
+	return info->version < 3 ? info->cols + VD_BACK_COLS : info->cols;
 }
 
 /* Opens @path and checks its header line; exits on an error. */
@@ -646,6 +658,7 @@ void vdt_write(const char *what, const char *file, const struct vdt_file_info *i
 
 void vdt_load(const struct dev *d, const char *file)
 {
+	struct vdt_file_info info;
 	uint64_t capacity;
 	struct tfile t;
 	struct geom g;
@@ -658,10 +671,12 @@ void vdt_load(const struct dev *d, const char *file)
 	if (t.id && (strcmp(t.id, id) || t.capacity != capacity))
 		die("load: %s: made for disk '%s' (capacity %" PRIu64 " sectors), not for '%s'"
 		    " (capacity %" PRIu64 " sectors)", file, t.id, t.capacity, id, capacity);
-	if (t.g.rows != g.rows || t.g.cols != g.cols)
-		die("load: %s: table geometry rows=%" PRIu32 " cols=%" PRIu32
+	info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity };
+	if (t.g.rows != g.rows || vdt_device_cols(&info) != g.cols)
+		die("load: %s: table geometry rows=%" PRIu32 " cols=%" PRIu32 "%s"
 		    " does not match device rows=%" PRIu32 " cols=%" PRIu32,
-		    file, t.g.rows, t.g.cols, g.rows, g.cols);
+		    file, t.g.rows, t.g.cols, t.version < 3 ? " (forward only)" : "",
+		    g.rows, g.cols);
 	if (t.g.window != g.window)
 		die("load: %s: window=%" PRIu32 " does not match device window=%" PRIu32,
 		    file, t.g.window, g.window);
@@ -699,7 +714,7 @@ void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *in
 	struct tfile t;
 
 	tfile_check(&t, what, file);
-	*info = (struct vdt_file_info){ t.g.rows, t.g.cols, t.g.window, t.capacity };
+	*info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity };
 	tfile_rewind(&t);
 	for (const char *dir = "rw"; cell && *dir; dir++) {
 		for (uint32_t row = 0; row < t.g.rows; row++) {

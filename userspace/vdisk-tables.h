@@ -33,9 +33,15 @@ void vdt_load(const struct dev *d, const char *file);
 int vdt_train(const struct dev *d, const struct vdt_train *o);
 /* What a tables file says of itself. */
 struct vdt_file_info {
-	uint32_t rows, cols, window;
+	uint32_t version, rows, cols, window;
 	uint64_t capacity;	/* sectors of the disk it was learnt on; 0 in version 1 */
 };
+/*
+ * Versions 1 and 2 hold the forward columns of a table (no seek direction):
+ * a device of cols + VD_BACK_COLS columns loads them, and its backward
+ * columns stay empty.
+ */
+uint32_t vdt_device_cols(const struct vdt_file_info *info);
 /* One filled cell of a file's table @dir ('r' or 'w'). */
 typedef void vdt_cell_fn(void *arg, char dir, uint32_t row, uint32_t col, uint32_t n,
 			 uint64_t sum);

@@ -563,7 +563,9 @@ static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
 		break;
 	case VD_MSG_ESTIMATE:
 		CHECK(m.dir == dir_of(w->argv[1]));
-		CHECK(m.distance == dec(w->argv[2], UINT64_MAX));
+		CHECK(w->argv[2][0] == '-' ?
+		      m.distance == -(int64_t)dec(w->argv[2] + 1, INT64_MAX) :
+		      m.distance == (int64_t)dec(w->argv[2], INT64_MAX));
 		CHECK(m.sectors && m.sectors == dec(w->argv[3], UINT32_MAX));
 		break;
 	case VD_MSG_TABLE:

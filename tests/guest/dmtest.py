@@ -109,7 +109,8 @@ class Dm:
         return sh("dmsetup", "info", self.name, check=False).returncode == 0
 
     def message(self, *words, check=True):
-        return sh("dmsetup", "message", self.name, "0", *words, check=check)
+        # "--": a word may start with '-' (estimate r -8 8)
+        return sh("dmsetup", "message", "--", self.name, "0", *words, check=check)
 
     def query(self, *words):
         return self.message(*words).stdout

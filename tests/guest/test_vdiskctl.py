@@ -74,11 +74,13 @@ def loop_id(loop):
         return "loop:" + escape(f.read().rstrip("\n"))
 
 
-def header(vd, disk, version=2):
-    """The header vdiskctl writes for @vd, a vdisk device on @disk."""
+def header(vd, disk, version=3):
+    """The header vdiskctl writes for @vd, a vdisk device on @disk; versions
+    1 and 2 hold only the forward columns (18 fewer)."""
     st = vd.stats()
-    line = f"vdisk-tables {version} rows={st['rows']} cols={st['cols']} window=64"
-    return line + (f" capacity={st['capacity']} id={disk}" if version == 2 else "")
+    cols = st["cols"] if version == 3 else st["cols"] - 18
+    line = f"vdisk-tables {version} rows={st['rows']} cols={cols} window=64"
+    return line + (f" capacity={st['capacity']} id={disk}" if version >= 2 else "")
 
 
 def empty_tables(rows, head):
@@ -156,7 +158,7 @@ def test_save_reset_load_gives_back_the_same_tables(vdisk, loop64, tmp_path):
 
     vdiskctl("save", vdisk.name, str(first))
     assert first.read_text().splitlines()[0] == \
-        f"vdisk-tables 2 rows={st['rows']} cols={st['cols']} window=64 " \
+        f"vdisk-tables 3 rows={st['rows']} cols={st['cols']} window=64 " \
         f"capacity={dev_sectors(loop64)} id={loop_id(loop64)}"
     assert cells_in_file(first) == st["cells_filled"] > 0
 
@@ -316,6 +318,39 @@ def test_load_refuses_a_file_of_another_geometry(vdisk, loop64, tmp_path):
     assert r.stderr == (f"vdiskctl: load: {path}: table geometry rows={rows + 1} cols={cols} "
                         f"does not match device rows={rows} cols={cols}\n")
     assert vdisk.stats()["cells_filled"] == filled
+
+
+def test_a_version_2_file_loads_into_the_forward_columns(vdisk, loop64, tmp_path):
+    """Tables saved before the seek direction (version 2: forward columns
+    only) load, and price a backward seek as the forward one of its length;
+    a backward cell, once there, prices the backward seeks alone."""
+    st = vdisk.stats()
+    rows, cols = st["rows"], st["cols"]
+    fwd = cols - 18
+    disk = loop_id(loop64)
+    old = tmp_path / "old.tables"
+    old.write_text(empty_tables(rows, header(vdisk, disk, version=2))
+                   .replace("r 0\n", "r 0 5:3:3000000\n", 1))
+    vdisk.message("train", "off")
+    r = vdiskctl("load", vdisk.name, str(old))
+    assert (r.stdout, r.stderr) == ("", "")
+    assert tables(vdisk) == ([(0, 5, 3, 3000000)], [])
+    # 128 sectors: column 5 forward, backward column 5 (fwd + 4) back
+    assert vdisk.query("estimate", "r", "128", "8") == "1000\n"
+    assert vdisk.query("estimate", "r", "-128", "8") == "1000\n"
+    vdisk.message("load", "r", "0", "5:3:3000000", f"{fwd + 4}:1:9000000")
+    assert vdisk.query("estimate", "r", "-128", "8") == "9000\n"
+    assert vdisk.query("estimate", "r", "128", "8") == "1000\n"
+
+    # a version 2 file as wide as the device has 18 columns too many
+    wide = tmp_path / "wide.tables"
+    wide.write_text(empty_tables(rows, header(vdisk, disk, version=2)
+                                 .replace(f"cols={fwd}", f"cols={cols}")))
+    r = vdiskctl("load", vdisk.name, str(wide), check=False)
+    assert r.returncode == 1
+    assert r.stderr == (f"vdiskctl: load: {wide}: table geometry rows={rows} cols={cols} "
+                        f"(forward only) does not match device rows={rows} cols={cols}\n")
+    assert tables(vdisk) == ([(0, 5, 3, 3000000), (0, fwd + 4, 1, 9000000)], [])
 
 
 def test_train_with_write_keeps_the_data(vdisk):

@@ -411,21 +411,22 @@ static struct trace *reads_4k(bool random, size_t n)
 static struct vd_model *trained_model(void **mem)
 {
 	struct vd_model *m = malloc(sizeof(*m));
-	uint64_t next = 0, sector, service;
+	uint64_t sector, service;
 	struct vd_drive d;
+	struct vd_seek sk;
 	uint32_t len;
 	int i;
 
 	*mem = malloc(vd_model_mem_size(CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS));
 	CHECK_EQ(vd_model_init(m, *mem, CAPACITY, VD_DEFAULT_ROWS, SIM_MODEL_RINGS), 0);
 	CHECK_EQ(vd_drive_init(&d, hdd()->drive, CAPACITY, CAPACITY, 3), 0);
+	vd_seek_init(&sk);
 	for (i = 0; i < 700; i++) {
 		len = i < 400 ? 8 : 256;
 		sector = next_rand() % (CAPACITY / len) * len;
 		vd_drive_submit(&d, VD_READ, sector, len, d.busy_until, &service);
-		vd_model_add(m, VD_READ, sector > next ? sector - next : next - sector, len,
-			     service);
-		next = sector + len;
+		vd_model_add(m, VD_READ, vd_seek_distance(&sk, sector), len, service);
+		vd_seek_note(&sk, sector + len);
 	}
 	return m;
 }

@@ -238,7 +238,7 @@ def tables_file(path, read_cells, capacity=1 << 21, cols=19, rows=64, version=2)
     """A tables file as redcapctl model save writes it: @read_cells maps a
     read row to its cells [(col, n, sum_ns)]; the write table is empty."""
     head = f"vdisk-tables {version} rows={rows} cols={cols} window=64"
-    if version == 2:
+    if version >= 2:
         head += f" capacity={capacity} id=test-disk"
     lines = [head]
     for d in "rw":
@@ -286,6 +286,11 @@ def test_a_bad_model_file_is_named_by_line(tmp_path):
     model = tables_file(tmp_path / "m.tables", {}, cols=20)
     r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
     assert r.stderr == (f"redcapctl: simulate: --model: {model}: tables of rows=64 cols=20 "
+                        "do not fit a disk of 2097152 sectors\n")
+    # version 3 has the backward columns too: 19 + 18
+    model = tables_file(tmp_path / "m.tables", {}, cols=19, version=3)
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
+    assert r.stderr == (f"redcapctl: simulate: --model: {model}: tables of rows=64 cols=19 "
                         "do not fit a disk of 2097152 sectors\n")
     model = tables_file(tmp_path / "m.tables", {0: [(1, 1, 5000000)]}, version=1)
     r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config", "bare")
@@ -348,7 +353,8 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
                  "64x128k:always", "--save-model", saved)
     assert (r.returncode, r.stderr) == (0, "")
     lines = saved.read_text().splitlines()
-    assert lines[0] == ("vdisk-tables 2 rows=64 cols=19 window=64 capacity=2097152 "
+    # version 3: 19 forward and 18 backward columns
+    assert lines[0] == ("vdisk-tables 3 rows=64 cols=37 window=64 capacity=2097152 "
                         "id=sim-hdd7200")
     assert len(lines) == 1 + 2 * 64
     # 200 reads of 4 KiB: row 0 of the read table only, every sample there
@@ -360,7 +366,7 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
     vdiskctl = os.path.join(TOP, "build", "userspace", "vdiskctl")
     r = subprocess.run([vdiskctl, "check-file", saved], capture_output=True, text=True)
     assert (r.returncode, r.stderr) == (0, "")
-    assert r.stdout == (f"{saved}: rows=64 cols=19 window=64 capacity=2097152 "
+    assert r.stdout == (f"{saved}: rows=64 cols=37 window=64 capacity=2097152 "
                         f"id=sim-hdd7200 cells_filled={len(cells)}\n")
     # the model as the disk: 200 reads, each at its cell's mean
     r = simulate("--trace", trace, "--format", "csv", "--model", saved, "--config", "bare",

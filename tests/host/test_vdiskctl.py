@@ -19,7 +19,7 @@ GOOD = [HEADER,
         "w 0",
         "w 1 1:3:90000"]
 GOOD_V1 = [HEADER_V1] + GOOD[1:]
-EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 2 rows=<R> cols=<C> window=<W> "
+EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 3 rows=<R> cols=<C> window=<W> "
                    "capacity=<sectors> id=<disk>')")
 EXPECTED_HEADER_V1 = "bad header (expected 'vdisk-tables 1 rows=<R> cols=<C> window=<W>')"
 
@@ -111,10 +111,10 @@ def test_load_of_a_bad_header_fails_before_the_device(tmp_path):
 
 
 def test_load_of_another_version_fails_before_the_device(tmp_path):
-    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 3 ")] + GOOD[1:])
+    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 4 ")] + GOOD[1:])
     r = vdiskctl("load", "nosuchdev", path)
     assert r.returncode == 1
-    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 3 (expected 1 or 2)\n"
+    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 4 (expected 1 to 3)\n"
 
 
 def test_load_of_a_bad_id_fails_before_the_device(tmp_path):
@@ -157,8 +157,9 @@ def test_train_of_a_missing_device_fails():
 
 # --- check-file -------------------------------------------------------------
 
-def test_check_file_prints_the_disk_and_counts_the_cells(tmp_path):
-    path = tables_file(tmp_path, GOOD)
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_check_file_prints_the_disk_and_counts_the_cells(tmp_path, version):
+    path = tables_file(tmp_path, replace(GOOD, 0, HEADER.replace(" 2 ", f" {version} ")))
     r = vdiskctl("check-file", path)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 id={ID} "
@@ -235,9 +236,9 @@ BAD_FILES = {
     "v1-trailing-space": (replace(GOOD, 0, HEADER_V1 + " "), "1: " + EXPECTED_HEADER_V1),
     "v1-with-id": (replace(GOOD, 0, HEADER_V1 + " capacity=8 id=x"), "1: " + EXPECTED_HEADER_V1),
     "version": (replace(GOOD, 0, HEADER.replace(" 2 ", " 7 ")),
-                "1: unsupported version 7 (expected 1 or 2)"),
+                "1: unsupported version 7 (expected 1 to 3)"),
     "version-0": (replace(GOOD, 0, "vdisk-tables 0 rows=2 cols=3 window=64"),
-                  "1: unsupported version 0 (expected 1 or 2)"),
+                  "1: unsupported version 0 (expected 1 to 3)"),
     "zero-rows": (replace(GOOD, 0, HEADER.replace("rows=2", "rows=0")),
                   "1: geometry rows=0 cols=3 window=64 out of range"),
     "v1-zero-rows": (replace(GOOD, 0, "vdisk-tables 1 rows=0 cols=3 window=64"),

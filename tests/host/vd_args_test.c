@@ -140,11 +140,17 @@ CTEST(message_verbs)
 	CHECK(!m.train);
 	CHECK(!message("train 1", &m, NULL));
 	CHECK(m.train);
-	CHECK(!message("estimate write 18446744073709551615 8", &m, NULL));
+	CHECK(!message("estimate write 9223372036854775807 8", &m, NULL));
 	CHECK_EQ(m.verb, VD_MSG_ESTIMATE);
 	CHECK_EQ(m.dir, VD_WRITE);
-	CHECK(m.distance == ~0ULL);
+	CHECK(m.distance == INT64_MAX);
 	CHECK_EQ(m.sectors, 8);
+	CHECK(!message("estimate r -9223372036854775807 8", &m, NULL));
+	CHECK(m.distance == -INT64_MAX);
+	CHECK(!message("estimate r -8 1", &m, NULL));
+	CHECK(m.distance == -8);
+	CHECK(!message("estimate r -0 1", &m, NULL));
+	CHECK(m.distance == 0);
 	CHECK(!message("table r 60 4", &m, NULL));
 	CHECK_EQ(m.verb, VD_MSG_TABLE);
 	CHECK_EQ(m.row, 60);
@@ -197,8 +203,15 @@ CTEST(message_errors)
 		{ "load r", "load: wrong number of arguments" },
 		{ "mode fast", "mode: unknown mode 'fast'" },
 		{ "train maybe", "train: expected on or off, not 'maybe'" },
-		{ "estimate x 0 8", "estimate: usage: estimate <r|w> <distance sectors> <size sectors>" },
-		{ "estimate r 0 0", "estimate: usage: estimate <r|w> <distance sectors> <size sectors>" },
+		{ "estimate x 0 8", "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r 0 0", "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r 9223372036854775808 8",
+		  "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r -9223372036854775808 8",
+		  "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r --8 8", "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r +8 8", "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
+		{ "estimate r - 8", "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>" },
 		{ "table r 64 1", "table: usage: table <r|w> <first row> <nr rows> (rows 0..63)" },
 		{ "table r 60 5", "table: usage: table <r|w> <first row> <nr rows> (rows 0..63)" },
 		{ "table r 1 4294967295",

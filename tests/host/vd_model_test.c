@@ -46,7 +46,15 @@ static u64 dist_of_col(u32 c)
 	return (u64)(c - VD_POW2_COLS) * VD_GIB_SECTORS;
 }
 
-static u64 est(const struct vd_model *m, enum vd_dir dir, u64 distance,
+/* A distance that falls in column @c of @m, backward ones included. */
+static s64 dist_in(const struct vd_model *m, u32 c)
+{
+	if (c >= m->fwd_cols)
+		return -(s64)dist_of_col(c - (m->fwd_cols - 1));
+	return (s64)dist_of_col(c);
+}
+
+static u64 est(const struct vd_model *m, enum vd_dir dir, s64 distance,
 	       u32 sectors)
 {
 	u64 ns = 12345;
@@ -63,30 +71,37 @@ static void cell(const struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 
 /* --- geometry ------------------------------------------------------------ */
 
-CTEST(cols_up_to_1gib_is_19)
+CTEST(fwd_cols_up_to_1gib_is_19)
 {
-	CHECK_EQ(vd_model_cols(1), 19);
-	CHECK_EQ(vd_model_cols(8), 19);
-	CHECK_EQ(vd_model_cols(1000000), 19);
-	CHECK_EQ(vd_model_cols(CAP_1G - 1), 19);
+	CHECK_EQ(vd_model_fwd_cols(1), 19);
+	CHECK_EQ(vd_model_fwd_cols(8), 19);
+	CHECK_EQ(vd_model_fwd_cols(1000000), 19);
+	CHECK_EQ(vd_model_fwd_cols(CAP_1G - 1), 19);
 }
 
-CTEST(cols_exactly_1gib_is_19)
+CTEST(fwd_cols_exactly_1gib_is_19)
 {
-	CHECK_EQ(vd_model_cols(CAP_1G), 19);
+	CHECK_EQ(vd_model_fwd_cols(CAP_1G), 19);
 }
 
-CTEST(cols_1gib_plus_one_sector_is_20)
+CTEST(fwd_cols_1gib_plus_one_sector_is_20)
 {
-	CHECK_EQ(vd_model_cols(CAP_1G + 1), 20);
-	CHECK_EQ(vd_model_cols(2 * CAP_1G), 20);
-	CHECK_EQ(vd_model_cols(2 * CAP_1G + 1), 21);
+	CHECK_EQ(vd_model_fwd_cols(CAP_1G + 1), 20);
+	CHECK_EQ(vd_model_fwd_cols(2 * CAP_1G), 20);
+	CHECK_EQ(vd_model_fwd_cols(2 * CAP_1G + 1), 21);
 }
 
-CTEST(cols_400gb)
+CTEST(fwd_cols_400gb)
 {
 	/* 781250000 sectors = 372.5 GiB: columns 19..390 for 1..372 GiB. */
-	CHECK_EQ(vd_model_cols(CAP_400G), 391);
+	CHECK_EQ(vd_model_fwd_cols(CAP_400G), 391);
+}
+
+CTEST(cols_are_forward_then_18_backward)
+{
+	CHECK_EQ(vd_model_cols(1), 19 + 18);
+	CHECK_EQ(vd_model_cols(CAP_1G + 1), 20 + 18);
+	CHECK_EQ(vd_model_cols(CAP_400G), 391 + 18);
 }
 
 CTEST(col_distance_0_is_col_0)
@@ -149,19 +164,23 @@ CTEST(col_beyond_capacity_clamps_to_last)
 	struct vd_model *g1p = mk(CAP_1G + 1, 1, 0);
 	struct vd_model *tiny = mk(1000, 1, 0);
 
-	CHECK_EQ(m->cols, 391);
+	CHECK_EQ(m->fwd_cols, 391);
+	CHECK_EQ(m->cols, 391 + 18);
 	CHECK_EQ(vd_model_col(m, CAP_400G), 390);
 	CHECK_EQ(vd_model_col(m, 373 * CAP_1G), 390);
-	CHECK_EQ(vd_model_col(m, 1ULL << 40), 390);
-	CHECK_EQ(vd_model_col(m, ~0ULL), 390);
-	CHECK_EQ(g1->cols, 19);
+	CHECK_EQ(vd_model_col(m, 1LL << 40), 390);
+	CHECK_EQ(vd_model_col(m, INT64_MAX), 390);
+	CHECK_EQ(vd_model_col(m, -INT64_MAX), 390);
+	CHECK_EQ(vd_model_col(m, INT64_MIN), 390);
+	CHECK_EQ(g1->fwd_cols, 19);
 	CHECK_EQ(vd_model_col(g1, CAP_1G), 18);
 	CHECK_EQ(vd_model_col(g1, 5 * CAP_1G), 18);
-	CHECK_EQ(g1p->cols, 20);
+	CHECK_EQ(vd_model_col(g1, -(s64)CAP_1G), 18);
+	CHECK_EQ(g1p->fwd_cols, 20);
 	CHECK_EQ(vd_model_col(g1p, CAP_1G), 19);
 	CHECK_EQ(vd_model_col(g1p, 2 * CAP_1G), 19);
-	CHECK_EQ(tiny->cols, 19);
-	CHECK_EQ(vd_model_col(tiny, ~0ULL), 18);
+	CHECK_EQ(tiny->fwd_cols, 19);
+	CHECK_EQ(vd_model_col(tiny, INT64_MAX), 18);
 	rm(tiny);
 	rm(g1p);
 	rm(g1);
@@ -402,6 +421,100 @@ CTEST(fallback_empty_table_returns_false_and_zero)
 	rm(m);
 }
 
+CTEST(col_backward_columns)
+{
+	struct vd_model *m = mk(CAP_400G, 1, 0);
+	const u32 back = m->fwd_cols - 1;
+	u32 k;
+
+	CHECK_EQ(vd_model_col(m, -1), back + 1);
+	CHECK_EQ(vd_model_col(m, -15), back + 1);
+	CHECK_EQ(vd_model_col(m, -16), back + 2);
+	for (k = 1; k <= 18; k++) {
+		s64 edge = 8LL << k;
+
+		CHECK_EQ(vd_model_col(m, -(edge - 1)), back + k);
+		CHECK_EQ(vd_model_col(m, -edge), k == 18 ? 19 : back + k + 1);
+	}
+	/* A backward seek of 1 GiB or more shares the forward column. */
+	CHECK_EQ(vd_model_col(m, -(s64)CAP_1G + 1), back + 18);
+	CHECK_EQ(vd_model_col(m, -(s64)CAP_1G), 19);
+	CHECK_EQ(vd_model_col(m, -2 * (s64)CAP_1G), 20);
+	CHECK_EQ(back + 18, m->cols - 1);
+	rm(m);
+}
+
+CTEST(backward_estimate_cell_then_column_then_forward_twin)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);
+	s64 d5 = (s64)dist_of_col(5);
+
+	vd_model_add(m, VD_READ, d5, 8, 1000);		/* forward column 5 */
+	vd_model_add(m, VD_READ, d5, 16, 3000);
+	vd_model_add(m, VD_READ, -d5, 8, 8000);		/* backward column 5 */
+	CHECK_EQ(est(m, VD_READ, -d5, 8), 8000);
+	/* Empty cell, filled backward column: that column's mean. */
+	CHECK_EQ(est(m, VD_READ, -d5, 16), 8000);
+	/* Empty backward column: as its forward twin, cell first, then columns. */
+	vd_model_add(m, VD_READ, (s64)dist_of_col(7), 16, 7000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(7), 16), 7000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(7), 8), 7000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(4), 16), 2000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(6), 8), 2000);
+	/* Forward columns never answer from backward ones while they have samples. */
+	CHECK_EQ(est(m, VD_READ, d5, 8), 1000);
+	CHECK_EQ(est(m, VD_READ, (s64)dist_of_col(18), 8), 7000);
+	CHECK_EQ(est(m, VD_READ, 0, 8), 2000);
+	rm(m);
+}
+
+CTEST(forward_estimate_from_backward_columns_only_when_forward_empty)
+{
+	struct vd_model *m = mk(CAP_400G, 4, 1024);
+
+	vd_model_add(m, VD_READ, -(s64)dist_of_col(3), 8, 1000);
+	vd_model_add(m, VD_READ, -(s64)dist_of_col(9), 8, 5000);
+	/* The backward column of the same length's nearest, the shorter on a tie. */
+	CHECK_EQ(est(m, VD_READ, 0, 8), 1000);
+	CHECK_EQ(est(m, VD_READ, (s64)dist_of_col(6), 8), 1000);
+	CHECK_EQ(est(m, VD_READ, (s64)dist_of_col(7), 8), 5000);
+	CHECK_EQ(est(m, VD_READ, 300 * CAP_1G, 8), 5000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(4), 8), 1000);
+	CHECK_EQ(est(m, VD_READ, -(s64)(300 * CAP_1G), 8), 5000);
+	rm(m);
+}
+
+/*
+ * Tables learnt without direction (a version 2 file: forward columns only)
+ * price a backward distance exactly as its forward twin.
+ */
+CTEST(forward_only_tables_price_both_directions_alike)
+{
+	struct vd_model *m = mk(CAP_400G, 8, 4096);
+	u64 seed = 88172645463325252ULL, a, b;
+	s64 d;
+	u32 i, n;
+
+	for (i = 0; i < 300; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		d = (s64)(seed % CAP_400G) >> (seed % 40);
+		vd_model_add(m, VD_READ, d, 1 + (u32)(seed >> 40) % 64, 1000 + seed % 9000000);
+	}
+	for (i = 0; i < 2000; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		d = 1 + (s64)((seed % CAP_400G) >> (seed % 40));
+		n = 1 + (u32)(seed >> 40) % 80;
+		a = est(m, VD_READ, d, n);
+		b = est(m, VD_READ, -d, n);
+		CHECK_EQ(a, b);
+	}
+	rm(m);
+}
+
 CTEST(read_and_write_tables_are_independent)
 {
 	struct vd_model *m = mk(CAP_1G, 4, 1024);
@@ -533,7 +646,7 @@ CTEST(set_get_cell_round_trip_random)
 				if (n) {
 					cf++;
 					msum += sum / n;
-					CHECK_EQ(est(m, d, dist_of_col(c), 8 * r + 1),
+					CHECK_EQ(est(m, d, dist_in(m, c), 8 * r + 1),
 						 sum / n);
 				}
 			}
@@ -614,7 +727,7 @@ CTEST(set_cell_rejects_out_of_range)
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 3, 3ULL * VD_MAX_SAMPLE_NS + 1), -1);
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 0, 1), -1);
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 4, 0, 1, 1), -1);
-	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 19, 1, 1), -1);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, m->cols, 1, 1), -1);
 	CHECK_EQ(vd_model_set_cell(m, VD_NR_DIRS, 0, 0, 1, 1), -1);
 	cell(m, VD_READ, 0, 0, &n, &sum);
 	CHECK_EQ(n, 3);
@@ -635,9 +748,9 @@ CTEST(get_cell_rejects_out_of_range)
 	u64 sum = 7;
 
 	CHECK_EQ(vd_model_get_cell(m, VD_READ, 4, 0, &n, &sum), -1);
-	CHECK_EQ(vd_model_get_cell(m, VD_READ, 0, 19, &n, &sum), -1);
+	CHECK_EQ(vd_model_get_cell(m, VD_READ, 0, m->cols, &n, &sum), -1);
 	CHECK_EQ(vd_model_get_cell(m, VD_NR_DIRS, 0, 0, &n, &sum), -1);
-	CHECK_EQ(vd_model_get_cell(m, VD_WRITE, 3, 18, &n, &sum), 0);
+	CHECK_EQ(vd_model_get_cell(m, VD_WRITE, 3, m->cols - 1, &n, &sum), 0);
 	CHECK_EQ(n, 0);
 	CHECK_EQ(sum, 0);
 	rm(m);
@@ -708,10 +821,10 @@ CTEST(reset_empties_everything)
 	CHECK_EQ(m->samples[VD_WRITE], 0);
 	CHECK_EQ(m->rings_used, 0);
 	CHECK_EQ(m->rows, 4);
-	CHECK_EQ(m->cols, 19);
+	CHECK_EQ(m->cols, 19 + 18);
 	for (d = 0; d < VD_NR_DIRS; d++)
 		for (r = 0; r < 4; r++)
-			for (c = 0; c < 19; c++) {
+			for (c = 0; c < m->cols; c++) {
 				cell(m, d, r, c, &n, &sum);
 				CHECK_EQ(n, 0);
 				CHECK_EQ(sum, 0);
@@ -755,7 +868,7 @@ CTEST(mem_size_rejects_bad_geometry)
 
 CTEST(mem_size_pool_capped_by_cells)
 {
-	u64 cells = 2ULL * 4 * 19;
+	u64 cells = 2ULL * 4 * (19 + 18);
 
 	CHECK_EQ(vd_model_mem_size(CAP_1G, 4, 0xffffffffu),
 		 vd_model_mem_size(CAP_1G, 4, cells));
@@ -775,7 +888,7 @@ CTEST(mem_size_400gb_below_7mb)
 	CHECK(sz > 0);
 	CHECK(sz < 7000000);
 	m = mk(CAP_400G, 32, 8192);
-	CHECK_EQ(m->cols, 391);
+	CHECK_EQ(m->cols, 391 + 18);
 	CHECK_EQ(m->nr_rings, 8192);
 	vd_model_add(m, VD_WRITE, CAP_400G - 1, 256, 12345678);
 	CHECK_EQ(est(m, VD_WRITE, CAP_400G, 256), 12345678);
@@ -802,7 +915,8 @@ CTEST(vdisk_init_is_idle_at_sector_0)
 	memset(&v, 0xa5, sizeof(v));
 	vd_vdisk_init(&v);
 	CHECK_EQ(v.busy_until, 0);
-	CHECK_EQ(v.next_sector, 0);
+	CHECK_EQ(v.seek.nr, 0);
+	CHECK_EQ(v.seek.next, 0);
 	CHECK_EQ(v.requests, 0);
 	CHECK_EQ(v.busy_ns, 0);
 	CHECK_EQ(v.unestimated, 0);
@@ -834,11 +948,20 @@ CTEST(vdisk_request_after_idle_starts_at_arrival)
 	rm(m);
 }
 
-CTEST(vdisk_distance_from_end_of_previous_request)
+/* What the virtual disk charges for a read of @n at @sector. */
+static u64 charge(struct vd_vdisk *v, const struct vd_model *m, u64 sector, u32 n)
+{
+	u64 busy = v->busy_ns;
+
+	vd_vdisk_submit(v, m, VD_READ, sector, n, 0);
+	return v->busy_ns - busy;
+}
+
+CTEST(vdisk_distance_from_nearest_of_last_4_ends)
 {
 	struct vd_model *m = mk(CAP_400G, 4, 4096);
+	const u64 back = m->fwd_cols - 1;	/* backward column c is back + c */
 	struct vd_vdisk v;
-	u64 t;
 	u32 c;
 
 	/* Column c costs (c + 1) * 100 us. */
@@ -846,27 +969,47 @@ CTEST(vdisk_distance_from_end_of_previous_request)
 		CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, c, 1, (c + 1) * 100000ULL), 0);
 	vd_vdisk_init(&v);
 	/* Head starts at 0: distance 0. */
-	t = vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0);
-	CHECK_EQ(t, 100000);
-	/* From the end (8), not the start: distance 0, not 8 (col 1). */
-	t = vd_vdisk_submit(&v, m, VD_READ, 8, 8, 0);
-	CHECK_EQ(t, 200000);
-	/* End 16 -> 40: distance 24, column 2. */
-	t = vd_vdisk_submit(&v, m, VD_READ, 40, 8, 0);
-	CHECK_EQ(t, 200000 + 300000);
-	/* Backwards, end 48 -> 0: distance 48, column 3. */
-	t = vd_vdisk_submit(&v, m, VD_READ, 0, 4, 0);
-	CHECK_EQ(t, 500000 + 400000);
-	/* End 4 -> 4 + 1 GiB: column 19. */
-	t = vd_vdisk_submit(&v, m, VD_READ, 4 + CAP_1G, 8, 0);
-	CHECK_EQ(t, 900000 + 2000000);
-	CHECK_EQ(v.next_sector, 12 + CAP_1G);
-	/* Forward 2 GiB from there: column 20; then 0 again. */
-	t = vd_vdisk_submit(&v, m, VD_READ, 12 + 3 * CAP_1G, 8, 0);
-	CHECK_EQ(t, 2900000 + 2100000);
-	t = vd_vdisk_submit(&v, m, VD_READ, 20 + 3 * CAP_1G, 8, 0);
-	CHECK_EQ(t, 5000000 + 100000);
+	CHECK_EQ(charge(&v, m, 0, 8), 100000);
+	/* From end 8: +992 sectors, column 7. */
+	CHECK_EQ(charge(&v, m, 1000, 8), 800000);
+	/* From end 8, the nearer of 8 and 1008: +8, column 1. */
+	CHECK_EQ(charge(&v, m, 16, 8), 200000);
+	/* Back 8 from end 1008: backward column 1. */
+	CHECK_EQ(charge(&v, m, 1000, 8), (back + 1 + 1) * 100000);
+	/* From end 1008 to 4 GiB: column 21.  End 8 is the oldest of 5: dropped. */
+	CHECK_EQ(charge(&v, m, 4 * CAP_1G, 8), (21 + 1) * 100000);
+	CHECK_EQ(v.seek.nr, 4);
+	/* So sector 8 is 16 back from end 24, not 0 from end 8: backward column 2. */
+	CHECK_EQ(charge(&v, m, 8, 8), (back + 2 + 1) * 100000);
+	CHECK_EQ(v.requests, 6);
 	rm(m);
+}
+
+CTEST(seek_distance_nearest_end_newer_on_a_tie)
+{
+	struct vd_seek sk;
+
+	vd_seek_init(&sk);
+	CHECK_EQ(vd_seek_distance(&sk, 0), 0);
+	CHECK_EQ(vd_seek_distance(&sk, 5000), 5000);
+	vd_seek_note(&sk, 100);
+	CHECK_EQ(vd_seek_distance(&sk, 5000), 4900);
+	CHECK_EQ(vd_seek_distance(&sk, 0), -100);
+	vd_seek_note(&sk, 300);
+	/* 200 is 100 past end 100 and 100 before end 300: the newer, 300. */
+	CHECK_EQ(vd_seek_distance(&sk, 200), -100);
+	vd_seek_note(&sk, 100);
+	CHECK_EQ(vd_seek_distance(&sk, 200), 100);
+	vd_seek_note(&sk, 1000);
+	vd_seek_note(&sk, 2000);
+	/* Ends 300, 100, 1000, 2000: the first 100 left, the second stays. */
+	CHECK_EQ(sk.nr, 4);
+	CHECK_EQ(vd_seek_distance(&sk, 90), -10);
+	vd_seek_note(&sk, 5000);
+	vd_seek_note(&sk, 6000);
+	/* Ends 1000, 2000, 5000, 6000. */
+	CHECK_EQ(vd_seek_distance(&sk, 90), -910);
+	CHECK_EQ(vd_seek_distance(&sk, 1 + (1ULL << 40)), (s64)(1ULL << 40) - 5999);
 }
 
 CTEST(vdisk_busy_ns_sums_service_times)
@@ -897,7 +1040,8 @@ CTEST(vdisk_unpriced_request_counts_and_costs_zero)
 	CHECK_EQ(v.unestimated, 1);
 	CHECK_EQ(v.busy_ns, 0);
 	CHECK_EQ(v.requests, 1);
-	CHECK_EQ(v.next_sector, 108);
+	CHECK_EQ(v.seek.nr, 1);
+	CHECK_EQ(v.seek.end[0], 108);
 	/* A read-only model cannot price writes either. */
 	vd_model_add(m, VD_READ, 0, 8, MS);
 	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 0, 8, 6 * MS), 6 * MS);
@@ -924,7 +1068,10 @@ CTEST(vdisk_does_not_change_model)
 	rm(m);
 }
 
-/* The estimate of an empty cell as it was computed before the column index. */
+/*
+ * The estimate of an empty cell of a forward column as it was computed
+ * before the column index.
+ */
 static bool ref_estimate(const struct vd_model *m, enum vd_dir dir, u64 distance,
 			 u32 sectors, u64 *ns)
 {
@@ -932,12 +1079,12 @@ static bool ref_estimate(const struct vd_model *m, enum vd_dir dir, u64 distance
 	bool found = false;
 	u64 sum;
 
-	for (d = 0; d < m->cols && !found; d++) {
+	for (d = 0; d < m->fwd_cols && !found; d++) {
 		u32 cand[2] = { col - d, col + d };
 		int k;
 
 		for (k = 0; k < 2 && !found; k++) {
-			if ((k == 0 && d > col) || (k == 1 && col + d >= m->cols))
+			if ((k == 0 && d > col) || (k == 1 && col + d >= m->fwd_cols))
 				continue;
 			if (m->t[dir].col_filled[cand[k]]) {
 				*ns = m->t[dir].col_mean_sum[cand[k]] / m->t[dir].col_filled[cand[k]];
@@ -965,13 +1112,13 @@ CTEST(estimate_of_empty_cell_uses_nearest_filled_column_as_the_walk_did)
 	CHECK(m->cols > 65000);
 	CHECK(!vd_model_estimate(m, VD_READ, 12345, 8, &ns));
 	for (i = 0; i < 4000; i++) {
-		u32 col = ctest_rand64() % m->cols;
+		u32 col = ctest_rand64() % m->fwd_cols;
 		u32 row = 1 + ctest_rand64() % 3;	/* row 0 stays empty */
 		u32 n = (i % 3) ? 1 + ctest_rand64() % 64 : 0;
 
 		CHECK_EQ(vd_model_set_cell(m, VD_READ, row, col, n, n * (1000 + col)), 0);
 		for (j = 0; j < 4; j++) {
-			u64 col2 = ctest_rand64() % m->cols;
+			u64 col2 = ctest_rand64() % m->fwd_cols;
 			u64 dist = col2 < 19 ? (col2 ? 8ull << (col2 - 1) : 0) :
 					       (col2 - 18) << 21;
 			bool got = vd_model_estimate(m, VD_READ, dist, 8, &ns);
@@ -981,15 +1128,15 @@ CTEST(estimate_of_empty_cell_uses_nearest_filled_column_as_the_walk_did)
 				CHECK_EQ(ns, want);
 		}
 	}
-	/* Column 0 and the last column, alone. */
-	for (i = 0; i < (int)m->cols; i++) {
+	/* Column 0 and the last forward column, alone. */
+	for (i = 0; i < (int)m->fwd_cols; i++) {
 		if (!m->t[VD_READ].col_filled[i])
 			continue;
 		for (j = 1; j < 4; j++)
 			CHECK_EQ(vd_model_set_cell(m, VD_READ, j, i, 0, 0), 0);
 	}
 	CHECK(!vd_model_estimate(m, VD_READ, 0, 8, &ns));
-	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, m->cols - 1, 1, 777), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, m->fwd_cols - 1, 1, 777), 0);
 	CHECK(vd_model_estimate(m, VD_READ, 0, 8, &ns));
 	CHECK_EQ(ns, 777);
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, 0, 1, 555), 0);
