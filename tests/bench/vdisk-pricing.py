@@ -94,7 +94,10 @@ def main():
          f"Made by `tests/bench/vdisk-pricing.py {os.path.relpath(args.records, TOP)} "
          f"--traces {os.path.relpath(args.traces, TOP)} --out "
          f"{os.path.relpath(args.out, TOP)}` from the records and traces of "
-         "`docs/results/2026-11-25-sim-validation.md` (one repetition). Issue 17's goal: "
+         f"`tests/bench/sim-validate --profile {profile} --dir "
+         f"{os.path.relpath(os.path.dirname(args.records), TOP)}` (the reduced set of "
+         "`docs/results/2026-11-25-sim-validation.md`, one repetition, the model "
+         "trained and frozen as the bench does). Issue 17's goal: "
          "the virtual disk's price of the reads redcap received within 10 % of what the "
          "bare disk took (the emulated drive's busy time in the bare run).", "",
          f"* the kernel's virtual disk (redcap's `vdisk_time_us`, every configuration): "
