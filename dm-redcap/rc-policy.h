@@ -152,9 +152,11 @@ int rc_estimator_parse(const char *name);
  * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
  *
- * Off unless set: priced by a model that takes a backward read for a short
- * forward skip, TAC's fills look like break-even and the budget starves
- * them (docs/redcap.rst).  RC_BUDGET_SHARE is the share to set.
+ * Off unless set: priced by a model that took a backward read for a short
+ * forward skip, TAC's fills looked like break-even and the budget starved
+ * them; the model now keeps backward seeks apart, and the budget stays off
+ * until the bench shows TAC keeps its gain with it (docs/redcap.rst).
+ * RC_BUDGET_SHARE is the share to set.
  */
 #define RC_BUDGET_SHARE_DEFAULT	0
 #define RC_BUDGET_SHARE		128
