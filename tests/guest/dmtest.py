@@ -32,10 +32,17 @@ def sh(*args, check=True, input=None, timeout=300 * SLOW, report=True):
         try:
             out, err = p.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            why = blocked_report() if report else ""
-            p.kill()
+            try:
+                why = blocked_report() if report else ""
+            finally:
+                p.kill()
             raise AssertionError(f"{' '.join(args)}: still running after {timeout} s\n"
                                  f"{why}") from None
+        except BaseException:
+            # the test's own limit (SIGALRM) struck first: Popen's exit
+            # would wait for the command, with no limit at all
+            p.kill()
+            raise
     r = subprocess.CompletedProcess(args, p.returncode, out, err)
     if check and r.returncode:
         raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")

@@ -45,6 +45,28 @@ def test_a_test_past_its_timeout_fails_with_the_kernels_view_and_the_next_runs(t
     assert "1 failed, 1 passed" in r.stdout, out
 
 
+def test_a_test_past_its_timeout_in_a_command_kills_the_command_and_the_next_runs(tmp_path):
+    """The test's limit can strike inside sh() before sh()'s own: the
+    command is killed then, not waited for, so the test fails and the run
+    goes on (make check of a95c076: a dmsetup remove waiting on udev held
+    the 6.12 run until the watchdog ended it)."""
+    r = run_nested(tmp_path, """
+        import pytest
+        from dmtest import sh
+
+        @pytest.mark.timeout(1)
+        def test_command_outlives_the_test():
+            sh("sleep", "600")
+
+        def test_next():
+            pass
+    """, env={"REDCAP_STUCK_GRACE": "30"})
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Failed: Timeout >1.0s" in r.stdout, out
+    assert "1 failed, 1 passed" in r.stdout, out
+
+
 def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path, loop64, dmname):
     """A read dm-delay holds 8 s, in the test's main thread: the SIGALRM at
     1 s cannot end it; the watchdog does, 2 s later."""
