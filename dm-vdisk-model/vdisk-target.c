@@ -74,7 +74,6 @@ struct vdisk_c {
 	spinlock_t lock;		/* protects everything below */
 	enum vd_mode mode;
 	bool draining;			/* suspending: hold nothing back */
-	struct vd_seek seek;		/* ends of the last requests */
 	u64 last_done;			/* ns: latest completion */
 	u32 inflight;
 	u64 busy_since;
@@ -467,8 +466,8 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	pb->start = now;
 
 	spin_lock_irqsave(&vc->lock, flags);
-	pb->distance = vd_seek_distance(&vc->seek, sector);
-	vd_seek_note(&vc->seek, sector + pb->sectors);
+	/* vc->self has seen every request so far: its seek is the stream's. */
+	pb->distance = vd_seek_distance(&vc->self.seek, sector);
 	if (!vc->inflight++)
 		vc->busy_since = now;
 	vdisk_model_vdisk_submit(vc->vm, &vc->self, dir, sector, pb->sectors, now);
@@ -805,7 +804,6 @@ static int vdisk_reset(struct vdisk_c *vc)
 	spin_lock_irq(&vc->lock);
 	vd_vdisk_init(&vc->self);
 	vd_drive_reset(&vc->drive);
-	vd_seek_init(&vc->seek);
 	spin_unlock_irq(&vc->lock);
 	return 0;
 }
