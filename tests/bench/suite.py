@@ -11,8 +11,10 @@ the end of the last) with the disk's counters and redcap's statistics.
 The stack, bottom up:  brd /dev/ram0 (the data, written once)
   -> "hdd": vdisk emulate <profile> (the slow disk; its counters are the
      disk's: requests, busy time, bytes read)
-  -> "vd": vdisk measure, tables loaded from an off-line training run (so
-     redcap's vdisk estimator starts with a trained model)
+  -> "vd": vdisk measure, tables loaded from an off-line training run at
+     the start of every run (so redcap's vdisk estimator starts each run
+     with the same trained model), learning from the run's requests as a
+     model layer does by default (--frozen-model: not)
   -> the configuration under test (nothing, redcap, dm-cache, bcache)
   -> ext4.
 "warm" replaces the emulated disk by brd itself (zero disk latency: the
@@ -53,6 +55,7 @@ RDPAT = f"{BIN}/rdpat"
 BUSYBOX = f"{BIN}/busybox"
 # dmsetup from the tmpfs too, with the libraries it was linked with.
 DMSETUP = [f"{BIN}/ld.so", "--inhibit-cache", "--library-path", f"{BIN}/lib", f"{BIN}/dmsetup"]
+VDISKCTL = DMSETUP[:-1] + [f"{BIN}/vdiskctl"]
 SECTOR = 512
 
 # The emulated drives (vdisk profiles), the capacity the RAM disk stands
@@ -227,8 +230,9 @@ def data_needed(runs):
 
 
 def install_programs(rdpat):
-    """rdpat, busybox (for find, cat, sh, mount, blockdev) and dmsetup with
-    its libraries (run through the copied dynamic loader) into a tmpfs."""
+    """rdpat, busybox (for find, cat, sh, mount, blockdev), dmsetup and
+    vdiskctl with their libraries (run through the copied dynamic loader)
+    into a tmpfs."""
     os.makedirs(BIN, exist_ok=True)
     if not os.path.ismount(BIN):
         sh("mount", "-t", "tmpfs", "-o", "size=32m", "redcap-bench", BIN)
@@ -238,13 +242,14 @@ def install_programs(rdpat):
     if not dmsetup:
         raise RuntimeError("dmsetup: not found (the dmsetup package)")
     os.makedirs(f"{BIN}/lib", exist_ok=True)
-    for line in sh("ldd", dmsetup).stdout.splitlines():
-        m = re.match(r"\s*(?:\S+ => )?(/\S+) \(", line)
-        if m and "ld-linux" in m.group(1):
-            sh("cp", "-L", m.group(1), f"{BIN}/ld.so")
-        elif m:
-            sh("cp", "-L", m.group(1), f"{BIN}/lib/")
-    sh("cp", dmsetup, f"{BIN}/dmsetup")
+    for prog in (dmsetup, f"{TOP}/build/userspace/vdiskctl"):
+        for line in sh("ldd", prog).stdout.splitlines():
+            m = re.match(r"\s*(?:\S+ => )?(/\S+) \(", line)
+            if m and "ld-linux" in m.group(1):
+                sh("cp", "-L", m.group(1), f"{BIN}/ld.so")
+            elif m:
+                sh("cp", "-L", m.group(1), f"{BIN}/lib/")
+        sh("cp", prog, f"{BIN}/")
     # the first start of each costs a little more: not in a timed run
     run_procs([f"{RDPAT} {RDPAT} seq 4096", f"{BUSYBOX} cat {RDPAT} >/dev/null"])
     sh(*DMSETUP, "version")
@@ -286,9 +291,9 @@ def wipe_bcache():
 
 class Base:
     """The devices every run shares, made once: the emulated disk
-    (bench-hdd), the measuring vdisk over it (bench-vd, trained off-line,
-    then frozen so every run sees the same model) and, for the floor, a
-    measuring vdisk straight on the RAM disk (bench-warm)."""
+    (bench-hdd), the measuring vdisk over it (bench-vd, trained off-line;
+    every run starts from the trained tables, see fresh_model()) and, for
+    the floor, a measuring vdisk straight on the RAM disk (bench-warm)."""
 
     def __init__(self, args):
         prof = PROFILES[args.profile]
@@ -298,15 +303,30 @@ class Base:
                              f"profile {args.profile} capacity {prof['capacity']}")
         self.vd = dm_create("bench-vd", f"0 {n} vdisk {self.hdd}")
         self.warm = dm_create("bench-warm", f"0 {n} vdisk /dev/ram0")
-        sh(f"{TOP}/build/userspace/vdiskctl", "train", "bench-vd", "--time", str(args.train))
+        sh(*VDISKCTL, "train", "bench-vd", "--time", str(args.train))
         dm_message("bench-vd", "train", "off")
+        self.learning = not args.frozen_model
+        self.tables = f"{BIN}/model.tables"
+        sh(*VDISKCTL, "save", "bench-vd", self.tables)
         if args.traces:
             # the model every run's "vd" starts from, for the simulator
             os.makedirs(args.traces, exist_ok=True)
-            sh(f"{TOP}/build/userspace/vdiskctl", "save", "bench-vd",
-               os.path.join(args.traces, f"model-{args.profile}.tables"))
-        self.model = {k: v for k, v in dm_stats("bench-vd").items()
-                      if k in ("cells_filled", "model_read_samples", "mean_read_us")}
+            shutil.copy(self.tables, os.path.join(args.traces, f"model-{args.profile}.tables"))
+        self.model = self.model_state()
+
+    @staticmethod
+    def model_state():
+        return {k: v for k, v in dm_stats("bench-vd").items()
+                if k in ("train", "cells_filled", "model_read_samples", "mean_read_us")}
+
+    def fresh_model(self):
+        """bench-vd's tables back to the trained ones, learning on unless
+        --frozen-model: every run starts from the same model, and the
+        model learns from the run as an admin's model layer does."""
+        dm_message("bench-vd", "train", "off")	# nothing lands during the load
+        sh(*VDISKCTL, "load", "bench-vd", self.tables)
+        if self.learning:
+            dm_message("bench-vd", "train", "on")
 
     def close(self):
         for name in self.names:
@@ -322,6 +342,10 @@ class Stack:
         n = base.n
         self.disk = base.warm if config == "warm" else base.hdd
         vd = self.top = base.warm if config == "warm" else base.vd
+        self.model = None
+        if config != "warm":
+            base.fresh_model()
+            self.model = base.model_state()
         self.redcap = None
         if config.startswith("redcap-"):
             m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
@@ -589,6 +613,9 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
         rec["disk_stats"] = stack.disk_stats()
         if stack.redcap:
             rec["redcap_stats"] = dm_stats(stack.redcap)
+        if stack.model:
+            # the model layer's state when the stack was made and after the run
+            rec["model_run"] = {"start": stack.model, "end": base.model_state()}
         rec.update(extra)
         sh(BUSYBOX, "umount", MNT)
     finally:
@@ -658,6 +685,9 @@ def main():
                     "and the trained model (model-<profile>.tables) in DIR, for "
                     "tests/bench/sim-validate.py")
     ap.add_argument("--train", type=int, default=20, help="seconds of model training")
+    ap.add_argument("--frozen-model", action="store_true",
+                    help="the model layer does not learn during the runs: every run is "
+                    "priced by the off-line training alone (the results up to 2026-11-25)")
     ap.add_argument("--icount", action="store_true",
                     help="say in the records that the guest runs under icount")
     ap.add_argument("--rdpat", default=os.path.join(TOP, "build", "bench", "rdpat"),
@@ -709,7 +739,8 @@ def run_suite(args, files, units):
     log(f"bench: data on ext4 ({mib} MiB RAM disk) and model ready in "
         f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
 
-    extra = {"scale": data, "icount": args.icount, "model": base.model}
+    extra = {"scale": data, "icount": args.icount, "model": base.model,
+             "model_learning": base.learning}
     records = []
     total = len(runs) * (len(args.configs) * args.reps + (not args.no_bound))
     done = 0

@@ -6,8 +6,10 @@
 drive's busy time in the bare run), the price the kernel's virtual disk put
 on the reads each redcap configuration received (redcap's vdisk_time_us),
 and what redcapctl simulate prices the same trace at, the bare run's
-requests and each configuration's, on the suite's frozen model
-(--no-train): the offline instrument for changes of the model.
+requests on the suite's trained model, frozen (--no-train) and learning,
+and each configuration's as the suite's model layer did (learning unless
+the suite ran with --frozen-model): the offline instrument for changes of
+the model.
 
 usage: vdisk-pricing.py RECORDS.json --traces DIR --out REPORT.md
 """
@@ -52,6 +54,9 @@ def main():
                    key=lambda c: (suite.WORKLOADS.index(c[0]), c[1], c[2]))
     configs = [c for c in suite.CONFIGS if c.startswith("redcap-") and
                any(r["config"] == c for r in records)]
+    # the suite's model layer learns during each run unless it was run with
+    # --frozen-model (and records older than that option: frozen)
+    learning_suite = any(r.get("model_learning") for r in records)
     rows, errs_kernel, errs_sim, errs_learning = [], [], [], []
     for w, p, io in cases:
         def med(c, get):
@@ -68,6 +73,11 @@ def main():
             cmd += ["--config", validate.sim_spec(c)]
         sim = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True,
                                         check=True).stdout)["results"]
+        if learning_suite:
+            # each configuration priced as the kernel did: the model learning
+            sim = sim[:1] + json.loads(subprocess.run(
+                [a for a in cmd if a != "--no-train"] + ["--json"], capture_output=True,
+                text=True, check=True).stdout)["results"][1:]
         # the same, the model learning as it goes (a model layer's default)
         learning = json.loads(subprocess.run(
             [a for a in cmd[:cmd.index("--config")] if a != "--no-train"] +
@@ -97,10 +107,13 @@ def main():
          f"`tests/bench/sim-validate --profile {profile} --dir "
          f"{os.path.relpath(os.path.dirname(args.records), TOP)}` (the reduced set of "
          "`docs/results/2026-11-25-sim-validation.md`, one repetition, the model "
-         "trained and frozen as the bench does). Issue 17's goal: "
+         "trained off-line, " + ("then learning during each run" if learning_suite else
+                                  "then frozen") + " as the bench's model layer was). "
+         "Issue 17's goal: "
          "the virtual disk's price of the reads redcap received within 10 % of what the "
          "bare disk took (the emulated drive's busy time in the bare run).", "",
-         f"* the kernel's virtual disk (redcap's `vdisk_time_us`, every configuration): "
+         f"* the kernel's virtual disk (redcap's `vdisk_time_us`, every configuration, "
+         f"the model {'learning' if learning_suite else 'frozen'}): "
          f"{within(errs_kernel)} cells within 10 %;",
          f"* the simulator's price of the bare run's requests on the same frozen model "
          f"(`simulate --no-train`, `vdisk_time_s` of `bare`): {within(errs_sim)} cases;",

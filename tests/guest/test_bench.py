@@ -32,6 +32,16 @@ def test_tiny_bench_case(tmp_path):
         assert x["kernel"] == os.uname().release and x["disk_profile"] == "hdd7200"
         assert x["app_time_s"] > 0
     bare, rc, bound = recs
+    # the model layer: every run starts from the trained tables (the cells
+    # the bare run added are gone when redcap's run starts) and learns from
+    # the run, as an admin's model layer does by default
+    for x in (bare, rc):
+        assert x["model_learning"] is True
+        start, end = x["model_run"]["start"], x["model_run"]["end"]
+        assert start["cells_filled"] == x["model"]["cells_filled"]
+        assert start["train"] == end["train"] == "on"
+        assert end["model_read_samples"] > start["model_read_samples"]
+    assert bare["model_run"]["end"]["cells_filled"] > bare["model"]["cells_filled"]
     # 8 KiB skips: buffered reads of a third of the one process's file, in 4 KiB
     # requests readahead does not merge; redcap reads whole 128 KiB segments.
     file_bytes = bare["scale"]["data_mib"] << 20
