@@ -283,13 +283,39 @@ def blocked_report():
                 out.append(f"task {tid}:\n{f.read().rstrip()}")
         except OSError as e:
             out.append(f"task {tid}: {e}")
-    for cmd in (("dmsetup", "info", "-c"), ("dmsetup", "table"), ("dmsetup", "status")):
+    out.append(udev_tasks())
+    # the udev side of a dmsetup that waits on its cookie: the cookies
+    # still held, and whether udev's queue is empty (exit 0)
+    for cmd in (("dmsetup", "info", "-c"), ("dmsetup", "table"), ("dmsetup", "status"),
+                ("dmsetup", "udevcookies"), ("udevadm", "settle", "-t", "0")):
         try:
             r = sh(*cmd, check=False, timeout=30, report=False)
         except AssertionError as e:
             out.append(str(e))
             continue
-        out.append(f"{' '.join(cmd)}:\n{r.stdout.rstrip()}{r.stderr.rstrip()}")
+        out.append(f"{' '.join(cmd)} (exit {r.returncode}):\n"
+                   f"{r.stdout.rstrip()}{r.stderr.rstrip()}")
+    return "\n".join(out)
+
+
+def udev_tasks():
+    """Each udev and dmsetup process: its state, where it sleeps and its
+    command line (a remove waiting on its udev cookie shows here, not in
+    sysrq-w's list of D-state tasks)."""
+    out = ["udev and dmsetup processes (pid state wchan cmdline):"]
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            if not re.search(r"udev|dmsetup", cmd):
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read()
+        except OSError:		# gone meanwhile
+            continue
+        out.append(f"  {pid} {state} {wchan or '-'} {cmd}")
     return "\n".join(out)
 
 

@@ -4,6 +4,7 @@ with the kernel's view of the tasks that wait, and the suite goes on; a test
 stuck where no signal reaches it ends the run with the same view, instead of
 sitting silent until the guest is killed."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -112,3 +113,8 @@ def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64,
     assert "Show Blocked State" in text, text
     assert f"{slow.name}: 0 {n} delay " in text, text
     assert "\ntask " in text, text
+    # udev's side, for a dmsetup waiting on its cookie: the daemon, the
+    # cookies held and whether udev's queue is empty
+    assert re.search(r"\n  \d+ [RSD] \S+ \S*udevd", text), text
+    assert "\ndmsetup udevcookies (exit 0):\n" in text, text
+    assert "\nudevadm settle -t 0 (exit " in text, text
