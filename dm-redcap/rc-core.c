@@ -100,6 +100,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 	rc_adapt_init(&c->adapt);
 	rc_caware_init(&c->caware, 0);
 	rc_budget_init(&c->budget);
+	rc_streams_init(&c->streams);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
 	c->entries = (struct rc_entry *)p;
@@ -364,8 +365,25 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 	return RC_READ_BYPASS;
 }
 
-enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
+/*
+ * A read continuing a stream, with room for another read of its size
+ * after it in its segment, in the stream's direction.
+ */
+static bool rc_streamed(struct rc_cache *c, u64 sector, u32 sectors)
 {
+	int dir = rc_stream_read(&c->streams, sector, sectors);
+	u64 first = sector >> c->seg_shift << c->seg_shift;
+	u64 next = first + (1ull << c->seg_shift);
+
+	if (dir > 0)
+		return sector + 2ull * sectors <= next;
+	return dir < 0 && sector >= first + sectors;
+}
+
+enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
+{
+	u64 seg = sector >> c->seg_shift;
+	bool streamed = rc_streamed(c, sector, sectors);
 	u32 i, b;
 
 	c->ctr.reads++;
@@ -398,7 +416,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
-	if (rc_budgeted(c) && !rc_budget_allows(&c->budget)) {
+	if (rc_budgeted(c) && !rc_budget_allows(&c->budget, streamed)) {
 		c->ctr.read_bypassed_budget++;
 		goto bypass;
 	}
@@ -409,6 +427,8 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx)
 		goto bypass;
 	}
 	c->ctr.read_misses++;
+	if (rc_budgeted(c) && !rc_budget_allows(&c->budget, false))
+		c->ctr.read_misses_streamed++;
 	*idx = i;
 	return RC_READ_FILL;
 

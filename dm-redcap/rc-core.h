@@ -79,6 +79,7 @@ struct rc_counters {
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
+	u64 read_misses_streamed; /* misses the budget let fill for their stream only */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
@@ -124,6 +125,7 @@ struct rc_cache {
 	struct rc_adapt adapt;	/* its .active is the cache's state */
 	struct rc_caware caware;
 	struct rc_budget budget; /* pays the fills of the adaptive policies */
+	struct rc_streams streams;
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -147,8 +149,8 @@ size_t rc_cache_mem_size(u32 nr_entries);
 int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
 
 /*
- * A read bio for @seg arrived (it never spans segments).  Decides hit,
- * wait, fill or bypass and updates the counters.  On HIT and FILL the
+ * A read bio of @sectors at @sector arrived (it never spans segments).
+ * Decides hit, wait, fill or bypass and updates the counters.  On HIT and FILL the
  * entry is pinned for the caller; on WAIT the caller queues the bio on the
  * entry, whose fill holds the pin.  @idx is set except on BYPASS.
  *
@@ -159,7 +161,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows.
  */
-enum rc_read_action rc_read(struct rc_cache *c, u64 seg, u32 *idx);
+enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
 
 /*
  * Judge the read of @sectors at @sector that rc_read() just handled with

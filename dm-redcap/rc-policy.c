@@ -311,6 +311,43 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 		b->red = 0;
 }
 
+/* --- streams ---------------------------------------------------------- */
+
+void rc_streams_init(struct rc_streams *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
+{
+	u64 end = sector + sectors;
+	struct rc_stream *e, *victim = &t->s[0];
+	int i, dir = 0;
+
+	t->clock++;
+	for (i = 0; i < RC_STREAMS; i++) {
+		e = &t->s[i];
+		if (!e->used) {
+			victim = e;
+			break;
+		}
+		if (sector >= e->end && sector - e->end <= sectors)
+			dir = 1;
+		else if (end <= e->start && e->start - end <= sectors)
+			dir = -1;
+		if (dir) {
+			victim = e;
+			break;
+		}
+		if (e->used < victim->used)
+			victim = e;
+	}
+	victim->start = sector;
+	victim->end = end;
+	victim->used = t->clock;
+	return dir;
+}
+
 /* --- C-Aware ---------------------------------------------------------- */
 
 void rc_caware_init(struct rc_caware *w, u64 now)

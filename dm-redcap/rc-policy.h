@@ -152,6 +152,13 @@ int rc_estimator_parse(const char *name);
  * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
  *
+ * A miss that continues a stream with room left in its segment
+ * (rc_stream_read()) is the likeliest fill to pay: its stream's next reads
+ * fall in the segment.  Such a miss may also fill while the balance is
+ * above minus the cap, so that many streams starting at once are not
+ * starved by the RC_BUDGET_OVERDRAFT fills the first of them took.  The
+ * bound above becomes twice the cap.
+ *
  * Off unless set: priced by a model that took a backward read for a short
  * forward skip, TAC's fills looked like break-even and the budget starved
  * them; the model now keeps backward seeks apart, and the budget stays off
@@ -181,10 +188,11 @@ void rc_budget_reset_stats(struct rc_budget *b);
 /* The cache was emptied: start again from a balance of 0. */
 void rc_budget_cold(struct rc_budget *b);
 
-/* Whether a miss may fill now. */
-static inline bool rc_budget_allows(const struct rc_budget *b)
+/* Whether a miss may fill now; @streamed: it continues a stream (above). */
+static inline bool rc_budget_allows(const struct rc_budget *b, bool streamed)
 {
-	return !b->share || b->balance >= 0 || b->red < RC_BUDGET_OVERDRAFT;
+	return !b->share || b->balance >= 0 || b->red < RC_BUDGET_OVERDRAFT ||
+	       (streamed && b->balance > -(s64)b->cap_ns);
 }
 
 /*
@@ -194,6 +202,37 @@ static inline bool rc_budget_allows(const struct rc_budget *b)
  * sent down for it.
  */
 void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns);
+
+/* --- streams ----------------------------------------------------------- */
+
+/*
+ * Sequential streams, forward and backward, several at once: the last
+ * read of each of RC_STREAMS recent streams.  A read continues a stream
+ * when it starts after the stream's last read, or ends before it, with a
+ * gap no longer than itself (buffered readers skip what the page cache
+ * holds; an 8 KiB strided reader skips 4 KiB).  Otherwise it starts a
+ * stream in place of the one read least recently.  A bounded scan of
+ * RC_STREAMS entries per read.
+ */
+#define RC_STREAMS	32
+
+struct rc_stream {
+	u64 start, end;		/* the last read: sectors [start, end) */
+	u64 used;		/* clock of that read; 0: empty */
+};
+
+struct rc_streams {
+	struct rc_stream s[RC_STREAMS];
+	u64 clock;
+};
+
+void rc_streams_init(struct rc_streams *t);
+
+/*
+ * Note a read of @sectors at @sector: +1 if it continues a stream forward,
+ * -1 backward, 0 if it starts one.
+ */
+int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors);
 
 /* --- C-Aware placement -------------------------------------------------- */
 

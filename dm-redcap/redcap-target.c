@@ -531,7 +531,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 				    bio_sectors(bio), pb->start_ns, &vd_ns);
 	if (rc_policy_caware(cc->cache->policy))
 		rc_caware_decay(&cc->cache->caware, pb->start_ns);
-	act = rc_read(cc->cache, seg, &idx);
+	act = rc_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), &idx);
 	redcap_adapt_read(rc, bio, act, vd_ns, vd_ok, pb->start_ns);
 	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
 		pb->kind = PB_CACHE;
@@ -1245,6 +1245,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
 	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
 	       c.read_bypassed_inactive, c.read_bypassed_budget);
+	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);

@@ -451,7 +451,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 	vd_ok = vdisk_price(s, &s->vdisk, VD_READ, sector, sectors, now, &vd_ns);
 	if (rc_policy_caware(s->cache->policy))
 		rc_caware_decay(&s->cache->caware, now);
-	act = rc_read(s->cache, seg, &idx);
+	act = rc_read(s->cache, sector, sectors, &idx);
 	adapt_read(s, sector, sectors, act, vd_ns, vd_ok, now);
 	switch (act) {
 	case RC_READ_HIT:

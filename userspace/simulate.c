@@ -32,6 +32,7 @@
 	X(read_bypassed_held, read_bypassed_held) X(read_resent, read_resent)	\
 	X(read_bypassed_inactive, read_bypassed_inactive)			\
 	X(read_bypassed_budget, read_bypassed_budget)				\
+	X(read_misses_streamed, read_misses_streamed)				\
 	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
 	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \

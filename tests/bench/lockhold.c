@@ -39,7 +39,7 @@ static void fill(struct rc_cache *c)
 	u32 i, idx;
 
 	for (i = 0; i < ENTRIES; i++) {
-		if (rc_read(c, (u64)i * 2, &idx) != RC_READ_FILL)
+		if (rc_read(c, (u64)i * 2 << c->seg_shift, 1u << c->seg_shift, &idx) != RC_READ_FILL)
 			abort();
 		rc_fill_done(c, idx, 0, 256);
 		rc_unpin(c, idx);

@@ -5,6 +5,7 @@
  */
 #include "ctest.h"
 #include "rc-core.h"
+#include "rc_read_seg.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -211,6 +212,8 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "read_bypassed_budget", g->read_bypassed_budget,
 			w->read_bypassed_budget);
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
+	check_ctr_field(line, "read_misses_streamed", g->read_misses_streamed,
+			w->read_misses_streamed);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
@@ -226,7 +229,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 24 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 25 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -238,7 +241,7 @@ static u32 fill_seg(struct rc_cache *c, u64 seg)
 {
 	u32 idx = RC_NONE;
 
-	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_FILL);
 	CHECK(idx < c->nr_entries);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
@@ -251,7 +254,7 @@ static void hit_seg(struct rc_cache *c, u64 seg, u32 want_idx)
 {
 	u32 idx = RC_NONE;
 
-	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, want_idx);
 	CHECK_EQ(c->entries[idx].seg, seg);
 	rc_unpin(c, idx);
@@ -352,7 +355,7 @@ CTEST(miss_fill_serve_then_hit)
 	struct rc_cache *c = mk(4);
 	u32 idx = RC_NONE, idx2 = RC_NONE;
 
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_FILL);
 	CHECK(idx < 4);
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
 	CHECK_EQ(c->entries[idx].seg, 7);
@@ -374,7 +377,7 @@ CTEST(miss_fill_serve_then_hit)
 	CHECK(rc_idle(c));
 	check_invariants(c);
 
-	CHECK_EQ(rc_read(c, 7, &idx2), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 7, &idx2), RC_READ_HIT);
 	CHECK_EQ(idx2, idx);
 	CHECK_EQ(c->entries[idx].pins, 1);
 	CHECK_EQ(lru_len(c), 0);
@@ -391,9 +394,9 @@ CTEST(waiters_on_filling_entry)
 	struct rc_cache *c = mk(4);
 	u32 idx, w1 = RC_NONE, w2 = RC_NONE;
 
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 3, &w1), RC_READ_WAIT);
-	CHECK_EQ(rc_read(c, 3, &w2), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 3, &w1), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 3, &w2), RC_READ_WAIT);
 	CHECK_EQ(w1, idx);
 	CHECK_EQ(w2, idx);
 	/* Waiting takes no pin: the fill's pin covers the waiters. */
@@ -457,12 +460,12 @@ CTEST(serving_fill_pin_blocks_eviction)
 	struct rc_cache *c = mk(1);
 	u32 a, idx;
 
-	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 1, &a), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
 	/* VALID but still pinned by the fill: not on the LRU, not a victim. */
-	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
 	rc_unpin(c, a);
-	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, a);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_misses = 2, .read_bypassed = 1,
@@ -476,11 +479,11 @@ CTEST(busy_bypass_when_all_filling)
 	struct rc_cache *c = mk(2);
 	u32 a, b, idx = 12345;
 
-	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 2, &b), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1, &a), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 2, &b), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
 	CHECK_EQ(idx, 12345);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_WAIT);
 	CHECK_EQ(idx, a);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 4, .read_misses = 2, .read_bypassed = 1,
@@ -501,18 +504,18 @@ CTEST(busy_bypass_when_all_pinned)
 	a = fill_seg(c, 1);
 	b = fill_seg(c, 2);
 	hit_seg(c, 1, a);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);	/* two pins on A */
-	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);	/* two pins on A */
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_HIT);
 	CHECK_EQ(c->entries[a].pins, 2);
 	CHECK_EQ(lru_len(c), 0);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
 	check_invariants(c);
 	rc_unpin(c, a);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);	/* A still pinned */
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);	/* A still pinned */
 	rc_unpin(c, a);
 	CHECK_EQ(c->lru_head, a);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, a);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
 	rc_unpin(c, idx);
@@ -531,8 +534,8 @@ CTEST(policy_off_bypasses_everything)
 
 	a = fill_seg(c, 5);
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* even a cached one */
-	CHECK_EQ(rc_read(c, 6, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);	/* even a cached one */
+	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->entries[a].pins, 0);
 	/* Writes still keep the cache coherent while off. */
 	rc_write_done(c, 5, rc_write_start(c, 5, 8, true), 0, true, &idx);
@@ -543,7 +546,7 @@ CTEST(policy_off_bypasses_everything)
 		  .fill_ios = 1, .fill_sectors = 256, .writes = 1,
 		  .write_sectors = 8, .invalidations = 1);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
@@ -555,15 +558,15 @@ CTEST(fill_error_frees_entry_and_next_read_refills)
 	struct rc_cache *c = mk(1);
 	u32 idx, w, idx2;
 
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 9, &w), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 9, &w), RC_READ_WAIT);
 	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
 	CHECK_EQ(c->entries[idx].pins, 0);
 	CHECK_EQ(hashed_idx(c, 9), RC_NONE);
 	CHECK(rc_idle(c));
 	check_invariants(c);
-	CHECK_EQ(rc_read(c, 9, &idx2), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 9, &idx2), RC_READ_FILL);
 	CHECK_EQ(idx2, idx);
 	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx2);
@@ -599,7 +602,7 @@ CTEST(unpin_of_unpinned_entry_is_ignored)
 	rc_unpin(c, 2);
 	rc_unpin(c, RC_NONE);
 	check_invariants(c);
-	CHECK_EQ(rc_read(c, 2, &f), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 2, &f), RC_READ_FILL);
 	rc_unpin(c, f);			/* FILLING: only rc_fill_done drops it */
 	CHECK_EQ(c->entries[f].pins, 1);
 	CHECK_EQ(c->entries[f].state, RC_FILLING);
@@ -617,12 +620,12 @@ CTEST(write_during_fill_makes_it_stale)
 	struct rc_cache *c = mk(2);
 	u32 idx, w, cookie, idx2;
 
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 4, &w), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &w), RC_READ_WAIT);
 	cookie = rc_write_start(c, 4, 8, true);
 	/* The filling entry stays in the index until its fill completes. */
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
-	CHECK_EQ(rc_read(c, 4, &w), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 4, &w), RC_READ_WAIT);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
@@ -635,7 +638,7 @@ CTEST(write_during_fill_makes_it_stale)
 		  .write_sectors = 8);
 
 	/* The write has completed: a new read refills and serves. */
-	CHECK_EQ(rc_read(c, 4, &idx2), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &idx2), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx2);
 	check_invariants(c);
@@ -647,13 +650,13 @@ CTEST(write_in_flight_at_fill_done_makes_it_stale)
 	struct rc_cache *c = mk(2);
 	u32 idx, cookie, w;
 
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	cookie = rc_write_start(c, 4, 8, false);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
 	/* Still in flight: the read after the stale fill bypasses. */
-	CHECK_EQ(rc_read(c, 4, &w), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 4, &w), RC_READ_BYPASS);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, false, &w), RC_WRITE_DONE);
-	CHECK_EQ(rc_read(c, 4, &w), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &w), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, w, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, w);
 	check_invariants(c);
@@ -668,7 +671,7 @@ CTEST(update_policy_write_during_fill_is_stale)
 	struct rc_cache *c = mk_policy(2, RC_WRITE_UPDATE);
 	u32 idx, cookie, w = RC_NONE;
 
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	cookie = rc_write_start(c, 4, 8, true);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
 	CHECK_EQ(w, RC_NONE);
@@ -685,7 +688,7 @@ CTEST(fill_error_wins_over_stale)
 	struct rc_cache *c = mk(2);
 	u32 idx, w;
 
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	rc_write_done(c, 4, rc_write_start(c, 4, 8, true), 0, true, &w);
 	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
 	check_invariants(c);
@@ -700,13 +703,13 @@ CTEST(read_miss_during_write_bypasses)
 	u32 idx, cookie;
 
 	cookie = rc_write_start(c, 11, 16, true);
-	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 11, &idx), RC_READ_BYPASS);
 	CHECK(rc_idle(c));
 	CHECK_EQ(free_len(c), 4);
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1,
 		  .write_sectors = 16);
 	CHECK_EQ(rc_write_done(c, 11, cookie, 0, true, &idx), RC_WRITE_DONE);
-	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 11, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
@@ -720,7 +723,7 @@ CTEST(write_gen_wraparound_still_detects_race)
 
 	for (b = 0; b <= c->wb_mask; b++)
 		c->wb_gen[b] = 0xffffffffu;
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	CHECK_EQ(c->entries[idx].wgen, 0xffffffffu);
 	cookie = rc_write_start(c, 4, 8, true);
 	CHECK_EQ(cookie, 0);
@@ -773,7 +776,7 @@ CTEST(write_to_pinned_entry_makes_it_dead_until_unpin)
 	u32 a, idx, cookie;
 
 	a = fill_seg(c, 8);
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_HIT);	/* reader copying */
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_HIT);	/* reader copying */
 	cookie = rc_write_start(c, 8, 8, true);
 	CHECK_EQ(c->entries[a].state, RC_DEAD);
 	CHECK_EQ(c->entries[a].pins, 1);
@@ -782,14 +785,14 @@ CTEST(write_to_pinned_entry_makes_it_dead_until_unpin)
 	check_invariants(c);
 	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
 	/* Lookups miss; the dead entry is busy, so the miss bypasses. */
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
 	CHECK(!rc_idle(c));
 	rc_unpin(c, a);
 	CHECK_EQ(c->entries[a].state, RC_FREE);
 	CHECK(rc_idle(c));
 	check_invariants(c);
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_FILL);	/* reusable, no evict */
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_FILL);	/* reusable, no evict */
 	CHECK_EQ(idx, a);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
@@ -998,12 +1001,12 @@ CTEST(drop_all_frees_idle_and_returns_busy)
 	b = fill_seg(c, 2);
 	fill_seg(c, 3);
 	dead = fill_seg(c, 4);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);	/* pinned VALID */
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);	/* pinned VALID */
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_HIT);
 	cookie = rc_write_start(c, 4, 1, true);		/* -> DEAD */
 	CHECK_EQ(c->entries[dead].state, RC_DEAD);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &idx), RC_WRITE_DONE);
-	CHECK_EQ(rc_read(c, 5, &f), RC_READ_FILL);	/* FILLING */
+	CHECK_EQ(read_seg(c, 5, &f), RC_READ_FILL);	/* FILLING */
 	rc_reset_counters(c);
 
 	CHECK_EQ(rc_drop_all(c), 3);
@@ -1036,13 +1039,13 @@ CTEST(idle_tracks_fills_and_pins)
 	u32 a, idx;
 
 	CHECK(rc_idle(c));
-	CHECK_EQ(rc_read(c, 1, &a), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 1, &a), RC_READ_FILL);
 	CHECK(!rc_idle(c));
 	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
 	CHECK(!rc_idle(c));
 	rc_unpin(c, a);
 	CHECK(rc_idle(c));
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);
 	CHECK(!rc_idle(c));
 	rc_unpin(c, idx);
 	CHECK(rc_idle(c));
@@ -1089,14 +1092,15 @@ CTEST(policy_parse_and_name)
 
 CTEST(hash_collisions_small_cache)
 {
+	/* up to the last segment a sector names with 256-sector segments */
 	static const u64 segs[] = {
 		0, 1, 2, 3, 8, 16, 1ull << 32, (1ull << 32) + 1,
-		1ull << 40, (1ull << 40) + 8, 1ull << 56, 1ull << 60,
-		1ull << 62, (1ull << 63) - 1, 1ull << 63, (1ull << 63) + 1,
-		(1ull << 63) + 2, (1ull << 63) + (1ull << 32), ~0ull,
-		~0ull - 1, ~0ull << 32, 0x5555555555555555ull,
-		0xaaaaaaaaaaaaaaaaull, 0x61c8864680b583ebull, 12345,
-		(1ull << 63) | 12345, 7ull << 61, 3ull << 62,
+		1ull << 40, (1ull << 40) + 8, 1ull << 48, 1ull << 52,
+		1ull << 54, (1ull << 55) - 1, 1ull << 55, (1ull << 55) + 1,
+		(1ull << 55) + 2, (1ull << 55) + (1ull << 32), (1ull << 56) - 1,
+		(1ull << 56) - 2, (1ull << 56) - (1ull << 32), 0x55555555555555ull,
+		0xaaaaaaaaaaaaaaull, 0x61c8864680b583ull, 12345,
+		(1ull << 55) | 12345, 7ull << 53, 3ull << 54,
 	};
 	const u32 nsegs = ARRAY_SIZE(segs);
 	struct rc_cache *c = mk(4);
@@ -1143,12 +1147,12 @@ CTEST(hash_collisions_small_cache)
 CTEST(million_entries_all_hit)
 {
 	const u32 n = 1u << 20;
-	const u64 base = (1ull << 62) + 12345;
+	const u64 base = (1ull << 54) + 12345;
 	struct rc_cache *c = mk(n);
 	u32 i, idx;
 
 	for (i = 0; i < n; i++) {
-		CHECK_EQ(rc_read(c, base + i, &idx), RC_READ_FILL);
+		CHECK_EQ(read_seg(c, base + i, &idx), RC_READ_FILL);
 		CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 	}
@@ -1156,7 +1160,7 @@ CTEST(million_entries_all_hit)
 	CHECK_EQ(c->free_head, RC_NONE);
 	CHECK(max_chain(c) <= 8);
 	for (i = 0; i < n; i++) {
-		CHECK_EQ(rc_read(c, base + i, &idx), RC_READ_HIT);
+		CHECK_EQ(read_seg(c, base + i, &idx), RC_READ_HIT);
 		CHECK_EQ(c->entries[idx].seg, base + i);
 		rc_unpin(c, idx);
 	}
@@ -1167,17 +1171,17 @@ CTEST(million_entries_all_hit)
 	/* One more segment evicts the least recently hit: base + 0. */
 	i = c->lru_tail;
 	CHECK_EQ(c->entries[i].seg, base);
-	CHECK_EQ(rc_read(c, base + n, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, base + n, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, i);
 	CHECK_EQ(c->ctr.evictions, 1);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
-	CHECK_EQ(rc_read(c, base + 1, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, base + 1, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	/* base + 1 was refreshed, so base itself now evicts base + 2. */
 	i = c->lru_tail;
 	CHECK_EQ(c->entries[i].seg, base + 2);
-	CHECK_EQ(rc_read(c, base, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, base, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, i);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
@@ -1281,7 +1285,7 @@ static void st_read(struct st *s)
 	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
 	enum rc_read_action a;
 
-	a = rc_read(s->c, seg, &idx);
+	a = read_seg(s->c, seg, &idx);
 	busy = s->c->ctr.read_bypassed_busy - busy;
 	s->want.reads++;
 	if (!rc_active(s->c)) {
@@ -1641,7 +1645,7 @@ static u32 cache_seg(struct rc_cache *c, u64 seg)
 {
 	u32 idx;
 
-	CHECK_EQ(rc_read(c, seg, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	return idx;
@@ -1662,13 +1666,13 @@ CTEST(small_range_invalidates_covered_segments_only)
 	CHECK_EQ(hashed_idx(c, 13), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 14) != RC_NONE, 1);
 	/* No fill of a covered segment while the range is in flight. */
-	CHECK_EQ(rc_read(c, 12, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 12, &idx), RC_READ_BYPASS);
 	rc_range_done(c, 11, 3);
 	check_invariants(c);
 	CHECK_EQ(wb_inflight_sum(c), 0);
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = 24,
 		  .invalidations = 3);
-	CHECK_EQ(rc_read(c, 12, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 12, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	rm(c);
@@ -1684,7 +1688,7 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	cache_seg(c, first);
 	cache_seg(c, first + nr - 1);
 	cache_seg(c, first + nr);
-	CHECK_EQ(rc_read(c, first + 5, &in_fill), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, first + 5, &in_fill), RC_READ_FILL);
 	rc_reset_counters(c);
 
 	rc_range_start(c, first, nr, nr * 8);
@@ -1693,7 +1697,7 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	CHECK_EQ(hashed_idx(c, first + nr - 1), RC_NONE);
 	CHECK_EQ(hashed_idx(c, first + nr) != RC_NONE, 1);
 	/* Any new fill waits for the range, even far away. */
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
 	/* The covered fill in flight must not install. */
 	CHECK_EQ(rc_fill_done(c, in_fill, 0, 8), RC_FILL_STALE);
 	rc_range_done(c, first, nr);
@@ -1701,7 +1705,7 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = nr * 8,
 		  .invalidations = 2, .fill_ios = 1, .fill_sectors = 8, .fill_stale = 1);
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
 	rm(c);
 }
 
@@ -1711,7 +1715,7 @@ CTEST(large_range_keeps_pinned_entry_until_unpin)
 	u32 idx, hit;
 
 	idx = cache_seg(c, 3);
-	CHECK_EQ(rc_read(c, 3, &hit), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 3, &hit), RC_READ_HIT);
 	rc_range_start(c, 0, 1ull << 40, 0);
 	CHECK_EQ(c->entries[idx].state, RC_DEAD);
 	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
@@ -1743,7 +1747,7 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	a = fill_seg(c, 5);
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK(!rc_active(c));
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	g = hashed_idx(c, 7);
@@ -1753,13 +1757,13 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	CHECK_EQ(c->lru_head, g);
 	CHECK_EQ(c->nr_pinned, 0);
 	check_invariants(c);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_HIT);
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(hashed_idx(c, 7), g);
 	/* A VALID segment: a simulated hit, bypassed, not pinned, now most recent. */
 	CHECK_EQ(c->lru_tail, a);
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_HIT);
 	CHECK_EQ(c->entries[a].state, RC_VALID);
 	CHECK_EQ(c->entries[a].pins, 0);
@@ -1786,12 +1790,12 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	struct rc_cache *c = mk(1);
 	u32 f, idx;
 
-	CHECK_EQ(rc_read(c, 1, &f), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 1, &f), RC_READ_FILL);
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_HIT);
 	CHECK_EQ(c->entries[f].state, RC_FILLING);
-	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	check_invariants(c);
@@ -1800,7 +1804,7 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	/* The fill lands; the next simulated miss evicts it (a VALID victim). */
 	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, f);
-	CHECK_EQ(rc_read(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(c->entries[f].state, RC_GHOST);
 	CHECK_EQ(c->entries[f].seg, 2);
@@ -1822,7 +1826,7 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	rc_set_policy(c, RC_POLICY_OFF);
 	rc_reset_counters(c);
 	CHECK_EQ(c->lru_tail, a);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);	/* takes a: seg 1 */
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);	/* takes a: seg 1 */
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(hashed_idx(c, 1), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 3), a);
@@ -1830,14 +1834,14 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_inactive = 1,
 	  .sim_misses = 1, .evictions = 1);
-	CHECK_EQ(rc_read(c, 4, &idx), RC_READ_BYPASS);	/* takes b: seg 2 */
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_BYPASS);	/* takes b: seg 2 */
 	CHECK_EQ(hashed_idx(c, 4), b);
 	CHECK_EQ(c->nr_valid, 0);
 	CHECK_EQ(c->nr_ghost, 2);
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_inactive = 2,
 	  .sim_misses = 2, .evictions = 2);
 	CHECK_EQ(c->lru_tail, a);			/* ghost of seg 3 */
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_BYPASS);	/* takes the ghost */
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);	/* takes the ghost */
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 5), a);
@@ -1856,16 +1860,16 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 	u32 g7, g8, idx;
 
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);	/* 7 most recent, 8 the tail */
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);	/* 7 most recent, 8 the tail */
 	g7 = hashed_idx(c, 7);
 	g8 = hashed_idx(c, 8);
 	CHECK_EQ(c->lru_tail, g8);
 	CHECK_EQ(free_len(c), 0);
 	CHECK_EQ(c->nr_ghost, 2);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_FILL);
 	CHECK_EQ(c->sim, RC_SIM_NONE);
 	CHECK_EQ(idx, g7);
 	CHECK_EQ(c->entries[g7].state, RC_FILLING);
@@ -1880,7 +1884,7 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 		  .read_bypassed_inactive = 3,
 		  .sim_hits = 1, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
 	/* A new segment now reuses the remaining ghost, not the valid entry. */
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, g8);
 	CHECK_EQ(c->nr_ghost, 0);
 	CHECK_EQ(c->ctr.evictions, 0);
@@ -1898,7 +1902,7 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 
 	/* Invalidate policy: dropped at write start, no invalidation counted. */
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->nr_ghost, 1);
 	ck = rc_write_start(c, 7, 8, true);
 	CHECK_EQ(c->nr_ghost, 0);
@@ -1914,7 +1918,7 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 	/* Update policy: the real cache would update in place, so the ghost stays ... */
 	c = mk_policy(8, RC_WRITE_UPDATE);
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	ck = rc_write_start(c, 7, 8, true);
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(rc_write_done(c, 7, ck, 0, true, &idx), RC_WRITE_DONE);
@@ -1934,12 +1938,12 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 	/* Ranges: a small one and a large one drop the ghosts they cover. */
 	c = mk(8);
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 10, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1000, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1000 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1001 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 5000, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 10, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 11, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1000, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1000 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1001 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 5000, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->nr_ghost, 6);
 	rc_range_start(c, 11, 2, 16);				/* small: 11, 12 */
 	CHECK_EQ(c->nr_ghost, 5);
@@ -1979,27 +1983,27 @@ CTEST(caware_bypass_counts_and_keeps_ghost)
 	u32 g, idx;
 
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
 	g = hashed_idx(c, 9);
 	rc_set_policy(c, RC_POLICY_CAWARE);
 	CHECK(rc_active(c));
 	/* One free entry: rules 3/6, the direct cache read slower than the disk. */
 	rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, 3000000, 0);
 	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 1000000, 0);
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_NONE);
 	CHECK_EQ(c->caware.rule[3], 1);
 	CHECK_EQ(hashed_idx(c, 9), g);
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
 	CHECK_EQ(c->nr_ghost, 1);
-	CHECK_EQ(rc_read(c, 10, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 10, &idx), RC_READ_BYPASS);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_inactive = 1,
 	  .read_bypassed_caware = 2,
 		  .sim_misses = 1);
 	/* The disk slows down: rule 6 fills, in the ghost's entry. */
 	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 50000000, 0);
-	CHECK_EQ(rc_read(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, g);
 	CHECK_EQ(c->caware.rule[6], 1);
 	CHECK_EQ(c->nr_ghost, 0);
@@ -2020,11 +2024,11 @@ CTEST(sim_miss_during_write_bypasses_without_ghost)
 
 	rc_set_policy(c, RC_POLICY_OFF);
 	cookie = rc_write_start(c, 8, 8, true);
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
-	CHECK_EQ(rc_read(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	check_invariants(c);
@@ -2055,7 +2059,7 @@ CTEST(write_allocate_fills_from_the_write)
 	CHECK(write_whole(c, 9, &idx));
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
 	CHECK_EQ(c->caware.rule[6], 1);
-	CHECK_EQ(rc_read(c, 9, &r), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 9, &r), RC_READ_WAIT);
 	CHECK_EQ(r, idx);
 	check_invariants(c);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
@@ -2134,7 +2138,7 @@ CTEST(write_allocate_when_full_follows_rules_2_and_5)
 	CHECK_EQ(c->ctr.write_allocs, 1);
 	/* A ghost of the segment is taken over, not duplicated. */
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(rc_read(c, 11, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 11, &idx), RC_READ_BYPASS);
 	g = hashed_idx(c, 11);
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
 	rc_set_policy(c, RC_POLICY_CAWARE);
@@ -2155,8 +2159,8 @@ CTEST(fill_cancel_frees_the_entry_and_counts_a_bypass)
 	struct rc_cache *c = mk(2);
 	u32 idx, w, idx2;
 
-	CHECK_EQ(rc_read(c, 5, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_read(c, 5, &w), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 5, &w), RC_READ_WAIT);
 	rc_fill_cancel(c, idx);
 	rc_count_resent(c, 1);
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
@@ -2211,10 +2215,10 @@ CTEST(held_fills_bypass_misses_and_let_fills_in_flight_finish)
 	u32 a = fill_seg(c, 1), idx, f;
 
 	rc_reset_counters(c);
-	CHECK_EQ(rc_read(c, 2, &f), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 2, &f), RC_READ_FILL);
 	rc_hold_fills(c, true);
-	CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1, &idx), RC_READ_HIT);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, a);
 	rc_unpin(c, a);
 	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
@@ -2280,13 +2284,13 @@ CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 	struct rc_cache *c = mk(n);
 
 	/* g, filling in the range, is in the first chunk: made stale by it. */
-	CHECK_EQ(rc_read(c, 600000, &g), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 600000, &g), RC_READ_FILL);
 	CHECK_EQ(g, 0);
 	for (k = 1; k < 5000; k++)		/* outside the range */
 		fill_seg(c, 2000000 + k);
 	a = fill_seg(c, 5000);
 	b = fill_seg(c, 900000);
-	CHECK_EQ(rc_read(c, 700000, &f), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 700000, &f), RC_READ_FILL);
 	CHECK(f >= 4096);
 	CHECK(rc_range_begin(c, 1000, 1000000, 8000000));
 	while (i < n) {
@@ -2295,8 +2299,8 @@ CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 		CHECK(next > i && next - i <= 4096);
 		if (!steps) {
 			/* Between chunks: no fill, no ghost, inside or outside the range. */
-			CHECK_EQ(rc_read(c, 3, &idx), RC_READ_BYPASS);
-			CHECK_EQ(rc_read(c, 800000, &idx), RC_READ_BYPASS);
+			CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
+			CHECK_EQ(read_seg(c, 800000, &idx), RC_READ_BYPASS);
 			/* A fill completing before the walk reaches it is dropped later. */
 			CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
 			rc_unpin(c, f);
