@@ -322,30 +322,42 @@ int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
 {
 	u64 end = sector + sectors;
 	struct rc_stream *e, *victim = &t->s[0];
-	int i, dir = 0;
+	int i, dir, was;
 
 	t->clock++;
 	for (i = 0; i < RC_STREAMS; i++) {
 		e = &t->s[i];
-		if (!e->used) {
-			victim = e;
+		if (!e->used)
 			break;
-		}
 		if (sector >= e->end && sector - e->end <= sectors)
 			dir = 1;
 		else if (end <= e->start && e->start - end <= sectors)
 			dir = -1;
-		if (dir) {
-			victim = e;
-			break;
+		else
+			dir = 0;
+		if (!dir) {
+			if (e->used < victim->used)
+				victim = e;
+			continue;
 		}
-		if (e->used < victim->used)
-			victim = e;
+		e->used = t->clock;
+		if (dir > 0 && e->dir < 0 && sector == e->end) {
+			e->end = end;	/* the upper piece of a split backward read */
+			return 0;
+		}
+		was = e->dir;
+		e->start = sector;
+		e->end = end;
+		e->dir = dir;
+		return was == dir ? dir : 0;
 	}
+	if (i < RC_STREAMS)
+		victim = e;
 	victim->start = sector;
 	victim->end = end;
 	victim->used = t->clock;
-	return dir;
+	victim->dir = 0;
+	return 0;
 }
 
 /* --- C-Aware ---------------------------------------------------------- */

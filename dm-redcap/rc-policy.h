@@ -211,7 +211,12 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
  * when it starts after the stream's last read, or ends before it, with a
  * gap no longer than itself (buffered readers skip what the page cache
  * holds; an 8 KiB strided reader skips 4 KiB).  Otherwise it starts a
- * stream in place of the one read least recently.  A bounded scan of
+ * stream in place of the one read least recently.  A stream has a
+ * direction once a read continued it, and a read that goes on in that
+ * direction is "streamed": a single adjacent pair (a random read and the
+ * read-ahead behind it) is not.  dm splits a read at a segment boundary
+ * and the lower piece comes first: the upper piece of a backward read
+ * joins the lower one and leaves the stream backward.  A bounded scan of
  * RC_STREAMS entries per read.
  */
 #define RC_STREAMS	32
@@ -219,6 +224,7 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 struct rc_stream {
 	u64 start, end;		/* the last read: sectors [start, end) */
 	u64 used;		/* clock of that read; 0: empty */
+	int dir;		/* +1 forward, -1 backward, 0 not yet known */
 };
 
 struct rc_streams {
@@ -229,8 +235,8 @@ struct rc_streams {
 void rc_streams_init(struct rc_streams *t);
 
 /*
- * Note a read of @sectors at @sector: +1 if it continues a stream forward,
- * -1 backward, 0 if it starts one.
+ * Note a read of @sectors at @sector: +1 if it goes on forward with a
+ * stream already going forward, -1 backward likewise, else 0.
  */
 int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors);
 

@@ -1104,9 +1104,9 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	rm(c);
 }
 
-/* An adversary's reads: fills that never pay, and what they cost. */
+/* An adversary's reads: fills that (mostly) never pay, and what they cost. */
 struct adversary {
-	u64 max_spend, spent, fills;
+	u64 max_spend, spent, fills, hits;
 };
 
 /* One read priced @vd on the bare disk and @cvd as a fill; a fill is served. */
@@ -1119,6 +1119,10 @@ static void adversary_read(struct rc_cache *c, struct adversary *a, u64 sector, 
 	if (act == RC_READ_FILL && cvd - vd > a->max_spend)
 		a->max_spend = cvd - vd;
 	rc_read_judge(c, sector, sectors, act, vd, true, act == RC_READ_FILL ? cvd : vd, true);
+	if (act == RC_READ_HIT) {
+		a->hits++;
+		rc_unpin(c, idx);
+	}
 	if (act == RC_READ_FILL) {
 		a->fills++;
 		a->spent += cvd - vd;
@@ -1129,8 +1133,9 @@ static void adversary_read(struct rc_cache *c, struct adversary *a, u64 sector, 
 
 /*
  * After @reads: what the fills cost beyond their reads never exceeded
- * what the share earned by more than @slack_ns and RC_BUDGET_OVERDRAFT + 1
- * of the dearest fill; nothing hit; the budget bypassed every other miss.
+ * what the share and the hits earned by more than @slack_ns and
+ * RC_BUDGET_OVERDRAFT + 1 of the dearest fill; the budget bypassed every
+ * read that neither filled nor hit.
  */
 static void adversary_check(struct rc_cache *c, const struct adversary *a, u64 reads,
 			    u64 slack_ns)
@@ -1139,8 +1144,8 @@ static void adversary_check(struct rc_cache *c, const struct adversary *a, u64 r
 	CHECK(a->spent <= c->budget.earned_ns + slack_ns +
 	      (RC_BUDGET_OVERDRAFT + 1) * a->max_spend);
 	CHECK_EQ(c->ctr.read_misses, a->fills);
-	CHECK_EQ(c->ctr.read_bypassed_budget, reads - a->fills);
-	CHECK_EQ(c->ctr.read_hits, 0);
+	CHECK_EQ(c->ctr.read_bypassed_budget, reads - a->fills - a->hits);
+	CHECK_EQ(c->ctr.read_hits, a->hits);
 	CHECK(a->fills > 0 && a->fills < reads / 100);
 }
 
@@ -1170,18 +1175,21 @@ CTEST(budget_bound_holds_on_an_adversarial_random_stream)
 		CHECK(c->budget.balance >= -(s64)((RC_BUDGET_OVERDRAFT + 1) * a.max_spend));
 	}
 	adversary_check(c, &a, 200000, 0);
+	CHECK_EQ(a.hits, 0);
 	rm(c);
 }
 
 /*
- * The same bound when every other miss continues a stream with room in
- * its segment, and no fill ever pays: a read of the last 4 KiB of segment
- * 2k, then one of the first 4 KiB of segment 2k + 1, new segments each
- * time.  The streams may take the balance down to minus the cap, no
- * further: what fills cost beyond their reads never exceeds what the share
- * earned by more than the cap and RC_BUDGET_OVERDRAFT + 1 fills.
+ * The same bound when every third miss continues a stream with room in its
+ * segment: three reads of 4 KiB going forward from the start of a new
+ * segment each time.  The third fills on its stream's account and never
+ * serves a hit; the first fills only when the balance allows any miss,
+ * and then its fill serves the two after it.  The streams may take the
+ * balance down to minus the cap, no further: what fills cost beyond their
+ * reads never exceeds what the share and the hits earned by more than the
+ * cap and RC_BUDGET_OVERDRAFT + 1 fills.
  */
-CTEST(budget_bound_holds_when_every_other_miss_continues_a_stream)
+CTEST(budget_bound_holds_when_every_third_miss_continues_a_stream)
 {
 	struct rc_cache *c = mk(64, 8);
 	struct adversary a = { 0 };
@@ -1194,7 +1202,7 @@ CTEST(budget_bound_holds_when_every_other_miss_continues_a_stream)
 	c->budget.share = RC_BUDGET_SHARE;
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;	/* no verdict: the budget alone */
 	for (i = 0; i < 200000; i++) {
-		sector = ((u64)(i / 2) * 2 + 1) * 256 - (i % 2 ? 0 : 8);
+		sector = (u64)(i / 3) * 256 + (i % 3) * 8;
 		vd = 1000 + ctest_rand(20 * MS);
 		adversary_read(c, &a, sector, 8, vd, vd + ctest_rand(10 * vd));
 		CHECK(c->budget.balance >=
@@ -1208,10 +1216,10 @@ CTEST(budget_bound_holds_when_every_other_miss_continues_a_stream)
 }
 
 /*
- * A miss fills on its stream's account only with room for another read of
- * its size beyond it in its segment, in the stream's direction; it may
- * then take the balance down to minus the cap, after the overdraft's
- * fills are used.
+ * A miss fills on its stream's account only once its stream has a
+ * direction, with room for another read of its size beyond it in its
+ * segment that way; it may then take the balance down to minus the cap,
+ * after the overdraft's fills are used.
  */
 CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 {
@@ -1225,41 +1233,47 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 	c->budget.balance = -50 * (s64)MS;
 	CHECK(!rc_budget_allows(&c->budget, false));
 	CHECK(rc_budget_allows(&c->budget, true));
-	/* forward: 8 sectors at 1000, then at 1008 (room up to 1024): fills */
+	/* forward: 992 and 1000 give the stream its direction; 1008 goes on
+	 * with room up to 1024 (segment 3): it fills */
+	CHECK_EQ(rc_read(c, 992, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rc_read(c, 1000, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rc_read(c, 1008, 8, &idx), RC_READ_FILL);
 	CHECK_EQ(c->entries[idx].seg, 3);
 	rc_fill_cancel(c, idx);
-	/* ... but not at 1016 (its segment ends at 1024): no room */
+	/* ... 1016 goes on too, but its segment ends at 1024: no room */
 	CHECK_EQ(rc_read(c, 1016, 8, &idx), RC_READ_BYPASS);
-	/* backward: 16 at 2000, then at 1984 (room down to 1792): fills */
-	CHECK_EQ(rc_read(c, 2000, 16, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1984, 16, &idx), RC_READ_FILL);
+	/* backward: 2032, 2016, then 2000 with room down to 1792: it fills */
+	CHECK_EQ(rc_read(c, 2032, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 2016, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 2000, 16, &idx), RC_READ_FILL);
 	CHECK_EQ(c->entries[idx].seg, 7);
 	rc_fill_cancel(c, idx);
-	/* ... but not at 1800 (a gap of 168 > 16: a new stream), nor at 1792
-	 * (backward from 1800, but its segment starts there: no room) */
-	CHECK_EQ(rc_read(c, 1800, 16, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1792, 8, &idx), RC_READ_BYPASS);
+	/* ... 1552, 1544, 1536: the third goes on backward, but its segment
+	 * starts there: no room */
+	CHECK_EQ(rc_read(c, 1552, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1544, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1536, 8, &idx), RC_READ_BYPASS);
+	/* a gap of 168 > 16 from 2000: a new stream */
+	CHECK_EQ(rc_read(c, 1816, 16, &idx), RC_READ_BYPASS);
 	/* (a cancelled fill is counted a bypass, not a miss; the decision stays) */
 	CHECK_EQ(c->ctr.read_misses, 0);
 	CHECK_EQ(c->ctr.read_bypassed_nomem, 2);
 	CHECK_EQ(c->ctr.read_misses_streamed, 2);
-	CHECK_EQ(c->ctr.read_bypassed_budget, 5);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 9);
 	/* at minus the cap, a stream waits like any miss */
 	c->budget.balance = -(s64)c->budget.cap_ns;
 	CHECK(!rc_budget_allows(&c->budget, true));
-	CHECK_EQ(rc_read(c, 1776, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, 1984, 16, &idx), RC_READ_BYPASS);
 	c->budget.balance = 1 - (s64)c->budget.cap_ns;
-	CHECK_EQ(rc_read(c, 1760, 16, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 1968, 16, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
 	/* with the balance at 0, a fill is not counted as the stream's */
 	c->budget.balance = 0;
-	CHECK_EQ(rc_read(c, 1744, 16, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, 1952, 16, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
 	CHECK_EQ(c->ctr.read_bypassed_nomem, 4);
 	CHECK_EQ(c->ctr.read_misses_streamed, 3);
-	CHECK_EQ(c->ctr.read_bypassed_budget, 6);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 10);
 	rm(c);
 }
 
@@ -1267,7 +1281,8 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 
 /*
  * A read continues a stream after its last read (forward) or before it
- * (backward), with a gap up to its own length; 32 streams at once.
+ * (backward), with a gap up to its own length; it is streamed once the
+ * stream has a direction and it goes on that way.
  */
 CTEST(stream_detection_forward_backward_and_gaps)
 {
@@ -1275,23 +1290,52 @@ CTEST(stream_detection_forward_backward_and_gaps)
 
 	rc_streams_init(&t);
 	CHECK_EQ(rc_stream_read(&t, 1000, 8), 0);
-	CHECK_EQ(rc_stream_read(&t, 1008, 8), 1);	/* adjacent */
-	CHECK_EQ(rc_stream_read(&t, 1024, 8), 1);	/* a gap of 8: an 8 KiB stride */
-	CHECK_EQ(rc_stream_read(&t, 1041, 8), 0);	/* a gap of 9 > 8 */
+	CHECK_EQ(rc_stream_read(&t, 1008, 8), 0);	/* adjacent: now forward */
+	CHECK_EQ(rc_stream_read(&t, 1016, 8), 1);
+	CHECK_EQ(rc_stream_read(&t, 1032, 8), 1);	/* a gap of 8: an 8 KiB stride */
+	CHECK_EQ(rc_stream_read(&t, 1049, 8), 0);	/* a gap of 9 > 8: a new one */
 	CHECK_EQ(rc_stream_read(&t, 5000, 16), 0);
-	CHECK_EQ(rc_stream_read(&t, 4984, 16), -1);	/* ends where it started */
+	CHECK_EQ(rc_stream_read(&t, 4984, 16), 0);	/* ends where it started */
 	CHECK_EQ(rc_stream_read(&t, 4960, 16), -1);	/* a gap of 8 */
-	CHECK_EQ(rc_stream_read(&t, 4960, 16), 0);	/* a re-read: not a stream */
-	/* the forward stream at 1041 goes on, the backward one too */
-	CHECK_EQ(rc_stream_read(&t, 1049, 8), 1);
+	CHECK_EQ(rc_stream_read(&t, 4960, 16), 0);	/* a re-read: a new one */
+	/* the first forward stream goes on; the one at 1049 turns back */
+	CHECK_EQ(rc_stream_read(&t, 1040, 8), 1);
+	CHECK_EQ(rc_stream_read(&t, 1041, 8), 0);	/* ends where 1049 began */
 	CHECK_EQ(rc_stream_read(&t, 4944, 16), -1);
-	/* a read back into a stream's last read is none */
-	CHECK_EQ(rc_stream_read(&t, 1050, 8), 0);
+	/* a turn: forward from the backward stream's last read, with a gap */
+	CHECK_EQ(rc_stream_read(&t, 4962, 16), 0);
+	CHECK_EQ(rc_stream_read(&t, 4978, 16), 1);
+}
+
+/*
+ * dm splits a read at a segment boundary, lower piece first: a backward
+ * stream of 96-sector reads crossing 10240 stays backward, and its next
+ * read goes on with it.
+ */
+CTEST(stream_detection_backward_read_split_at_a_segment_boundary)
+{
+	struct rc_streams t;
+
+	rc_streams_init(&t);
+	CHECK_EQ(rc_stream_read(&t, 10400, 96), 0);
+	CHECK_EQ(rc_stream_read(&t, 10304, 96), 0);
+	/* [10208, 10304) as [10208, 10240) and [10240, 10304): the lower
+	 * piece is 64 sectors from the stream, more than its 32, and starts
+	 * a new one; the upper piece goes on with the stream */
+	CHECK_EQ(rc_stream_read(&t, 10208, 32), 0);
+	CHECK_EQ(rc_stream_read(&t, 10240, 64), -1);
+	CHECK_EQ(rc_stream_read(&t, 10112, 96), -1);
+	CHECK_EQ(rc_stream_read(&t, 10016, 96), -1);
+	/* [9920, 10016) as [9920, 9984) and [9984, 10016): the lower piece,
+	 * the longer, goes on with the stream, the upper one joins it */
+	CHECK_EQ(rc_stream_read(&t, 9920, 64), -1);
+	CHECK_EQ(rc_stream_read(&t, 9984, 32), 0);
+	CHECK_EQ(rc_stream_read(&t, 9824, 96), -1);
 }
 
 /*
  * Interleaved streams: RC_STREAMS (32) forward and backward streams, one
- * read each in turn, are all followed; one more per turn pushes out the
+ * read each in turn, are all followed (streamed from their third read); one more per turn pushes out the
  * stream read least recently, so RC_STREAMS + 1 in turn are never followed.
  */
 CTEST(stream_detection_interleaved_streams)
@@ -1306,7 +1350,7 @@ CTEST(stream_detection_interleaved_streams)
 			u64 base = (u64)(k + 1) << 30;
 			u64 sector = dir > 0 ? base + turn * 8 : base - (turn + 1) * 8;
 
-			CHECK_EQ(rc_stream_read(&t, sector, 8), turn ? dir : 0);
+			CHECK_EQ(rc_stream_read(&t, sector, 8), turn >= 2 ? dir : 0);
 		}
 	rc_streams_init(&t);
 	for (turn = 0; turn < 10; turn++)
