@@ -329,9 +329,9 @@ int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
 		e = &t->s[i];
 		if (!e->used)
 			break;
-		if (sector >= e->end && sector - e->end <= sectors)
+		if (sector >= e->end && sector - e->end <= 2ull * sectors)
 			dir = 1;
-		else if (end <= e->start && e->start - end <= sectors)
+		else if (end <= e->start && e->start - end <= 2ull * sectors)
 			dir = -1;
 		else
 			dir = 0;

@@ -209,8 +209,8 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
  * Sequential streams, forward and backward, several at once: the last
  * read of each of RC_STREAMS recent streams.  A read continues a stream
  * when it starts after the stream's last read, or ends before it, with a
- * gap no longer than itself (buffered readers skip what the page cache
- * holds; an 8 KiB strided reader skips 4 KiB).  Otherwise it starts a
+ * gap up to twice its length (buffered readers skip what the page cache
+ * holds; a strided reader of 4 KiB skips 8 KiB).  Otherwise it starts a
  * stream in place of the one read least recently.  A stream has a
  * direction once a read continued it, and a read that goes on in that
  * direction is "streamed": a single adjacent pair (a random read and the

@@ -1253,7 +1253,7 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 	CHECK_EQ(rc_read(c, 1552, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rc_read(c, 1544, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rc_read(c, 1536, 8, &idx), RC_READ_BYPASS);
-	/* a gap of 168 > 16 from 2000: a new stream */
+	/* a gap of 168 > 32 from 2000: a new stream */
 	CHECK_EQ(rc_read(c, 1816, 16, &idx), RC_READ_BYPASS);
 	/* (a cancelled fill is counted a bypass, not a miss; the decision stays) */
 	CHECK_EQ(c->ctr.read_misses, 0);
@@ -1281,7 +1281,7 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 
 /*
  * A read continues a stream after its last read (forward) or before it
- * (backward), with a gap up to its own length; it is streamed once the
+ * (backward), with a gap up to twice its length; it is streamed once the
  * stream has a direction and it goes on that way.
  */
 CTEST(stream_detection_forward_backward_and_gaps)
@@ -1292,45 +1292,44 @@ CTEST(stream_detection_forward_backward_and_gaps)
 	CHECK_EQ(rc_stream_read(&t, 1000, 8), 0);
 	CHECK_EQ(rc_stream_read(&t, 1008, 8), 0);	/* adjacent: now forward */
 	CHECK_EQ(rc_stream_read(&t, 1016, 8), 1);
-	CHECK_EQ(rc_stream_read(&t, 1032, 8), 1);	/* a gap of 8: an 8 KiB stride */
-	CHECK_EQ(rc_stream_read(&t, 1049, 8), 0);	/* a gap of 9 > 8: a new one */
+	CHECK_EQ(rc_stream_read(&t, 1040, 8), 1);	/* a gap of 16: 4 KiB, skip 8 */
+	CHECK_EQ(rc_stream_read(&t, 1065, 8), 0);	/* a gap of 17 > 16: a new one */
 	CHECK_EQ(rc_stream_read(&t, 5000, 16), 0);
 	CHECK_EQ(rc_stream_read(&t, 4984, 16), 0);	/* ends where it started */
-	CHECK_EQ(rc_stream_read(&t, 4960, 16), -1);	/* a gap of 8 */
-	CHECK_EQ(rc_stream_read(&t, 4960, 16), 0);	/* a re-read: a new one */
-	/* the first forward stream goes on; the one at 1049 turns back */
-	CHECK_EQ(rc_stream_read(&t, 1040, 8), 1);
-	CHECK_EQ(rc_stream_read(&t, 1041, 8), 0);	/* ends where 1049 began */
-	CHECK_EQ(rc_stream_read(&t, 4944, 16), -1);
+	CHECK_EQ(rc_stream_read(&t, 4952, 16), -1);	/* a gap of 16 */
+	CHECK_EQ(rc_stream_read(&t, 4952, 16), 0);	/* a re-read: a new one */
+	/* both go on */
+	CHECK_EQ(rc_stream_read(&t, 1048, 8), 1);
+	CHECK_EQ(rc_stream_read(&t, 4936, 16), -1);
 	/* a turn: forward from the backward stream's last read, with a gap */
-	CHECK_EQ(rc_stream_read(&t, 4962, 16), 0);
-	CHECK_EQ(rc_stream_read(&t, 4978, 16), 1);
+	CHECK_EQ(rc_stream_read(&t, 4954, 16), 0);
+	CHECK_EQ(rc_stream_read(&t, 4970, 16), 1);
 }
 
 /*
  * dm splits a read at a segment boundary, lower piece first: a backward
- * stream of 96-sector reads crossing 10240 stays backward, and its next
- * read goes on with it.
+ * stream of 96-sector reads crossing 10240, then 9984, stays backward, and
+ * its next read goes on with it.
  */
 CTEST(stream_detection_backward_read_split_at_a_segment_boundary)
 {
 	struct rc_streams t;
 
 	rc_streams_init(&t);
-	CHECK_EQ(rc_stream_read(&t, 10400, 96), 0);
-	CHECK_EQ(rc_stream_read(&t, 10304, 96), 0);
-	/* [10208, 10304) as [10208, 10240) and [10240, 10304): the lower
-	 * piece is 64 sectors from the stream, more than its 32, and starts
-	 * a new one; the upper piece goes on with the stream */
-	CHECK_EQ(rc_stream_read(&t, 10208, 32), 0);
-	CHECK_EQ(rc_stream_read(&t, 10240, 64), -1);
-	CHECK_EQ(rc_stream_read(&t, 10112, 96), -1);
-	CHECK_EQ(rc_stream_read(&t, 10016, 96), -1);
-	/* [9920, 10016) as [9920, 9984) and [9984, 10016): the lower piece,
-	 * the longer, goes on with the stream, the upper one joins it */
-	CHECK_EQ(rc_stream_read(&t, 9920, 64), -1);
-	CHECK_EQ(rc_stream_read(&t, 9984, 32), 0);
-	CHECK_EQ(rc_stream_read(&t, 9824, 96), -1);
+	CHECK_EQ(rc_stream_read(&t, 10416, 96), 0);
+	CHECK_EQ(rc_stream_read(&t, 10320, 96), 0);
+	/* [10224, 10320) as [10224, 10240) and [10240, 10320): the lower
+	 * piece is 80 sectors from the stream, more than twice its 16, and
+	 * starts a new one; the upper piece goes on with the stream */
+	CHECK_EQ(rc_stream_read(&t, 10224, 16), 0);
+	CHECK_EQ(rc_stream_read(&t, 10240, 80), -1);
+	CHECK_EQ(rc_stream_read(&t, 10128, 96), -1);
+	CHECK_EQ(rc_stream_read(&t, 10032, 96), -1);
+	/* [9936, 10032) as [9936, 9984) and [9984, 10032): the lower piece
+	 * goes on with the stream, the upper one joins it */
+	CHECK_EQ(rc_stream_read(&t, 9936, 48), -1);
+	CHECK_EQ(rc_stream_read(&t, 9984, 48), 0);
+	CHECK_EQ(rc_stream_read(&t, 9840, 96), -1);
 }
 
 /*
