@@ -159,13 +159,11 @@ int rc_estimator_parse(const char *name);
  * starved by the RC_BUDGET_OVERDRAFT fills the first of them took.  The
  * bound above becomes twice the cap.
  *
- * Off unless set: priced by a model that took a backward read for a short
- * forward skip, TAC's fills looked like break-even and the budget starved
- * them; the model now keeps backward seeks apart, and the budget stays off
- * until the bench shows TAC keeps its gain with it (docs/redcap.rst).
- * RC_BUDGET_SHARE is the share to set.
+ * On by default (share 128) since the bench showed TAC keeping its gain
+ * with it, once the model priced seek direction and streams paid their own
+ * fills (docs/redcap.rst); share 0 turns it off.
  */
-#define RC_BUDGET_SHARE_DEFAULT	0
+#define RC_BUDGET_SHARE_DEFAULT	RC_BUDGET_SHARE
 #define RC_BUDGET_SHARE		128
 #define RC_BUDGET_MAX_SHARE	1000000u
 #define RC_BUDGET_CAP_MS	100

@@ -50,6 +50,7 @@ def sim_spec(config):
         return None
     words = suite.POLICIES[m.group(2)].split()[1:]
     feats = dict(zip(words[::2], words[1::2]))
+    feats.update(suite.TUNABLES.get(m.group(2), []))
     spec = f"{m.group(1)}:{feats.pop('policy')}"
     feats.setdefault("estimator", "spk")
     return spec + "".join(f",{k}={v}" for k, v in sorted(feats.items()))

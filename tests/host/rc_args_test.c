@@ -164,7 +164,7 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(rc_cache_init(&c, mem, 4, 8), 0);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_WINDOW), RC_ADAPT_WINDOW);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_DECAY_MS), RC_CAWARE_DECAY_MS);
-	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), 0);		/* off */
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
 	c.budget.balance = 50000000;
 	for (k = 0; k < RC_TUN_NR; k++)

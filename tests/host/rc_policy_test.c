@@ -933,6 +933,7 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 
 	ctest_rng = 0x2545f4914f6cdd1dull;
 	stream_init(&s, RC_EST_VDISK);
+	s.c->budget.share = 0;		/* the verdicts alone */
 	/* First, windows with 70% of the reads unpriced: the cache stays on. */
 	for (i = 0; i < 4 * RC_ADAPT_WINDOW; i++) {
 		s.unpriced = i % 10 < 7;
@@ -980,8 +981,7 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 	int k;
 
 	rc_budget_init(&b);
-	CHECK_EQ(b.share, 0);			/* off unless set */
-	b.share = RC_BUDGET_SHARE;
+	CHECK_EQ(b.share, RC_BUDGET_SHARE);	/* on by default */
 	CHECK_EQ(b.cap_ns, RC_BUDGET_CAP_MS * MS);
 	CHECK_EQ(b.balance, 0);
 	CHECK(rc_budget_allows(&b, false));

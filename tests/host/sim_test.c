@@ -480,8 +480,8 @@ static void budget_case(u32 n, struct sim_result *bare, struct sim_result *with,
 			struct sim_result *without)
 {
 	struct trace *t = reads_4k(true, n);
-	struct sim_config c1 = config("64x128k:adaptive+caware,budget_share=128");
-	struct sim_config c0 = config("64x128k:adaptive+caware");		/* off */
+	struct sim_config c1 = config("64x128k:adaptive+caware");		/* the default */
+	struct sim_config c0 = config("64x128k:adaptive+caware,budget_share=0");	/* off */
 	struct sim_disk d = *hdd();
 	void *mem;
 	struct vd_model *m = trained_model(&mem);
