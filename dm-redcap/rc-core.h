@@ -150,16 +150,19 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
 
 /*
  * A read bio of @sectors at @sector arrived (it never spans segments).
- * Decides hit, wait, fill or bypass and updates the counters.  On HIT and FILL the
- * entry is pinned for the caller; on WAIT the caller queues the bio on the
- * entry, whose fill holds the pin.  @idx is set except on BYPASS.
+ * Notes it in the stream table (rc_stream_read()), decides hit, wait, fill
+ * or bypass and updates the counters.  On HIT and FILL the entry is pinned
+ * for the caller; on WAIT the caller queues the bio on the entry, whose
+ * fill holds the pin.  @idx is set except on BYPASS.
  *
  * Inactive (rc_active() false), every read bypasses and the cache is
  * simulated: the index and LRU go on as if the segment were cached, with
  * GHOST entries standing for segments that hold no data, and c->sim says
  * what the cache would have done.  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
- * with rc_budgeted(), a miss fills only while the budget allows.
+ * with rc_budgeted(), a miss fills only while the budget allows, a read
+ * that goes on with a stream with room in its segment getting credit
+ * (rc_budget_allows()).
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
 
