@@ -26,6 +26,20 @@ report = _module("report")
 PROF = {"access_s": 0.01, "rate": 100e6}	# gap = 0.01 * 100e6 / 512 = 1953.125 sectors
 
 
+def test_sim_spec_carries_a_configurations_tunables():
+    """sim-validate simulates a suite configuration as the suite built it:
+    its table's options and the tunables it sets afterwards (before
+    2fb7fbe the tunables were dropped, so "-budget" ran without one)."""
+    validate = _module("sim-validate")
+    assert validate.sim_spec("redcap-64x128k-adaptive+caware-nobudget") == \
+        "64x128k:adaptive+caware,budget_share=0,estimator=vdisk"
+    assert validate.sim_spec("redcap-64x128k-adaptive+caware") == \
+        "64x128k:adaptive+caware,estimator=vdisk"
+    assert validate.sim_spec("redcap-64x128k-always") == "64x128k:always,estimator=spk"
+    assert validate.sim_spec("bare") == "bare"
+    assert validate.sim_spec("dm-cache-brd") is None
+
+
 def test_bound_merges_gaps_cheaper_than_a_seek():
     # 8 KiB reads 1000 sectors apart: one run from 0 to 3016
     ext = [(0, 16), (1000, 16), (2000, 16), (3000, 16)]
