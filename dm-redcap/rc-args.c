@@ -124,6 +124,7 @@ static const struct {
 	[RC_TUN_DECAY_MS] = { "decay_ms", 0, RC_CAWARE_MAX_DECAY_MS },
 	[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, RC_BUDGET_MAX_SHARE },
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
+	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)
@@ -154,6 +155,9 @@ void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
 		if (c->budget.balance > (s64)c->budget.cap_ns)
 			c->budget.balance = c->budget.cap_ns;
 		break;
+	case RC_TUN_PREFETCH:
+		c->prefetch = value;
+		break;
 	default:
 		break;
 	}
@@ -174,6 +178,8 @@ u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
 		return c->budget.share;
 	case RC_TUN_BUDGET_CAP_MS:
 		return (u32)rc_div64(c->budget.cap_ns, 1000000);
+	case RC_TUN_PREFETCH:
+		return c->prefetch;
 	default:
 		return 0;
 	}

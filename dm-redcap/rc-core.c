@@ -196,11 +196,25 @@ static void rc_lru_del(struct rc_cache *c, u32 idx)
 	e->on_list = 0;
 }
 
+/* Entry @e filled ahead is read (@used), or goes unread. */
+static void rc_ahead_end(struct rc_cache *c, struct rc_entry *e, bool used)
+{
+	if (!e->ahead)
+		return;
+	e->ahead = 0;
+	c->nr_ahead--;
+	if (used)
+		c->ctr.prefetch_hits++;
+	else
+		c->ctr.prefetch_unused++;
+}
+
 /* Make @idx (out of the index, on no list) free. */
 static void rc_free_push(struct rc_cache *c, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
 
+	rc_ahead_end(c, e, false);
 	e->state = RC_FREE;
 	e->pins = 0;
 	e->updating = 0;
@@ -286,6 +300,7 @@ static u32 rc_take_entry(struct rc_cache *c)
 	} else {
 		c->nr_valid--;
 		c->ctr.evictions++;
+		rc_ahead_end(c, &c->entries[i], false);
 	}
 	return i;
 }
@@ -312,6 +327,8 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->updating = 0;
 	e->stale = 0;
 	e->walloc = walloc;
+	e->ahead = 0;
+	e->pfill = 0;
 	e->wgen = wgen;
 	rc_hash_add(c, i);
 	c->nr_filling++;
@@ -366,12 +383,11 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 }
 
 /*
- * A read continuing a stream, with room for another read of its size
- * after it in its segment, in the stream's direction.
+ * Whether a read going on with a stream in direction @dir (rc_stream_read())
+ * leaves room for another read of its size after it in its segment.
  */
-static bool rc_streamed(struct rc_cache *c, u64 sector, u32 sectors)
+static bool rc_stream_room(const struct rc_cache *c, u64 sector, u32 sectors, int dir)
 {
-	int dir = rc_stream_read(&c->streams, sector, sectors);
 	u64 first = sector >> c->seg_shift << c->seg_shift;
 	u64 next = first + (1ull << c->seg_shift);
 
@@ -383,17 +399,26 @@ static bool rc_streamed(struct rc_cache *c, u64 sector, u32 sectors)
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
 {
 	u64 seg = sector >> c->seg_shift;
-	bool streamed = rc_streamed(c, sector, sectors);
+	/* Only the budget and the read-ahead look at streams. */
+	int dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
+	bool streamed = rc_stream_room(c, sector, sectors, dir), plain;
 	u32 i, b;
 
 	c->ctr.reads++;
 	c->sim = RC_SIM_NONE;
+	c->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
 		return rc_read_simulate(c, seg, i);
+	if (dir && c->prefetch) {
+		c->pf_seg = seg;
+		c->pf_dir = dir;
+		c->pf_left = c->prefetch;
+	}
 
 	if (i != RC_NONE && c->entries[i].state != RC_GHOST) {
 		*idx = i;
+		rc_ahead_end(c, &c->entries[i], true);
 		if (c->entries[i].state == RC_FILLING)
 			return RC_READ_WAIT;
 		rc_pin(c, i);
@@ -416,7 +441,8 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
-	if (rc_budgeted(c) && !rc_budget_allows(&c->budget, streamed)) {
+	plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
+	if (!plain && !(streamed && rc_budget_allows(&c->budget, true))) {
 		c->ctr.read_bypassed_budget++;
 		goto bypass;
 	}
@@ -427,7 +453,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 		goto bypass;
 	}
 	c->ctr.read_misses++;
-	if (rc_budgeted(c) && !rc_budget_allows(&c->budget, false))
+	if (!plain)
 		c->ctr.read_misses_streamed++;
 	*idx = i;
 	return RC_READ_FILL;
@@ -435,6 +461,48 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 bypass:
 	c->ctr.read_bypassed++;
 	return RC_READ_BYPASS;
+}
+
+u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
+{
+	u32 i, b;
+	u64 s;
+
+	while (c->pf_left) {
+		c->pf_left--;
+		s = c->pf_seg + (u64)(s64)c->pf_dir;	/* below 0: wraps above @limit */
+		c->pf_seg = s;
+		if (s >= limit)
+			break;
+		i = rc_lookup(c, s);
+		if (i != RC_NONE && c->entries[i].state != RC_GHOST)
+			continue;	/* cached, or on its way */
+		b = rc_wb_bucket(c, s);
+		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
+		    2 * (c->nr_ahead + 1) > c->nr_entries ||
+		    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
+			break;
+		i = rc_start_fill(c, s, i, c->wb_gen[b], false);
+		if (i == RC_NONE)
+			break;
+		c->entries[i].ahead = 1;
+		c->entries[i].pfill = 1;
+		c->nr_ahead++;
+		c->ctr.prefetches++;
+		*seg = s;
+		return i;
+	}
+	c->pf_left = 0;
+	return RC_NONE;
+}
+
+void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok)
+{
+	if (!cvd_ok)
+		return;
+	if (rc_budgeted(c))
+		rc_budget_spend(&c->budget, cvd_ns);
+	rc_adapt_charge(&c->adapt, cvd_ns);
 }
 
 void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
@@ -460,6 +528,7 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 
 	walloc = e->walloc;
 	e->walloc = 0;
+	e->pfill = 0;
 	if (!walloc) {
 		c->ctr.fill_ios++;
 		c->ctr.fill_sectors += sectors;
@@ -496,16 +565,28 @@ void rc_count_resent(struct rc_cache *c, u32 n)
 
 void rc_fill_cancel(struct rc_cache *c, u32 idx)
 {
-	bool walloc;
+	struct rc_entry *e;
+	bool miss;
 
 	if (idx >= c->nr_entries || c->entries[idx].state != RC_FILLING)
 		return;
-	walloc = c->entries[idx].walloc;
-	c->entries[idx].walloc = 0;
+	e = &c->entries[idx];
+	/* A write's fill only caches nothing; one ahead was never started. */
+	miss = !e->walloc && !e->pfill;
+	if (e->pfill) {
+		c->ctr.prefetches--;
+		if (e->ahead)
+			c->nr_ahead--;
+		else
+			c->ctr.prefetch_hits--;	/* the read that waited is re-sent */
+	}
+	e->ahead = 0;
+	e->pfill = 0;
+	e->walloc = 0;
 	c->nr_filling--;
 	rc_fill_release(c, idx);
-	if (walloc)
-		return;		/* the write is done: it only caches nothing */
+	if (!miss)
+		return;
 	c->ctr.read_misses--;
 	c->ctr.read_bypassed++;
 	c->ctr.read_bypassed_nomem++;

@@ -80,6 +80,9 @@ struct rc_counters {
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
 	u64 read_misses_streamed; /* misses the budget let fill for their stream only */
+	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
+	u64 prefetch_hits;	/* ... read afterwards */
+	u64 prefetch_unused;	/* ... evicted or dropped before any read */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
@@ -106,6 +109,8 @@ struct rc_entry {
 	u8 updating;		/* an update copy was handed out; cleared at last unpin */
 	u8 stale;		/* FILLING: a range write overlapped the fill */
 	u8 walloc;		/* FILLING: from a write (rc_write_allocate()) */
+	u8 pfill;		/* FILLING: started by rc_prefetch() */
+	u8 ahead;		/* filled by rc_prefetch() and not read since */
 };
 
 struct rc_cache {
@@ -118,6 +123,11 @@ struct rc_cache {
 	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
+	u32 nr_ahead;		/* entries with ahead set */
+	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
+	u32 pf_left;		/* what the last rc_read() left to rc_prefetch() */
+	int pf_dir;
+	u64 pf_seg;
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
@@ -162,9 +172,34 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit
- * (rc_budget_allows()).
+ * (rc_budget_allows()).  Active, a read that goes on with a stream also
+ * leaves rc_prefetch() the segments ahead of it.
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
+
+/*
+ * Read-ahead of streams, called after rc_read() under the same lock hold
+ * until it returns RC_NONE: the next of the c->prefetch segments after the
+ * read's own in its stream's direction (below @limit, the device's
+ * segments) that is not cached or filling, as an entry FILLING for it,
+ * pinned by its fill, with *seg set.  The caller starts the fill (no read
+ * waits on it yet; reads that come meanwhile wait), prices it with
+ * rc_prefetch_judge(), and completes it like any fill; or cancels it with
+ * rc_fill_cancel().  Nothing starts while fills are held or a write to
+ * the segment's bucket is in flight, with the budget in the red
+ * (rc_budgeted()), nor beyond half the entries filled ahead and not yet
+ * read (nr_ahead): streams never take more than half the cache.
+ */
+#define RC_PREFETCH_MAX		8
+u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
+
+/*
+ * Pay for the fill rc_prefetch() just returned: @cvd_ns, its price on the
+ * cache's virtual disk, is all speculation (no read asked for any of it).
+ * It comes out of the budget (rc_budgeted()) and goes into the window's
+ * time with the cache (estimator vdisk; spk measures the fill itself).
+ */
+void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok);
 
 /*
  * Judge the read of @sectors at @sector that rc_read() just handled with
@@ -203,7 +238,8 @@ void rc_count_resent(struct rc_cache *c, u32 n);
  * entry @idx cannot be set up (no memory for it without sleeping).  The
  * entry is freed.  A read fill's miss counts as bypassed
  * (read_bypassed_nomem); the caller sends it, and any read queued on the
- * entry meanwhile, to the origin.  A write's fill counts nothing.
+ * entry meanwhile, to the origin.  A write's fill counts nothing; nor does
+ * a fill ahead (rc_prefetch()), which is taken out of prefetches.
  */
 void rc_fill_cancel(struct rc_cache *c, u32 idx);
 

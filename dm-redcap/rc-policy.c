@@ -311,6 +311,15 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 		b->red = 0;
 }
 
+void rc_budget_spend(struct rc_budget *b, u64 ns)
+{
+	if (!b->share)
+		return;
+	ns = rc_clamp_ns(ns);
+	b->spent_ns += ns;
+	b->balance -= (s64)ns;
+}
+
 /* --- streams ---------------------------------------------------------- */
 
 void rc_streams_init(struct rc_streams *t)

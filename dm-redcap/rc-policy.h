@@ -129,6 +129,17 @@ void rc_adapt_copy(struct rc_adapt *a, u32 sectors, u64 ns);
 /* Set the state by hand (a policy change); starts a new window. */
 void rc_adapt_set_active(struct rc_adapt *a, bool active);
 
+/*
+ * The cache made the disk do @ns of work no read asked for (a fill ahead
+ * of a stream): with estimator vdisk, active, it counts in the window's
+ * time with the cache.  spk measures it when it completes.
+ */
+static inline void rc_adapt_charge(struct rc_adapt *a, u64 ns)
+{
+	if (a->active && a->estimator == RC_EST_VDISK)
+		a->cache_ns += ns;
+}
+
 const char *rc_estimator_name(enum rc_estimator e);
 int rc_estimator_parse(const char *name);
 
@@ -200,6 +211,9 @@ static inline bool rc_budget_allows(const struct rc_budget *b, bool streamed)
  * sent down for it.
  */
 void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns);
+
+/* Pay @ns of speculation no read asked for (a fill ahead of a stream). */
+void rc_budget_spend(struct rc_budget *b, u64 ns);
 
 /* --- streams ----------------------------------------------------------- */
 

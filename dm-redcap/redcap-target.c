@@ -117,8 +117,9 @@ struct redcap_entry {
 };
 
 /*
- * One fill: a segment read from the origin, or a whole-segment write's
- * data (from_write).  It owns its state, so that nothing of it is shared
+ * One fill: a segment read from the origin for a miss, or ahead of a
+ * stream (ahead: no read started it), or a whole-segment write's data
+ * (from_write).  It owns its state, so that nothing of it is shared
  * with the entry's next user once the core has freed the entry, and its
  * own work item, so that its completion touches the cache only through a
  * queued work that teardown waits for.  From the cache's bioset, whose
@@ -134,6 +135,7 @@ struct redcap_fill {
 	u32 sectors;
 	blk_status_t status;
 	bool from_write;
+	bool ahead;
 	struct bio bio;
 };
 
@@ -309,8 +311,8 @@ static void redcap_fill_work(struct work_struct *ws)
 	struct redcap_fill *f = container_of(ws, struct redcap_fill, work);
 	struct redcap_cache *cc = f->cc;
 	int error = blk_status_to_errno(f->status);
-	/* The first waiter of a read fill is its miss; a write's has none. */
-	u32 n = 0, own = !f->from_write;
+	/* The first waiter of a miss's fill is the miss; the others have none. */
+	u32 n = 0, own = !f->from_write && !f->ahead;
 	enum rc_fill_action act;
 	struct bio_list waiters;
 	unsigned long flags;
@@ -399,15 +401,17 @@ static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, u32 idx, unsig
 	f->sectors = sectors;
 	f->status = BLK_STS_OK;
 	f->from_write = false;
+	f->ahead = false;
 	f->start_ns = ktime_get_ns();
 	return f;
 }
 
 /*
- * Read the whole disk segment @seg into entry @idx (clipped at the end).
- * Returns false, having started nothing, when no fill can be set up.
+ * Read the whole disk segment @seg into entry @idx (clipped at the end),
+ * for a miss or @ahead of a stream.  Returns false, having started
+ * nothing, when no fill can be set up.
  */
-static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
+static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg, bool ahead)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct page **pages = cc->pages + (size_t)idx * cc->pages_per_seg;
@@ -420,6 +424,7 @@ static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
 	f = redcap_fill_alloc(rc, idx, DIV_ROUND_UP(bytes, PAGE_SIZE), start, sectors);
 	if (!f)
 		return false;
+	f->ahead = ahead;
 	f->bio.bi_iter.bi_sector = start;
 	for (i = 0; bytes; i++) {
 		unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
@@ -436,8 +441,9 @@ static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg)
 }
 
 /*
- * No fill could be set up for the miss @bio on entry @idx: free the entry
- * and send @bio and whatever queued on it meanwhile to the origin.
+ * No fill could be set up on entry @idx for the miss @bio, or ahead of a
+ * stream (@bio NULL): free the entry and send @bio and whatever queued on
+ * it meanwhile to the origin.
  */
 static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
 {
@@ -450,12 +456,14 @@ static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
 	rc_fill_cancel(cc->cache, idx);
 	waiters = cc->ents[idx].waiters;
 	bio_list_init(&cc->ents[idx].waiters);
-	rc_count_resent(cc->cache, bio_list_size(&waiters) - 1);
+	rc_count_resent(cc->cache, bio_list_size(&waiters) - !!bio);
 	spin_unlock_irqrestore(&cc->lock, flags);
 
 	/* The miss was queued first, in the same lock hold as the decision. */
-	w = bio_list_pop(&waiters);
-	WARN_ON_ONCE(w != bio);
+	if (bio) {
+		w = bio_list_pop(&waiters);
+		WARN_ON_ONCE(w != bio);
+	}
 	while ((w = bio_list_pop(&waiters)))
 		redcap_resend(rc->origin->bdev, w);
 }
@@ -486,6 +494,45 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
 			    bio_sectors(bio), now, &ns);
 	redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
 			    bio_sectors(bio), now, &ns);
+}
+
+/* What the read rc_read() just handled leaves to fill ahead of its stream. */
+struct redcap_ahead {
+	unsigned int nr;
+	u32 idx[RC_PREFETCH_MAX];
+	u64 seg[RC_PREFETCH_MAX];
+};
+
+/*
+ * Take the fills ahead rc_prefetch() starts in the core, each priced on
+ * the cache's virtual disk and paid for.  cc->lock held.
+ */
+static void redcap_prefetch(struct redcap_c *rc, struct redcap_ahead *ra, u64 now)
+{
+	struct redcap_cache *cc = rc->cc;
+	u64 limit = div_u64(cc->len + cc->seg_sectors - 1, cc->seg_sectors), ns;
+	sector_t start;
+	bool ok;
+
+	for (ra->nr = 0; ra->nr < RC_PREFETCH_MAX; ra->nr++) {
+		ra->idx[ra->nr] = rc_prefetch(cc->cache, limit, &ra->seg[ra->nr]);
+		if (ra->idx[ra->nr] == RC_NONE)
+			break;
+		start = redcap_seg_start(cc, ra->seg[ra->nr]);
+		ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
+					 min_t(sector_t, cc->seg_sectors, cc->len - start), now, &ns);
+		rc_prefetch_judge(cc->cache, ns, ok);
+	}
+}
+
+/* Start the fills ahead taken by redcap_prefetch() (any context map runs in). */
+static void redcap_start_ahead(struct redcap_c *rc, const struct redcap_ahead *ra)
+{
+	unsigned int i;
+
+	for (i = 0; i < ra->nr; i++)
+		if (!redcap_start_fill(rc, ra->idx[i], ra->seg[i], true))
+			redcap_cancel_fill(rc, ra->idx[i], NULL);
 }
 
 /*
@@ -520,6 +567,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
 	u64 seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
+	struct redcap_ahead ra;
 	enum rc_read_action act;
 	unsigned long flags;
 	u32 idx = RC_NONE;
@@ -537,7 +585,15 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 		pb->kind = PB_CACHE;
 		bio_list_add(&cc->ents[idx].waiters, bio);
 	}
+	redcap_prefetch(rc, &ra, pb->start_ns);
 	spin_unlock_irqrestore(&cc->lock, flags);
+
+	/* The miss's own fill goes down first. */
+	if (act == RC_READ_FILL && !redcap_start_fill(rc, idx, seg, false)) {
+		redcap_cancel_fill(rc, idx, bio);
+		act = RC_READ_BYPASS;
+	}
+	redcap_start_ahead(rc, &ra);
 
 	switch (act) {
 	case RC_READ_HIT:
@@ -554,10 +610,6 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;
 	case RC_READ_FILL:
-		if (redcap_start_fill(rc, idx, seg))
-			return DM_MAPIO_SUBMITTED;
-		redcap_cancel_fill(rc, idx, bio);
-		break;
 	case RC_READ_WAIT:
 		return DM_MAPIO_SUBMITTED;
 	case RC_READ_BYPASS:
@@ -1246,6 +1298,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
 	       c.read_bypassed_inactive, c.read_bypassed_budget);
 	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);
+	DMEMIT("prefetches=%llu\nprefetch_hits=%llu\nprefetch_unused=%llu\n",
+	       c.prefetches, c.prefetch_hits, c.prefetch_unused);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);

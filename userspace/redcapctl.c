@@ -94,7 +94,7 @@ static const char redcapctl_help[] =
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
 "  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
-"               budget_share, budget_cap_ms\n"
+"               budget_share, budget_cap_ms, prefetch\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
@@ -1818,7 +1818,7 @@ static int cache_load(const char *name, struct stack *k)
 }
 
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
-			"budget_share, budget_cap_ms"
+			"budget_share, budget_cap_ms, prefetch"
 
 /* A key of the target's "set" message. */
 static bool is_tunable(const char *key)

@@ -128,9 +128,10 @@ enum ev_kind {
 	EV_PART_DONE,		/* a piece of a request completed: a = request */
 	EV_BYPASS_DONE,		/* a read piece the disk served: a = request, b = sector,
 				 * c = sectors, d = when it went to the disk */
-	EV_FILL_DONE,		/* a fill completed: a = entry, b = sectors read,
-				 * c = its first sector (FROM_WRITE: a write's
-				 * copy), d = when it went to the disk */
+	EV_FILL_DONE,		/* a fill completed: a = entry (| AHEAD: no read
+				 * started it), b = sectors read, c = its first
+				 * sector (FROM_WRITE: a write's copy),
+				 * d = when it went to the disk */
 	EV_WRITE_DONE,		/* a write piece completed: a = request, b = sector,
 				 * c = sectors, d = cookie */
 	EV_RANGE_DONE,		/* a discard completed: a = request, b = first seg, c = nr */
@@ -263,6 +264,7 @@ struct sim {
 
 #define NONE32	UINT32_MAX
 #define FROM_WRITE	UINT64_MAX
+#define AHEAD		(1ull << 32)
 
 static u64 copy_ns(u32 sectors)
 {
@@ -441,9 +443,37 @@ static void adapt_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_acti
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
 }
 
+/* Start a fill of segment @seg in entry @idx at @now; @ahead: no read started it. */
+static int start_fill(struct sim *s, u32 idx, u64 seg, bool ahead, u64 now)
+{
+	u64 start = seg * s->c->seg_sectors, done;
+
+	if (disk(s, VD_READ, start, seg_len(s, start), now, &done))
+		return -1;
+	return push(s, done, EV_FILL_DONE, idx | (ahead ? AHEAD : 0), seg_len(s, start), start,
+		    now);
+}
+
+/* The fills ahead of a stream the read rc_read() just handled leaves (the glue's). */
+static int prefetch(struct sim *s, u64 now)
+{
+	u64 limit = (s->capacity + s->c->seg_sectors - 1) / s->c->seg_sectors, seg, ns;
+	u32 idx;
+	bool ok;
+
+	while ((idx = rc_prefetch(s->cache, limit, &seg)) != RC_NONE) {
+		ok = vdisk_price(s, &s->vdisk_cache, VD_READ, seg * s->c->seg_sectors,
+				 seg_len(s, seg * s->c->seg_sectors), now, &ns);
+		rc_prefetch_judge(s->cache, ns, ok);
+		if (start_fill(s, idx, seg, true, now))
+			return -1;
+	}
+	return 0;
+}
+
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 {
-	u64 seg = rc_sector_to_seg(s->cache, sector), start, done, vd_ns, copied;
+	u64 seg = rc_sector_to_seg(s->cache, sector), vd_ns, copied;
 	enum rc_read_action act;
 	u32 idx = RC_NONE;
 	bool vd_ok;
@@ -453,6 +483,12 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 		rc_caware_decay(&s->cache->caware, now);
 	act = rc_read(s->cache, sector, sectors, &idx);
 	adapt_read(s, sector, sectors, act, vd_ns, vd_ok, now);
+	/* The read's own fill goes to the disk first, as in the glue. */
+	if (act == RC_READ_FILL && (start_fill(s, idx, seg, false, now) ||
+				    add_waiter(s, idx, req, sector, sectors)))
+		return -1;
+	if (prefetch(s, now))
+		return -1;
 	switch (act) {
 	case RC_READ_HIT:
 		copied = now + copy_ns(sectors);
@@ -462,11 +498,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 		record(s, RC_CL_CACHE_READ, copied - now, copied);
 		return part_done(s, req, copied);
 	case RC_READ_FILL:
-		start = seg * s->c->seg_sectors;
-		if (disk(s, VD_READ, start, seg_len(s, start), now, &done) ||
-		    push(s, done, EV_FILL_DONE, idx, seg_len(s, start), start, now))
-			return -1;
-		return add_waiter(s, idx, req, sector, sectors);
+		return 0;
 	case RC_READ_WAIT:
 		return add_waiter(s, idx, req, sector, sectors);
 	case RC_READ_BYPASS:
@@ -478,11 +510,11 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
 /* A fill (or a write's copy into an entry) completed: its waiters go. */
 static int fill_done(struct sim *s, const struct event *e)
 {
-	u32 idx = (u32)e->a, own = e->c != FROM_WRITE, i, next, n = 0;
+	u32 idx = (u32)e->a, own = e->c != FROM_WRITE && !(e->a & AHEAD), i, next, n = 0;
 	enum rc_fill_action act;
 	u64 now = e->time, t;
 
-	if (own)
+	if (e->c != FROM_WRITE)
 		disk_done(s, RC_DISK_FILL, e->c, (u32)e->b, e->d, now);
 	act = rc_fill_done(s->cache, idx, 0, (u32)e->b);
 	i = s->wait_head[idx];

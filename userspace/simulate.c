@@ -33,6 +33,8 @@
 	X(read_bypassed_inactive, read_bypassed_inactive)			\
 	X(read_bypassed_budget, read_bypassed_budget)				\
 	X(read_misses_streamed, read_misses_streamed)				\
+	X(prefetches, prefetches) X(prefetch_hits, prefetch_hits)		\
+	X(prefetch_unused, prefetch_unused)					\
 	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
 	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \

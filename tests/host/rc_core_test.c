@@ -101,7 +101,7 @@ static u32 free_len(const struct rc_cache *c)
 static void check_invariants(const struct rc_cache *c)
 {
 	u32 n = c->nr_entries, i, b, cnt, prev;
-	u32 nv = 0, nf = 0, np = 0, ng = 0, hashed = 0;
+	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, hashed = 0;
 	unsigned char *seen = calloc(n, 1);
 	const struct rc_entry *e;
 
@@ -158,11 +158,18 @@ static void check_invariants(const struct rc_cache *c)
 			CHECK_EQ(seen[i], 2 | 4);
 		if (e->updating)
 			CHECK(e->pins > 0);
+		/* Filled ahead and unread: filling or valid; started ahead: filling. */
+		if (e->ahead)
+			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
+		if (e->pfill)
+			CHECK_EQ(e->state, RC_FILLING);
+		na += e->ahead;
 		nv += e->state == RC_VALID;
 		nf += e->state == RC_FILLING;
 		ng += e->state == RC_GHOST;
 		np += e->pins > 0;
 	}
+	CHECK_EQ(na, c->nr_ahead);
 	CHECK_EQ(nv, c->nr_valid);
 	CHECK_EQ(ng, c->nr_ghost);
 	CHECK_EQ(nf, c->nr_filling);
@@ -214,6 +221,9 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
 	check_ctr_field(line, "read_misses_streamed", g->read_misses_streamed,
 			w->read_misses_streamed);
+	check_ctr_field(line, "prefetches", g->prefetches, w->prefetches);
+	check_ctr_field(line, "prefetch_hits", g->prefetch_hits, w->prefetch_hits);
+	check_ctr_field(line, "prefetch_unused", g->prefetch_unused, w->prefetch_unused);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
@@ -229,7 +239,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 25 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 28 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -2338,5 +2348,271 @@ CTEST(drop_some_drops_at_most_its_budget)
 	CHECK_EQ(c->nr_valid, 0);
 	CHECK(rc_drop_some(c, 0));
 	check_invariants(c);
+	rm(c);
+}
+
+/* --- read-ahead of streams (rc_prefetch()) --------------------------------- */
+
+#define PF_LIMIT	1000	/* the device's segments */
+
+/* A 32 KiB read at @sector: a quarter of a 256-sector segment. */
+static enum rc_read_action rd32k(struct rc_cache *c, u64 sector, u32 *idx)
+{
+	return rc_read(c, sector, 64, idx);
+}
+
+/* Take every fill ahead rc_read() left; their segments into @segs, entries into @idx. */
+static u32 take_ahead(struct rc_cache *c, u64 *segs, u32 *idx, u32 max)
+{
+	u32 n = 0, i;
+	u64 seg;
+
+	while ((i = rc_prefetch(c, PF_LIMIT, &seg)) != RC_NONE) {
+		CHECK(n < max);
+		CHECK_EQ(c->entries[i].state, RC_FILLING);
+		CHECK_EQ(c->entries[i].seg, seg);
+		CHECK(c->entries[i].ahead && c->entries[i].pfill);
+		segs[n] = seg;
+		idx[n++] = i;
+	}
+	CHECK_EQ(rc_prefetch(c, PF_LIMIT, &seg), RC_NONE);	/* and stays done */
+	check_invariants(c);
+	return n;
+}
+
+/* Complete the fill of entry @idx, with no read waiting on it. */
+static void fill_ahead_done(struct rc_cache *c, u32 idx)
+{
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->entries[idx].state, RC_VALID);
+}
+
+/* Read @sector expecting a hit, then drop the pin. */
+static void hit32k(struct rc_cache *c, u64 sector)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(rd32k(c, sector, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+}
+
+/*
+ * A forward stream of 32 KiB reads, prefetch 2: its third read (the first
+ * that goes on in a known direction) leaves the two segments after its own
+ * to fill; later reads of the segment leave nothing (both on their way);
+ * the first read of the next segment hits, counts a prefetch hit and
+ * leaves the one segment not yet cached.
+ */
+CTEST(prefetch_fills_the_segments_ahead_of_a_forward_stream)
+{
+	struct rc_cache *c = mk(16);
+	u32 idx = RC_NONE, ai[8];
+	u64 as[8];
+
+	c->prefetch = 2;
+	CHECK_EQ(rd32k(c, 0, &idx), RC_READ_FILL);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* no stream yet */
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	hit32k(c, 64);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* its direction only now */
+	hit32k(c, 128);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
+	CHECK_EQ(as[0], 1);
+	CHECK_EQ(as[1], 2);
+	CHECK_EQ(c->nr_ahead, 2);
+	hit32k(c, 192);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 1 and 2 on their way */
+	fill_ahead_done(c, ai[0]);
+	fill_ahead_done(c, ai[1]);
+	hit32k(c, 256);					/* segment 1 */
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);
+	CHECK_EQ(as[0], 3);
+	CHECK_EQ(c->nr_ahead, 2);			/* 2 unread, 3 filling */
+	CHECK_CTR(c, .reads = 5, .read_hits = 4, .read_misses = 1, .prefetches = 3,
+		  .prefetch_hits = 1, .fill_ios = 3, .fill_sectors = 768);
+	rm(c);
+}
+
+/*
+ * Backward, the segments below; none below segment 0, none at or above
+ * the device's end; a read that waits on a fill ahead counts its hit.
+ */
+CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
+{
+	struct rc_cache *c = mk(16);
+	u32 idx = RC_NONE, ai[8];
+	u64 as[8], seg;
+
+	c->prefetch = 3;
+	CHECK_EQ(rd32k(c, 2 * 256 + 192, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	hit32k(c, 2 * 256 + 128);
+	hit32k(c, 2 * 256 + 64);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);		/* 1 and 0, then the end */
+	CHECK_EQ(as[0], 1);
+	CHECK_EQ(as[1], 0);
+	CHECK_EQ(rd32k(c, 256 + 192, &idx), RC_READ_WAIT);
+	CHECK_EQ(idx, ai[0]);
+	CHECK_EQ(take_ahead(c, as + 2, ai + 2, 6), 0);	/* 0 on its way */
+	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256), RC_FILL_SERVE);
+	rc_count_waited(c, 1);
+	rc_unpin(c, ai[0]);
+
+	/* Forward at the last segments of a 6-segment device. */
+	CHECK_EQ(rd32k(c, 4 * 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	hit32k(c, 4 * 256 + 64);
+	hit32k(c, 4 * 256 + 128);
+	idx = rc_prefetch(c, 6, &seg);
+	CHECK(idx != RC_NONE);
+	CHECK_EQ(seg, 5);
+	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 6 is beyond the end */
+	fill_ahead_done(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 7, .read_hits = 4, .read_hits_waited = 1, .read_misses = 2,
+		  .prefetches = 3, .prefetch_hits = 1, .fill_ios = 4, .fill_sectors = 1024);
+	rm(c);
+}
+
+/* Start a forward stream at segment @seg: its third read leaves the fills ahead. */
+static void stream3(struct rc_cache *c, u64 seg)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(rd32k(c, seg * 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	hit32k(c, seg * 256 + 64);
+	hit32k(c, seg * 256 + 128);
+}
+
+/*
+ * All streams together fill ahead at most half the entries not yet read;
+ * a segment filled ahead and evicted unread counts as unused, and frees
+ * its place in that half.
+ */
+CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
+{
+	struct rc_cache *c = mk(8);
+	u32 ai[8], n, i;
+	u64 as[8];
+
+	c->prefetch = 8;
+	stream3(c, 100);
+	n = take_ahead(c, as, ai, 8);
+	CHECK_EQ(n, 4);					/* 101..104: half of 8 */
+	for (i = 0; i < n; i++) {
+		CHECK_EQ(as[i], 101 + i);
+		fill_ahead_done(c, ai[i]);
+	}
+	hit32k(c, 100 * 256 + 192);			/* 100 most recent; 105: no */
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	fill_seg(c, 50);				/* the cache is full */
+	fill_seg(c, 51);
+	fill_seg(c, 52);
+	c->prefetch = 2;
+	stream3(c, 200);				/* its fill evicts 101, unread */
+	CHECK_EQ(c->nr_ahead, 3);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);		/* evicting 102 and 103 */
+	CHECK_EQ(as[0], 201);
+	CHECK_EQ(as[1], 202);
+	CHECK_EQ(c->nr_ahead, 3);
+	CHECK_CTR(c, .reads = 10, .read_hits = 5, .read_misses = 5, .prefetches = 6,
+		  .prefetch_unused = 3, .fill_ios = 9, .fill_sectors = 2304, .evictions = 3);
+	rm(c);
+}
+
+/*
+ * Nothing fills ahead while the cache is inactive, while fills are held,
+ * while a write to the segment is in flight, nor (rc_budgeted()) while
+ * the budget is in the red.
+ */
+CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
+{
+	struct rc_cache *c = mk(16);
+	u32 ai[8], idx = RC_NONE, cookie;
+	u64 as[8], seg;
+
+	c->prefetch = 1;
+	stream3(c, 10);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	CHECK_EQ(rd32k(c, 10 * 256 + 192, &idx), RC_READ_BYPASS);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+
+	stream3(c, 20);
+	rc_hold_fills(c, true);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	rc_hold_fills(c, false);
+
+	stream3(c, 30);
+	cookie = rc_write_start(c, 31, 8, true);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	CHECK_EQ(rc_write_done(c, 31, cookie, 0, true, &idx), RC_WRITE_DONE);
+	hit32k(c, 30 * 256 + 192);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done */
+	CHECK_EQ(as[0], 31);
+
+	/* adaptive, estimator vdisk: the budget pays, and stops it in the red */
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	CHECK(rc_budgeted(c));
+	stream3(c, 40);
+	idx = rc_prefetch(c, PF_LIMIT, &seg);
+	CHECK(idx != RC_NONE);
+	CHECK_EQ(seg, 41);
+	rc_prefetch_judge(c, 3000000, true);
+	CHECK_EQ(c->budget.spent_ns, 3000000);
+	CHECK(c->budget.balance < 0);
+	CHECK_EQ(c->adapt.cache_ns, 3000000);
+	rc_prefetch_judge(c, 5, false);			/* unpriced: nothing */
+	CHECK_EQ(c->budget.spent_ns, 3000000);
+	hit32k(c, 40 * 256 + 192);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 42: in the red */
+	rm(c);
+}
+
+/*
+ * A fill ahead that cannot be set up is as if never started, even after a
+ * read queued on it (re-sent by the caller); one a write makes stale goes
+ * unread.
+ */
+CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
+{
+	struct rc_cache *c = mk(16);
+	u32 ai[8], idx = RC_NONE, cookie;
+	u64 as[8];
+
+	c->prefetch = 2;
+	stream3(c, 0);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
+	CHECK_EQ(rd32k(c, 192, &idx), RC_READ_HIT);	/* its own segment */
+	rc_unpin(c, idx);
+	CHECK_EQ(rd32k(c, 256, &idx), RC_READ_WAIT);	/* waits on 1, ahead */
+	CHECK_EQ(idx, ai[0]);
+	rc_fill_cancel(c, ai[0]);
+	rc_count_resent(c, 1);
+	rc_fill_cancel(c, ai[1]);
+	check_invariants(c);
+	CHECK_EQ(c->nr_ahead, 0);
+	CHECK_CTR(c, .reads = 5, .read_hits = 3, .read_misses = 1, .read_resent = 1,
+		  .fill_ios = 1, .fill_sectors = 256);
+
+	stream3(c, 8);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
+	cookie = rc_write_start(c, 9, 8, true);
+	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_write_done(c, 9, cookie, 0, true, &idx), RC_WRITE_DONE);
+	fill_ahead_done(c, ai[1]);
+	check_invariants(c);
+	CHECK_EQ(c->nr_ahead, 1);
+	CHECK_CTR(c, .reads = 8, .read_hits = 5, .read_misses = 2, .read_resent = 1,
+		  .prefetches = 2, .prefetch_unused = 1, .fill_ios = 4, .fill_sectors = 1024,
+		  .fill_stale = 1, .writes = 1, .write_sectors = 8);
 	rm(c);
 }

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The read-ahead of streams (the prefetch tunable): a stream finds the
+segments after its own filled ahead, forward and backward, with the
+origin's data, and exact counts of what was filled ahead and read; what
+is filled ahead never outlives a write."""
+import threading
+import time
+
+import pytest
+
+from dmtest import BLOCK, Dm, dev_sectors, read_blocks, read_pattern, write_stamped
+
+SEG = 256                           # 128 KiB segments
+SEG_BLOCKS = SEG * 512 // BLOCK
+READ_BLOCKS = 8                     # 32 KiB reads: four per segment
+READ = READ_BLOCKS * BLOCK
+
+
+def settle(rc):
+    """The stats once no fill is in flight (fills ahead finish on their own)."""
+    end = time.monotonic() + 30
+    while True:
+        st = rc.stats()
+        if st["segments_filling"] == 0:
+            return st
+        assert time.monotonic() < end, f"fills still in flight: {st}"
+        time.sleep(0.05)
+
+
+def stream(first_seg, nsegs, backward):
+    """The first block of each 32 KiB read of a stream through @nsegs segments."""
+    blocks = range(first_seg * SEG_BLOCKS, (first_seg + nsegs) * SEG_BLOCKS, READ_BLOCKS)
+    return list(reversed(blocks)) if backward else list(blocks)
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward):
+    """32 KiB reads through 8 segments, prefetch 2: the stream's third read
+    (the first that goes on in a known direction) fills the next two
+    segments, the first read of each later segment one more; the last
+    segment's reads leave two filled and unread.  One miss, 9 fills ahead,
+    7 of them read; then the two left over are read without a fill."""
+    write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=3)
+    n = dev_sectors(loop64)
+    first, nsegs = (13, 8) if backward else (2, 8)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 32 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "2")
+        read_pattern(rc.path, stream(first, nsegs, backward), seed=3, bs=READ)
+        st = settle(rc)
+        assert st["prefetch"] == 2
+        assert (st["reads"], st["read_misses"], st["read_bypassed"], st["read_resent"]) == \
+            (32, 1, 0, 0), st
+        assert st["read_hits"] + st["read_hits_waited"] == 31, st
+        assert (st["prefetches"], st["prefetch_hits"], st["prefetch_unused"]) == (9, 7, 0), st
+        assert (st["fill_ios"], st["fill_sectors"], st["segments_valid"]) == \
+            (10, 10 * SEG, 10), st
+        # The two filled ahead and not read: the origin's data, from RAM.
+        left = [first - 2, first - 1] if backward else [first + nsegs, first + nsegs + 1]
+        rc.message("set", "prefetch", "0")
+        read_pattern(rc.path, [s * SEG_BLOCKS for s in left], seed=3, bs=SEG * 512)
+        st = rc.stats()
+        assert (st["reads"], st["read_hits"] + st["read_hits_waited"], st["fill_ios"]) == \
+            (34, 33, 10), st
+        assert (st["prefetch_hits"], st["prefetch_unused"]) == (9, 0), st
+
+
+def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmname):
+    """A writer rewrites 4 MiB in rounds while two readers stream through it
+    with prefetch 4, so fills ahead are in flight when writes land; after
+    each round every block reads back what the round wrote, through redcap
+    and on the origin."""
+    blocks = 4 << 20 >> 12
+    write_stamped(loop64, 0, blocks, seed=0)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 16 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "4")
+        for rnd in range(1, 6):
+            stop, errors = threading.Event(), []
+
+            def reader(backward):
+                try:
+                    while not stop.is_set():
+                        for b in stream(0, blocks // SEG_BLOCKS, backward):
+                            read_blocks(rc.path, b * BLOCK, READ)
+                except BaseException as e:  # noqa: B902 - reported below
+                    errors.append(e)
+            threads = [threading.Thread(target=reader, args=(bw,), daemon=True)
+                       for bw in (False, True)]
+            for t in threads:
+                t.start()
+            try:
+                write_stamped(rc.path, 0, blocks, seed=rnd)
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join(timeout=120)
+            assert not errors, errors[0]
+            read_pattern(rc.path, range(blocks), seed=rnd)
+            assert read_blocks(rc.path, 0, blocks * BLOCK) == read_blocks(loop64, 0, blocks * BLOCK)
+        st = settle(rc)
+    assert st["prefetches"] > 0 and st["writes"] > 0, st
+    assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
+    assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
+        st["read_bypassed"] + st["read_resent"] == st["reads"], st
