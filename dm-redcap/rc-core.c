@@ -396,6 +396,37 @@ static bool rc_stream_room(const struct rc_cache *c, u64 sector, u32 sectors, in
 	return dir < 0 && sector >= first + sectors;
 }
 
+/*
+ * A read of segment @seg goes on with a stream in direction @dir: the
+ * stream's degree is what it has read in whole segments, up to
+ * c->prefetch.  Once fewer than half the degree (rounded up) of the
+ * segments after @seg are cached or filling, the next degree segments
+ * after those are due (rc_prefetch()): a stream's fills ahead go down
+ * together, and it reaches them while they are read.  At most half the
+ * degree lookups.
+ */
+static void rc_prefetch_due(struct rc_cache *c, u64 seg, int dir)
+{
+	u64 run = c->streams.run >> c->seg_shift;
+	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
+	u32 trigger = (degree + 1) / 2, ahead, i;
+
+	if (!degree)
+		return;
+	for (ahead = 0; ahead < trigger; ahead++) {
+		i = rc_lookup(c, seg + (u64)(s64)dir);	/* below 0: no segment */
+		if (i == RC_NONE || c->entries[i].state == RC_GHOST)
+			break;
+		seg += (u64)(s64)dir;
+	}
+	if (ahead == trigger)
+		return;
+	c->pf_seg = seg;
+	c->pf_dir = dir;
+	c->pf_left = degree;
+	c->pf_started = false;
+}
+
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
 {
 	u64 seg = sector >> c->seg_shift;
@@ -410,11 +441,8 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
 		return rc_read_simulate(c, seg, i);
-	if (dir && c->prefetch) {
-		c->pf_seg = seg;
-		c->pf_dir = dir;
-		c->pf_left = c->prefetch;
-	}
+	if (dir && c->prefetch)
+		rc_prefetch_due(c, seg, dir);
 
 	if (i != RC_NONE && c->entries[i].state != RC_GHOST) {
 		*idx = i;
@@ -478,13 +506,15 @@ u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
 		if (i != RC_NONE && c->entries[i].state != RC_GHOST)
 			continue;	/* cached, or on its way */
 		b = rc_wb_bucket(c, s);
+		/* The budget admits a batch as a whole, by its first fill. */
 		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
 		    2 * (c->nr_ahead + 1) > c->nr_entries ||
-		    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
+		    (!c->pf_started && rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
 			break;
 		i = rc_start_fill(c, s, i, c->wb_gen[b], false);
 		if (i == RC_NONE)
 			break;
+		c->pf_started = true;
 		c->entries[i].ahead = 1;
 		c->entries[i].pfill = 1;
 		c->nr_ahead++;

@@ -127,6 +127,7 @@ struct rc_cache {
 	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
 	u32 pf_left;		/* what the last rc_read() left to rc_prefetch() */
 	int pf_dir;
+	bool pf_started;	/* a fill of that batch has started */
 	u64 pf_seg;
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
@@ -172,23 +173,28 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit
- * (rc_budget_allows()).  Active, a read that goes on with a stream also
- * leaves rc_prefetch() the segments ahead of it.
+ * (rc_budget_allows()).  Active, a read that goes on with a stream may
+ * also leave rc_prefetch() a batch of segments ahead of it (see there).
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
 
 /*
  * Read-ahead of streams, called after rc_read() under the same lock hold
- * until it returns RC_NONE: the next of the c->prefetch segments after the
- * read's own in its stream's direction (below @limit, the device's
+ * until it returns RC_NONE.  A stream's degree is what it has read in
+ * whole segments (its run), up to c->prefetch; when a read finds fewer
+ * than half its degree (rounded up) of the segments after its own cached
+ * or filling, the degree segments after those are due, as one batch.
+ * Each call returns the next due segment (below @limit, the device's
  * segments) that is not cached or filling, as an entry FILLING for it,
  * pinned by its fill, with *seg set.  The caller starts the fill (no read
  * waits on it yet; reads that come meanwhile wait), prices it with
  * rc_prefetch_judge(), and completes it like any fill; or cancels it with
  * rc_fill_cancel().  Nothing starts while fills are held or a write to
- * the segment's bucket is in flight, with the budget in the red
- * (rc_budgeted()), nor beyond half the entries filled ahead and not yet
- * read (nr_ahead): streams never take more than half the cache.
+ * the segment's bucket is in flight, nor beyond half the entries filled
+ * ahead and not yet read (nr_ahead): streams never take more than half
+ * the cache.  With rc_budgeted(), a batch starts only with the budget's
+ * balance at 0 or above, and then goes down whole (its fills go down
+ * together): fills ahead take the balance at most one batch below 0.
  */
 #define RC_PREFETCH_MAX		8
 u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);

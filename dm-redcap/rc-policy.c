@@ -352,9 +352,14 @@ int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
 		e->used = t->clock;
 		if (dir > 0 && e->dir < 0 && sector == e->end) {
 			e->end = end;	/* the upper piece of a split backward read */
+			e->run += sectors;
+			t->run = e->run;
 			return 0;
 		}
 		was = e->dir;
+		/* A turn: the run starts again from the read before this one. */
+		e->run = (was && was != dir ? e->end - e->start : e->run) + sectors;
+		t->run = e->run;
 		e->start = sector;
 		e->end = end;
 		e->dir = dir;
@@ -365,7 +370,9 @@ int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
 	victim->start = sector;
 	victim->end = end;
 	victim->used = t->clock;
+	victim->run = sectors;
 	victim->dir = 0;
+	t->run = sectors;
 	return 0;
 }
 

@@ -228,27 +228,31 @@ void rc_budget_spend(struct rc_budget *b, u64 ns);
  * direction is "streamed": a single adjacent pair (a random read and the
  * read-ahead behind it) is not.  dm splits a read at a segment boundary
  * and the lower piece comes first: the upper piece of a backward read
- * joins the lower one and leaves the stream backward.  A bounded scan of
- * RC_STREAMS entries per read.
+ * joins the lower one and leaves the stream backward.  A stream's run is
+ * what it has read, in sectors, from its first read on.  A bounded scan
+ * of RC_STREAMS entries per read.
  */
 #define RC_STREAMS	32
 
 struct rc_stream {
 	u64 start, end;		/* the last read: sectors [start, end) */
 	u64 used;		/* clock of that read; 0: empty */
+	u64 run;		/* sectors read from its first read on */
 	int dir;		/* +1 forward, -1 backward, 0 not yet known */
 };
 
 struct rc_streams {
 	struct rc_stream s[RC_STREAMS];
 	u64 clock;
+	u64 run;		/* the run of the last read's stream */
 };
 
 void rc_streams_init(struct rc_streams *t);
 
 /*
  * Note a read of @sectors at @sector: +1 if it goes on forward with a
- * stream already going forward, -1 backward likewise, else 0.
+ * stream already going forward, -1 backward likewise, else 0; t->run is
+ * then its stream's run, this read included.
  */
 int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors);
 

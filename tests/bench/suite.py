@@ -78,10 +78,16 @@ POLICIES = {
     "adaptive+caware": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-nobudget": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-prefetch2": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-prefetch4": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-prefetch8": "4 policy adaptive+caware estimator vdisk",
 }
 # What a configuration sets after its table is loaded ("set <key> <value>").
 TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
-            "adaptive+caware-prefetch": [("prefetch", "1")]}
+            "adaptive+caware-prefetch": [("prefetch", "1")],
+            "adaptive+caware-prefetch2": [("prefetch", "2")],
+            "adaptive+caware-prefetch4": [("prefetch", "4")],
+            "adaptive+caware-prefetch8": [("prefetch", "8")]}
 CONFIGS = (["bare"] + [f"redcap-{g}-always" for g in GEOMETRIES] +
            [f"redcap-64x128k-{p}" for p in POLICIES if p != "always"] +
            ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff", "warm"])

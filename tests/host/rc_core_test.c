@@ -2398,96 +2398,145 @@ static void hit32k(struct rc_cache *c, u64 sector)
 }
 
 /*
- * A forward stream of 32 KiB reads, prefetch 2: its third read (the first
- * that goes on in a known direction) leaves the two segments after its own
- * to fill; later reads of the segment leave nothing (both on their way);
- * the first read of the next segment hits, counts a prefetch hit and
- * leaves the one segment not yet cached.
+ * @n reads of 32 KiB from @sector on, each @dir * 64 sectors after the one
+ * before, each a hit; after each, the fills ahead it leaves are taken and
+ * completed.  Their segments go into @due, and into @at the index of the
+ * read that left them.  Returns how many were due.
  */
-CTEST(prefetch_fills_the_segments_ahead_of_a_forward_stream)
+static u32 walk(struct rc_cache *c, u64 sector, u32 n, int dir, u64 *due, u32 *at, u32 max)
 {
-	struct rc_cache *c = mk(16);
-	u32 idx = RC_NONE, ai[8];
-	u64 as[8];
+	u32 k, j, m, nr = 0, ai[8];
 
-	c->prefetch = 2;
-	CHECK_EQ(rd32k(c, 0, &idx), RC_READ_FILL);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* no stream yet */
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx);
-	hit32k(c, 64);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* its direction only now */
-	hit32k(c, 128);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
-	CHECK_EQ(as[0], 1);
-	CHECK_EQ(as[1], 2);
-	CHECK_EQ(c->nr_ahead, 2);
-	hit32k(c, 192);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 1 and 2 on their way */
-	fill_ahead_done(c, ai[0]);
-	fill_ahead_done(c, ai[1]);
-	hit32k(c, 256);					/* segment 1 */
-	CHECK_EQ(take_ahead(c, as, ai, 8), 1);
-	CHECK_EQ(as[0], 3);
-	CHECK_EQ(c->nr_ahead, 2);			/* 2 unread, 3 filling */
-	CHECK_CTR(c, .reads = 5, .read_hits = 4, .read_misses = 1, .prefetches = 3,
-		  .prefetch_hits = 1, .fill_ios = 3, .fill_sectors = 768);
-	rm(c);
+	for (k = 0; k < n; k++, sector += (u64)(s64)(dir * 64)) {
+		hit32k(c, sector);
+		m = take_ahead(c, due + nr, ai, max - nr < 8 ? max - nr : 8);
+		for (j = 0; j < m; j++) {
+			at[nr + j] = k;
+			fill_ahead_done(c, ai[j]);
+		}
+		nr += m;
+	}
+	return nr;
 }
 
-/*
- * Backward, the segments below; none below segment 0, none at or above
- * the device's end; a read that waits on a fill ahead counts its hit.
- */
-CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
-{
-	struct rc_cache *c = mk(16);
-	u32 idx = RC_NONE, ai[8];
-	u64 as[8], seg;
-
-	c->prefetch = 3;
-	CHECK_EQ(rd32k(c, 2 * 256 + 192, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx);
-	hit32k(c, 2 * 256 + 128);
-	hit32k(c, 2 * 256 + 64);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 2);		/* 1 and 0, then the end */
-	CHECK_EQ(as[0], 1);
-	CHECK_EQ(as[1], 0);
-	CHECK_EQ(rd32k(c, 256 + 192, &idx), RC_READ_WAIT);
-	CHECK_EQ(idx, ai[0]);
-	CHECK_EQ(take_ahead(c, as + 2, ai + 2, 6), 0);	/* 0 on its way */
-	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256), RC_FILL_SERVE);
-	rc_count_waited(c, 1);
-	rc_unpin(c, ai[0]);
-
-	/* Forward at the last segments of a 6-segment device. */
-	CHECK_EQ(rd32k(c, 4 * 256, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
-	rc_unpin(c, idx);
-	hit32k(c, 4 * 256 + 64);
-	hit32k(c, 4 * 256 + 128);
-	idx = rc_prefetch(c, 6, &seg);
-	CHECK(idx != RC_NONE);
-	CHECK_EQ(seg, 5);
-	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 6 is beyond the end */
-	fill_ahead_done(c, idx);
-	check_invariants(c);
-	CHECK_CTR(c, .reads = 7, .read_hits = 4, .read_hits_waited = 1, .read_misses = 2,
-		  .prefetches = 3, .prefetch_hits = 1, .fill_ios = 4, .fill_sectors = 1024);
-	rm(c);
-}
-
-/* Start a forward stream at segment @seg: its third read leaves the fills ahead. */
-static void stream3(struct rc_cache *c, u64 seg)
+/* Read @seg's first 32 KiB: a miss, filled; a stream's first read. */
+static void first32k(struct rc_cache *c, u64 seg)
 {
 	u32 idx = RC_NONE;
 
 	CHECK_EQ(rd32k(c, seg * 256, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
 	rc_unpin(c, idx);
+}
+
+/*
+ * A forward stream of 32 KiB reads, prefetch 4: its degree is what it
+ * has read in whole segments, up to 4; a batch of degree segments comes
+ * due when fewer than half the degree (rounded up) are cached after the
+ * read's own.  Batches of 1 (at the end of segment 0: it has read one
+ * segment), 1, 2, 3, then 4 at once: the reads that leave them are those
+ * that find the segment after theirs (then the two after) missing.
+ */
+CTEST(prefetch_fills_the_segments_ahead_of_a_forward_stream)
+{
+	static const u64 want[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	static const u32 want_at[] = { 2, 3, 7, 7, 11, 11, 11, 23, 23, 23, 23 };
+	struct rc_cache *c = mk(16);
+	u32 at[16], n, k;
+	u64 due[16];
+
+	c->prefetch = 4;
+	first32k(c, 0);
+	CHECK_EQ(take_ahead(c, due, at, 16), 0);	/* no stream yet */
+	/* reads 64 .. 1536: segments 1 to 5 whole, the first read of 6 */
+	n = walk(c, 64, 24, 1, due, at, 16);
+	CHECK_EQ(n, 11);
+	for (k = 0; k < n; k++) {
+		CHECK_EQ(due[k], want[k]);
+		CHECK_EQ(at[k], want_at[k]);
+	}
+	CHECK_EQ(c->nr_ahead, 5);			/* 7 to 11: not read yet */
+	CHECK_CTR(c, .reads = 25, .read_hits = 24, .read_misses = 1, .prefetches = 11,
+		  .prefetch_hits = 6, .fill_ios = 12, .fill_sectors = 3072);
+	rm(c);
+}
+
+/*
+ * Backward, the segments below: none below segment 0.  Forward, none at
+ * or above the device's end (@limit).  A read that waits on a fill ahead
+ * counts its hit.
+ */
+CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
+{
+	static const u64 want[] = { 4, 3, 2, 1, 0 };
+	static const u32 want_at[] = { 2, 3, 7, 7, 11 };
+	struct rc_cache *c = mk(16);
+	u32 idx = RC_NONE, at[8], n, k;
+	u64 due[8], seg;
+
+	c->prefetch = 3;
+	CHECK_EQ(rd32k(c, 5 * 256 + 192, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	/* down from 5 * 256 + 128 to the first read of segment 1 */
+	n = walk(c, 5 * 256 + 128, 19, -1, due, at, 8);
+	CHECK_EQ(n, 5);
+	for (k = 0; k < n; k++) {
+		CHECK_EQ(due[k], want[k]);
+		CHECK_EQ(at[k], want_at[k]);
+	}
+	CHECK_CTR(c, .reads = 20, .read_hits = 19, .read_misses = 1, .prefetches = 5,
+		  .prefetch_hits = 4, .fill_ios = 6, .fill_sectors = 1536);
+	rm(c);
+
+	/* Forward at the last segments of a 6-segment device. */
+	c = mk(16);
+	c->prefetch = 2;
+	first32k(c, 3);
+	hit32k(c, 3 * 256 + 64);
+	hit32k(c, 3 * 256 + 128);
+	hit32k(c, 3 * 256 + 192);
+	idx = rc_prefetch(c, 6, &seg);			/* degree 1 */
+	CHECK(idx != RC_NONE);
+	CHECK_EQ(seg, 4);
+	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);
+	CHECK_EQ(rd32k(c, 4 * 256, &idx), RC_READ_WAIT);	/* waits on 4 */
+	idx = rc_prefetch(c, 6, &seg);
+	CHECK(idx != RC_NONE);
+	CHECK_EQ(seg, 5);
+	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 4), 0, 256), RC_FILL_SERVE);
+	rc_count_waited(c, 1);
+	rc_unpin(c, hashed_idx(c, 4));
+	fill_ahead_done(c, idx);
+	hit32k(c, 4 * 256 + 64);
+	hit32k(c, 4 * 256 + 128);
+	hit32k(c, 4 * 256 + 192);
+	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 5 is there */
+	hit32k(c, 5 * 256);
+	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 6 is beyond the end */
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 9, .read_hits = 7, .read_hits_waited = 1, .read_misses = 1,
+		  .prefetches = 2, .prefetch_hits = 2, .fill_ios = 3, .fill_sectors = 768);
+	rm(c);
+}
+
+/* Read @seg whole in four 32 KiB reads, the first a miss: a stream of one segment. */
+static void stream4(struct rc_cache *c, u64 seg)
+{
+	first32k(c, seg);
 	hit32k(c, seg * 256 + 64);
 	hit32k(c, seg * 256 + 128);
+	hit32k(c, seg * 256 + 192);
+}
+
+/* A whole-segment read of @seg, a miss, filled. */
+static void miss_seg(struct rc_cache *c, u64 seg)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(rc_read(c, seg * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
 }
 
 /*
@@ -2498,31 +2547,43 @@ static void stream3(struct rc_cache *c, u64 seg)
 CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 {
 	struct rc_cache *c = mk(8);
-	u32 ai[8], n, i;
+	u32 ai[8], idx = RC_NONE;
 	u64 as[8];
 
 	c->prefetch = 8;
-	stream3(c, 100);
-	n = take_ahead(c, as, ai, 8);
-	CHECK_EQ(n, 4);					/* 101..104: half of 8 */
-	for (i = 0; i < n; i++) {
-		CHECK_EQ(as[i], 101 + i);
-		fill_ahead_done(c, ai[i]);
-	}
-	hit32k(c, 100 * 256 + 192);			/* 100 most recent; 105: no */
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
-	fill_seg(c, 50);				/* the cache is full */
-	fill_seg(c, 51);
-	fill_seg(c, 52);
-	c->prefetch = 2;
-	stream3(c, 200);				/* its fill evicts 101, unread */
+	miss_seg(c, 100);
+	miss_seg(c, 101);				/* the stream's direction */
+	CHECK_EQ(rc_read(c, 102 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 3);		/* degree 3 */
+	CHECK_EQ(as[0], 103);
+	CHECK_EQ(as[2], 105);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	fill_ahead_done(c, ai[0]);
+	fill_ahead_done(c, ai[1]);
+	fill_ahead_done(c, ai[2]);
+	CHECK_EQ(rc_read(c, 103 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
+	CHECK_EQ(rc_read(c, 104 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	/* degree 5, trigger 3: 106 on, but no more than 4 ahead and unread */
+	CHECK_EQ(take_ahead(c, as, ai, 8), 3);
+	CHECK_EQ(as[0], 106);
+	CHECK_EQ(as[2], 108);
+	CHECK_EQ(c->nr_ahead, 4);
+	fill_ahead_done(c, ai[0]);
+	fill_ahead_done(c, ai[1]);
+	fill_ahead_done(c, ai[2]);
+	/* 108 took 100's entry; four misses elsewhere take 101, 102, 105, 103. */
+	miss_seg(c, 50);
+	miss_seg(c, 60);
+	miss_seg(c, 70);
+	miss_seg(c, 80);
 	CHECK_EQ(c->nr_ahead, 3);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 2);		/* evicting 102 and 103 */
-	CHECK_EQ(as[0], 201);
-	CHECK_EQ(as[1], 202);
-	CHECK_EQ(c->nr_ahead, 3);
-	CHECK_CTR(c, .reads = 10, .read_hits = 5, .read_misses = 5, .prefetches = 6,
-		  .prefetch_unused = 3, .fill_ios = 9, .fill_sectors = 2304, .evictions = 3);
+	CHECK_CTR(c, .reads = 9, .read_hits = 2, .read_misses = 7, .prefetches = 6,
+		  .prefetch_hits = 2, .prefetch_unused = 1, .fill_ios = 13,
+		  .fill_sectors = 13 * 256, .evictions = 5);
 	rm(c);
 }
 
@@ -2538,31 +2599,37 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	u64 as[8], seg;
 
 	c->prefetch = 1;
-	stream3(c, 10);
+	stream4(c, 10);
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
-	CHECK_EQ(rd32k(c, 10 * 256 + 192, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rd32k(c, 11 * 256, &idx), RC_READ_BYPASS);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
-	stream3(c, 20);
+	stream4(c, 20);
 	rc_hold_fills(c, true);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	rc_hold_fills(c, false);
 
-	stream3(c, 30);
+	first32k(c, 30);
+	hit32k(c, 30 * 256 + 64);
+	hit32k(c, 30 * 256 + 128);
 	cookie = rc_write_start(c, 31, 8, true);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
-	CHECK_EQ(rc_write_done(c, 31, cookie, 0, true, &idx), RC_WRITE_DONE);
 	hit32k(c, 30 * 256 + 192);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done */
-	CHECK_EQ(as[0], 31);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* a write to 31 in flight */
+	CHECK_EQ(rc_write_done(c, 31, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(rd32k(c, 31 * 256, &idx), RC_READ_FILL);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done: 32 */
+	CHECK_EQ(as[0], 32);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	fill_ahead_done(c, ai[0]);
 
 	/* adaptive, estimator vdisk: the budget pays, and stops it in the red */
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	CHECK(rc_budgeted(c));
-	stream3(c, 40);
+	stream4(c, 40);
 	idx = rc_prefetch(c, PF_LIMIT, &seg);
 	CHECK(idx != RC_NONE);
 	CHECK_EQ(seg, 41);
@@ -2572,8 +2639,68 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	CHECK_EQ(c->adapt.cache_ns, 3000000);
 	rc_prefetch_judge(c, 5, false);			/* unpriced: nothing */
 	CHECK_EQ(c->budget.spent_ns, 3000000);
-	hit32k(c, 40 * 256 + 192);
+	CHECK_EQ(rd32k(c, 41 * 256, &ai[0]), RC_READ_WAIT);
+	CHECK_EQ(ai[0], idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 42: in the red */
+	rm(c);
+}
+
+/* Take the next fill ahead, expecting @seg, and pay @ns for it. */
+static u32 take_paid(struct rc_cache *c, u64 want, u64 ns)
+{
+	u64 seg = 0;
+	u32 i = rc_prefetch(c, PF_LIMIT, &seg);
+
+	CHECK(i != RC_NONE);
+	CHECK_EQ(seg, want);
+	rc_prefetch_judge(c, ns, true);
+	return i;
+}
+
+/*
+ * With the budget (adaptive, estimator vdisk), a batch starts only with
+ * the balance at 0 or above, and then goes down whole though its first
+ * fill takes the balance below 0; the next waits until reads earned the
+ * balance back.
+ */
+CTEST(prefetch_budget_admits_a_batch_whole)
+{
+	struct rc_cache *c = mk(32);
+	u32 idx = RC_NONE, ai[8], k;
+	u64 as[8];
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	CHECK(rc_budgeted(c));
+	CHECK_EQ(c->budget.balance, 0);
+	c->prefetch = 4;
+	miss_seg(c, 100);
+	miss_seg(c, 101);
+	CHECK_EQ(rc_read(c, 102 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
+	for (k = 0; k < 3; k++)
+		ai[k] = take_paid(c, 103 + k, 3000000);
+	CHECK_EQ(take_ahead(c, as, ai + 3, 5), 0);
+	CHECK_EQ(c->budget.balance, -9000000);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	for (k = 0; k < 3; k++)
+		fill_ahead_done(c, ai[k]);
+	CHECK_EQ(rc_read(c, 103 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
+	CHECK_EQ(rc_read(c, 104 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 106 on are due: in the red */
+	rc_budget_read(&c->budget, true, false, 9000000, 0);	/* a hit earns it back */
+	CHECK(c->budget.balance >= 0);
+	CHECK_EQ(rc_read(c, 105 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	for (k = 0; k < 4; k++)
+		ai[k] = take_paid(c, 106 + k, 3000000);
+	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
+	CHECK_EQ(c->nr_ahead, 4);
+	CHECK_CTR(c, .reads = 6, .read_hits = 3, .read_misses = 3, .prefetches = 7,
+		  .prefetch_hits = 3, .fill_ios = 6, .fill_sectors = 6 * 256);
 	rm(c);
 }
 
@@ -2589,12 +2716,12 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	u64 as[8];
 
 	c->prefetch = 2;
-	stream3(c, 0);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
-	CHECK_EQ(rd32k(c, 192, &idx), RC_READ_HIT);	/* its own segment */
-	rc_unpin(c, idx);
+	stream4(c, 0);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* 1 */
 	CHECK_EQ(rd32k(c, 256, &idx), RC_READ_WAIT);	/* waits on 1, ahead */
 	CHECK_EQ(idx, ai[0]);
+	CHECK_EQ(take_ahead(c, as, ai + 1, 7), 1);	/* 2 */
+	CHECK_EQ(as[0], 2);
 	rc_fill_cancel(c, ai[0]);
 	rc_count_resent(c, 1);
 	rc_fill_cancel(c, ai[1]);
@@ -2603,16 +2730,16 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	CHECK_CTR(c, .reads = 5, .read_hits = 3, .read_misses = 1, .read_resent = 1,
 		  .fill_ios = 1, .fill_sectors = 256);
 
-	stream3(c, 8);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
+	stream4(c, 8);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);
+	CHECK_EQ(as[0], 9);
 	cookie = rc_write_start(c, 9, 8, true);
 	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256), RC_FILL_STALE);
 	CHECK_EQ(rc_write_done(c, 9, cookie, 0, true, &idx), RC_WRITE_DONE);
-	fill_ahead_done(c, ai[1]);
 	check_invariants(c);
-	CHECK_EQ(c->nr_ahead, 1);
-	CHECK_CTR(c, .reads = 8, .read_hits = 5, .read_misses = 2, .read_resent = 1,
-		  .prefetches = 2, .prefetch_unused = 1, .fill_ios = 4, .fill_sectors = 1024,
+	CHECK_EQ(c->nr_ahead, 0);
+	CHECK_CTR(c, .reads = 9, .read_hits = 6, .read_misses = 2, .read_resent = 1,
+		  .prefetches = 1, .prefetch_unused = 1, .fill_ios = 3, .fill_sectors = 768,
 		  .fill_stale = 1, .writes = 1, .write_sectors = 8);
 	rm(c);
 }

@@ -1307,6 +1307,41 @@ CTEST(stream_detection_forward_backward_and_gaps)
 }
 
 /*
+ * A stream's run: the sectors it read from its first read on (not the
+ * gaps it skipped); the joined upper piece of a split read counts; a turn
+ * starts it again from the read before the turn.
+ */
+CTEST(stream_run_counts_what_the_stream_read)
+{
+	struct rc_streams t;
+
+	rc_streams_init(&t);
+	CHECK_EQ(rc_stream_read(&t, 1000, 8), 0);
+	CHECK_EQ(t.run, 8);
+	CHECK_EQ(rc_stream_read(&t, 1008, 8), 0);
+	CHECK_EQ(t.run, 16);
+	CHECK_EQ(rc_stream_read(&t, 1032, 8), 1);	/* after a gap of 16 */
+	CHECK_EQ(t.run, 24);
+	CHECK_EQ(rc_stream_read(&t, 9000, 32), 0);	/* another stream */
+	CHECK_EQ(t.run, 32);
+	CHECK_EQ(rc_stream_read(&t, 1040, 8), 1);	/* the first goes on */
+	CHECK_EQ(t.run, 32);
+	/* backward, a split read's lower piece then its upper one */
+	CHECK_EQ(rc_stream_read(&t, 8968, 32), 0);
+	CHECK_EQ(t.run, 64);
+	CHECK_EQ(rc_stream_read(&t, 8936, 16), -1);
+	CHECK_EQ(rc_stream_read(&t, 8952, 16), 0);
+	CHECK_EQ(t.run, 96);
+	CHECK_EQ(rc_stream_read(&t, 8904, 32), -1);
+	CHECK_EQ(t.run, 128);
+	/* a turn: forward from [8904, 8936) with a gap (no gap: a join), then on */
+	CHECK_EQ(rc_stream_read(&t, 8938, 8), 0);
+	CHECK_EQ(t.run, 40);
+	CHECK_EQ(rc_stream_read(&t, 8946, 8), 1);
+	CHECK_EQ(t.run, 48);
+}
+
+/*
  * dm splits a read at a segment boundary, lower piece first: a backward
  * stream of 96-sector reads crossing 10240, then 9984, stays backward, and
  * its next read goes on with it.
