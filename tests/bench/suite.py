@@ -80,16 +80,25 @@ POLICIES = {
     "adaptive+caware-prefetch2": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch4": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch8": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-prefetch4-nobudget": "4 policy adaptive+caware estimator vdisk",
+    "always-prefetch4": "2 policy always",
+    "adaptive+caware-window16": "4 policy adaptive+caware estimator vdisk",
 }
 # What a configuration sets after its table is loaded ("set <key> <value>").
 TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
             "adaptive+caware-prefetch2": [("prefetch", "2")],
             "adaptive+caware-prefetch4": [("prefetch", "4")],
-            "adaptive+caware-prefetch8": [("prefetch", "8")]}
+            "adaptive+caware-prefetch8": [("prefetch", "8")],
+            "adaptive+caware-prefetch4-nobudget": [("prefetch", "4"), ("budget_share", "0")],
+            "always-prefetch4": [("prefetch", "4")],
+            "adaptive+caware-window16": [("window", "16")]}
 # Configurations --configs takes that the full set leaves out: the
-# read-ahead's deeper degrees (docs/results/README.md, "Read-ahead of streams").
-EXTRA_CONFIGS = ["redcap-64x128k-adaptive+caware-prefetch4",
-                 "redcap-64x128k-adaptive+caware-prefetch8"]
+# read-ahead's deeper degrees, with and without the budget and the
+# verdicts, and windows of 16 reads (docs/results/README.md, "Read-ahead
+# of streams").
+EXTRA_CONFIGS = [f"redcap-64x128k-{p}" for p in (
+    "adaptive+caware-prefetch4", "adaptive+caware-prefetch8",
+    "adaptive+caware-prefetch4-nobudget", "always-prefetch4", "adaptive+caware-window16")]
 CONFIGS = (["bare"] + [f"redcap-{g}-always" for g in GEOMETRIES] +
            [f"redcap-64x128k-{p}" for p in POLICIES
             if p != "always" and f"redcap-64x128k-{p}" not in EXTRA_CONFIGS] +
