@@ -234,6 +234,7 @@ BAD_MESSAGES = [
      "set: budget_share must be 0..1000000"),
     ("set_budget_cap_too_long", "set budget_cap_ms 3600001",
      "set: budget_cap_ms must be 0..3600000"),
+    ("set_prefetch_too_deep", "set prefetch 9", "set: prefetch must be 0..8"),
 ]
 
 
