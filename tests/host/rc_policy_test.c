@@ -412,6 +412,41 @@ CTEST(caware_slow_cache_bypasses_slow_source_caches)
 	rm(c);
 }
 
+/*
+ * Inactive adaptive+caware simulates C-Aware, not "always": a miss the
+ * rule bypasses is a simulated bypass (no GHOST entry), one it places a
+ * simulated miss; the rule counts both decisions.
+ */
+CTEST(caware_inactive_simulates_the_rule)
+{
+	struct rc_cache *c = mk(4, 8);
+	u32 idx = RC_NONE;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	rc_adapt_set_active(&c->adapt, false);
+	record_once(&c->caware, RC_CL_CACHE_READ, 1, 0);
+	record_once(&c->caware, RC_CL_DIRECT_CACHE_READ, 3 * MS, 0);
+	record_once(&c->caware, RC_CL_SOURCE_READ, 1 * MS, 0);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(c->nr_ghost, 0);
+	check_rules(&c->caware, 3, 1);
+	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 10 * MS, 0);	/* a slow source */
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->nr_ghost, 1);
+	CHECK_EQ(c->caware.rule[6], 1);
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);	/* a simulated hit: no rule */
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(c->caware.rule[3] + c->caware.rule[6], 2);
+	CHECK_EQ(c->ctr.sim_misses, 1);
+	CHECK_EQ(c->ctr.sim_hits, 1);
+	CHECK_EQ(c->ctr.read_bypassed, 3);
+	CHECK_EQ(c->ctr.read_bypassed_inactive, 3);
+	CHECK_EQ(c->ctr.read_bypassed_caware, 0);	/* counted for real bypasses only */
+	rm(c);
+}
+
 /* --- seconds per KiB ------------------------------------------------------ */
 
 /* spk: no estimate when empty, sum_ns * sectors / sum_sectors over the last 100. */
@@ -1037,8 +1072,8 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 /*
  * Through rc_read(): with an adaptive policy a miss the budget cannot pay
  * bypasses (read_bypassed_budget); with policy always the budget is not
- * consulted; reads the model could not price, or judged while inactive,
- * leave the balance alone.
+ * consulted; reads the model could not price leave the balance alone;
+ * inactive, the simulated cache runs the budget.
  */
 CTEST(budget_gates_the_misses_of_adaptive_policies)
 {
@@ -1083,12 +1118,31 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	CHECK_EQ(c->budget.red, 0);
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
-	/* inactive: the simulated cache's prices are not the budget's */
+	/*
+	 * Inactive, the simulated cache runs the budget as the active one
+	 * would: a simulated miss pays what its fill costs beyond its read,
+	 * one the budget cannot pay is a simulated bypass, a simulated hit
+	 * earns its read's price.
+	 */
 	rc_adapt_set_active(&c->adapt, false);
 	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
 	rc_read_judge(c, 768, 8, RC_READ_BYPASS, 1280000, true, 41280000, true);
-	CHECK_EQ(c->budget.balance, 10000 + 9 * (s64)MS + 170 * MS / 128);
+	CHECK_EQ(c->budget.balance, 20000 - 31 * (s64)MS + 170 * MS / 128);
+	CHECK_EQ(c->budget.red, 0);
+	c->budget.red = RC_BUDGET_OVERDRAFT;
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	rc_read_judge(c, 1024, 8, RC_READ_BYPASS, 1280000, true, 1280000, true);
+	CHECK_EQ(c->budget.balance, 30000 - 31 * (s64)MS + 170 * MS / 128);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	rc_read_judge(c, 768, 8, RC_READ_BYPASS, 32 * MS, true, 0, true);
+	CHECK_EQ(c->budget.balance, 30000 + 1 * (s64)MS + 170 * MS / 128 + 32 * MS / 128);
+	CHECK_EQ(c->budget.red, 0);
+	CHECK_EQ(c->ctr.sim_misses, 1);
+	CHECK_EQ(c->ctr.sim_hits, 1);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 2);	/* simulated bypasses are not counted */
 	/* policy always: misses fill whatever the balance */
 	/* emptying the cache starts the budget again from 0 */
 	c->budget.red = 2;
