@@ -346,30 +346,22 @@ static void rc_fill_release(struct rc_cache *c, u32 idx)
 
 /* --- the operations of rc-core.h ---------------------------------------- */
 
-/*
- * Whether the policy that runs while active lets a miss fill: C-Aware's
- * rule, then the budget (@streamed: the read goes on with a stream and
- * leaves room in its segment).  Sets *@plain: the budget allows it
- * without the stream's credit.
- */
-static bool rc_policy_fills(struct rc_cache *c, bool streamed, bool *plain, bool *caware)
+/* Whether C-Aware's rule, where the policy has it, bypasses a miss. */
+static bool rc_caware_bypasses(struct rc_cache *c)
 {
-	*caware = rc_policy_caware(c->policy) &&
-		  !rc_caware_caches(rc_caware_rule(&c->caware, false, c->free_head == RC_NONE));
-	if (*caware)
-		return false;
-	*plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
-	return *plain || (streamed && rc_budget_allows(&c->budget, true));
+	return rc_policy_caware(c->policy) &&
+	       !rc_caware_caches(rc_caware_rule(&c->caware, false, c->free_head == RC_NONE));
 }
 
 /*
  * Inactive: bypass every read, and play it on the simulated cache, which
- * runs the policy that runs while active (C-Aware's rule, the budget).
+ * runs C-Aware's rule where the policy has it, not the budget (see
+ * docs/results/README.md: a simulated budget kept in the red what the
+ * active one would have paid back).
  */
-static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, bool streamed)
+static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 {
 	struct rc_entry *e;
-	bool plain, caware;
 	u32 b;
 
 	if (i != RC_NONE) {
@@ -383,8 +375,8 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, 
 	} else {
 		/* As rc_read() active: no fill while a write to the bucket flies. */
 		b = rc_wb_bucket(c, seg);
-		i = c->wb_inflight[b] || c->range_inflight ||
-		    !rc_policy_fills(c, streamed, &plain, &caware) ? RC_NONE : rc_take_entry(c);
+		i = c->wb_inflight[b] || c->range_inflight || rc_caware_bypasses(c) ?
+		    RC_NONE : rc_take_entry(c);
 		if (i == RC_NONE) {
 			c->sim = RC_SIM_BYPASS;
 		} else {
@@ -453,7 +445,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 	u64 seg = sector >> c->seg_shift;
 	/* Only the budget and the read-ahead look at streams. */
 	int dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
-	bool streamed = rc_stream_room(c, sector, sectors, dir), plain, caware;
+	bool streamed = rc_stream_room(c, sector, sectors, dir), plain;
 	u32 i, b;
 
 	c->ctr.reads++;
@@ -461,7 +453,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 	c->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
-		return rc_read_simulate(c, seg, i, streamed);
+		return rc_read_simulate(c, seg, i);
 	if (dir && c->prefetch)
 		rc_prefetch_due(c, seg, dir);
 
@@ -484,11 +476,13 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 	if (c->wb_inflight[b] || c->range_inflight)
 		goto bypass;
 
-	if (!rc_policy_fills(c, streamed, &plain, &caware)) {
-		if (caware)
-			c->ctr.read_bypassed_caware++;
-		else
-			c->ctr.read_bypassed_budget++;
+	if (rc_caware_bypasses(c)) {
+		c->ctr.read_bypassed_caware++;
+		goto bypass;
+	}
+	plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
+	if (!plain && !(streamed && rc_budget_allows(&c->budget, true))) {
+		c->ctr.read_bypassed_budget++;
 		goto bypass;
 	}
 
@@ -555,15 +549,9 @@ void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok)
 void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
 		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
-	/* Inactive, the budget is the simulated cache's (rc_read_simulate()). */
-	if (rc_budgeted(c) && vd_ok && cvd_ok) {
-		if (c->sim == RC_SIM_NONE)
-			rc_budget_read(&c->budget, act == RC_READ_HIT || act == RC_READ_WAIT,
-				       act == RC_READ_FILL, vd_ns, cvd_ns);
-		else
-			rc_budget_read(&c->budget, c->sim == RC_SIM_HIT, c->sim == RC_SIM_MISS,
-				       vd_ns, cvd_ns);
-	}
+	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
+		rc_budget_read(&c->budget, act == RC_READ_HIT || act == RC_READ_WAIT,
+			       act == RC_READ_FILL, vd_ns, cvd_ns);
 	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
 		      cvd_ns, cvd_ok);
 }

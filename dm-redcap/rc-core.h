@@ -169,9 +169,8 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * Inactive (rc_active() false), every read bypasses and the cache is
  * simulated: the index and LRU go on as if the segment were cached, with
  * GHOST entries standing for segments that hold no data, and c->sim says
- * what the cache would have done, running the policy that runs while
- * active (C-Aware's rule, the budget, which rc_read_judge() keeps on the
- * simulated reads; not the read-ahead).  Active, a GHOST entry is a miss, and
+ * what the cache would have done, with C-Aware's rule where the policy
+ * has it (not the budget, nor the read-ahead).  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit
