@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir system
 SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
 	2>/dev/null),/lib/systemd/system-generators)
 
-.PHONY: all deps modules userspace man boot-tools bench-tools host-tests check demo bench bench-sim clean \
+.PHONY: all deps modules userspace man boot-tools bench-tools rapiddisk host-tests check demo bench bench-sim clean \
 	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-boot soak fuzz
 
 all: modules userspace man boot-tools
@@ -79,6 +79,24 @@ bench-tools: build/bench/rdpat
 build/bench/rdpat: tests/bench/rdpat.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -static -Wall -Wextra -Werror -o $@ $<
+
+# RapidDisk's RAM disk and cache target (the bench's rapiddisk-brd), built
+# from Debian's rapiddisk-dkms as make deps unpacked it, for the kernel of
+# KVER, in build/<release>/rapiddisk/.  Not part of make check; tests/bench/run
+# builds them.
+RAPIDDISK_SRC = $(patsubst %/rapiddisk-cache.c,%,$(lastword $(sort $(wildcard \
+	$(REDCAP_CACHE)/rapiddisk-dkms/usr/src/rapiddisk-*/rapiddisk-cache.c))))
+rapiddisk:
+	@test -n "$(KREL)" || { echo "make: kernel $(KVER) is not set up: run 'make deps KVER=$(KVER)'" >&2; exit 1; }
+	@test -n "$(KDIR)" || { echo "make: no headers for $(KREL) in /lib/modules/$(KREL)/build" >&2; exit 1; }
+	@test -n "$(RAPIDDISK_SRC)" || { echo "make: no RapidDisk sources: run 'make deps'" >&2; exit 1; }
+	@mkdir -p $(KBUILD_OUT)/rapiddisk
+	@cp -a $(RAPIDDISK_SRC)/rapiddisk.c $(RAPIDDISK_SRC)/rapiddisk-cache.c $(KBUILD_OUT)/rapiddisk/
+	@echo 'obj-m := rapiddisk.o rapiddisk-cache.o' > $(KBUILD_OUT)/rapiddisk/Kbuild.new
+	@cmp -s $(KBUILD_OUT)/rapiddisk/Kbuild.new $(KBUILD_OUT)/rapiddisk/Kbuild || \
+		mv $(KBUILD_OUT)/rapiddisk/Kbuild.new $(KBUILD_OUT)/rapiddisk/Kbuild
+	@rm -f $(KBUILD_OUT)/rapiddisk/Kbuild.new
+	$(MAKE) -s -C $(KDIR) M=$(KBUILD_OUT)/rapiddisk CONFIG_DEBUG_INFO_BTF_MODULES= modules
 
 # Lock holds of a discard's walk at 1M segments and of the model's pricing (issue 13).
 lockhold: build/bench/lockhold

@@ -23,7 +23,7 @@ FLOOR_CONFIGS = ("bare", "warm", "bound")
 SUMMARY = [("a+c", "redcap-64x128k-adaptive+caware"), ("64×128", "redcap-64x128k-always"),
            ("32×256", "redcap-32x256k-always")]
 ALTERNATIVES = {"readahead": "readahead", "dm-cache-brd": "dm-cache", "bcache-brd": "bcache",
-                "bcache-brd-nocutoff": "bcache-nocutoff"}
+                "bcache-brd-nocutoff": "bcache-nocutoff", "rapiddisk-brd": "rapiddisk"}
 
 
 def load(path):
@@ -254,8 +254,8 @@ def main():
             continue
         out += [f"## {io}: summary, median change vs bare (%)", "",
                 "a+c = redcap-64x128k-adaptive+caware; 64×128, 32×256 = redcap with "
-                "`policy always`; best alternative = the fastest of read_ahead_kb, dm-cache "
-                "and bcache with the same RAM; warm = zero disk latency; bound = best "
+                "`policy always`; best alternative = the fastest of read_ahead_kb, dm-cache, "
+                "bcache and RapidDisk with the same RAM; warm = zero disk latency; bound = best "
                 "possible prefetch.", ""] + table_summary(g, io)
         out += ["", f"## {io}: application time vs bare (%)", ""] + table_changes(g, configs, io)
         out += ["", f"## {io}: share of the gap to the floor closed (%)", "",

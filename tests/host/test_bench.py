@@ -137,6 +137,33 @@ def test_data_needed_is_what_the_commands_read():
         {suite.RANDOM_FILE: suite.RANDOM_MIB << 10}, 0)
 
 
+def test_rapiddisk_brd_is_an_alternative_with_the_same_ram(monkeypatch):
+    """rapiddisk-brd: in the full set, the report's alternatives, its
+    table at the budget of the other caches, its status read as counters."""
+    assert "rapiddisk-brd" in suite.CONFIGS and "rapiddisk-brd" in report.ALTERNATIVES
+    assert "rapiddisk-brd" not in suite.SETS["quick"]["configs"]
+    tables = []
+    monkeypatch.setattr(suite, "write", lambda path, value: tables.append((path, value)))
+    monkeypatch.setattr(suite, "sectors", lambda dev: suite.BUDGET_SECTORS)
+    monkeypatch.setattr(suite.os.path, "exists", lambda path: True)
+    monkeypatch.setattr(suite, "dm_create", lambda name, table: tables.append((name, table)))
+    stack = suite.Stack.__new__(suite.Stack)
+    stack.names, stack.rapiddisk = [], None
+    stack.make_rapiddisk("/dev/mapper/bench-vd", 1000)
+    assert tables == [
+        (suite.RAPIDDISK_MGMT, f"rapiddisk attach 0 {suite.BUDGET_SECTORS * 512}"),
+        ("bench-rdc", f"0 1000 rapiddisk-cache /dev/mapper/bench-vd /dev/rd0 "
+         f"{suite.BUDGET_SECTORS} 0")]
+    assert stack.names == ["bench-rdc"] and stack.rapiddisk == "/dev/rd0"
+    status = ("0 1000 rapiddisk-cache stats:\n\treads(527), writes(1)\n"
+              "\tcache hits(264), replacement(0), write replacement(0)\n"
+              "\tuncached reads(1), uncached writes(0)\n")
+    monkeypatch.setattr(suite, "sh", lambda *a, **k: subprocess.CompletedProcess(a, 0, status))
+    assert suite.rapiddisk_stats("bench-rdc") == {
+        "reads": 527, "writes": 1, "cache_hits": 264, "replacement": 0,
+        "write_replacement": 0, "uncached_reads": 1, "uncached_writes": 0}
+
+
 def _rec(w, p, c, rep, t, io="buffered"):
     return {"workload": w, "procs": p, "config": c, "io": io, "rep": rep, "app_time_s": t,
             "disk_read_bytes": 0, "kernel": "6.1.0-x", "disk_profile": "hdd7200",
