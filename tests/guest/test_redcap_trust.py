@@ -622,6 +622,40 @@ def test_defect9_miss_without_a_fill_bypasses_and_serves_the_origin(loop64, dmna
     assert ios - ios0 == st["fill_ios"] + st["read_bypassed"] + st["read_resent"], st
 
 
+def test_defect9_fill_ahead_without_a_fill_is_dropped_and_serves_the_origin(loop64, dmname,
+                                                                           fault):
+    """Every second fill set-up fails (fi_fill_alloc_fail=2) while a forward
+    and a backward stream of 32 KiB reads run through 32 segments with
+    prefetch 4: a fill ahead that cannot be set up is dropped (taken out of
+    prefetches) and the reads queued on it meanwhile go to the origin.
+    Every read returns the origin's data and is counted once, every fill
+    counted (misses and fills ahead) went to the disk, and the disk saw
+    exactly those fills and the bypassed and re-sent reads."""
+    segs = 32
+    write_stamped(loop64, 0, segs * SEG_BLOCKS, SEED)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 16 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "4")
+        fault("fi_fill_alloc_fail", 2)
+        ios0, _ = disk_reads(loop64)
+        forward = list(range(0, segs * SEG_BLOCKS, 8))
+        in_threads(lambda blocks: read_pattern(rc.path, blocks, SEED, bs=8 * BLOCK),
+                   [(forward,), (forward[::-1],)])
+        end = time.monotonic() + 30
+        while rc.stats()["segments_filling"]:       # fills ahead end on their own
+            assert time.monotonic() < end, rc.stats()
+            time.sleep(0.05)
+        ios, _ = disk_reads(loop64)
+        st = rc.stats()
+    assert st["reads"] == 2 * len(forward), st
+    assert read_identity(st), st
+    assert st["prefetches"] > 0 and st["read_bypassed_nomem"] + st["read_resent"] > 0, st
+    assert st["fill_ios"] == st["read_misses"] + st["prefetches"], st
+    assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
+    assert ios - ios0 == st["fill_ios"] + st["read_bypassed"] + st["read_resent"], st
+
+
 def test_defect9_whole_segment_write_without_a_fill_caches_nothing(loop64, dmname, fault):
     """C-Aware's rule 6 gives each of 8 whole-segment writes an entry, but
     no fill can be set up (fi_fill_alloc_fail=1): the entry is freed in the
