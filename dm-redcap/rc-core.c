@@ -127,6 +127,8 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 
 	c->lru_head = RC_NONE;
 	c->lru_tail = RC_NONE;
+	c->prob_head = RC_NONE;
+	c->prob_tail = RC_NONE;
 	c->free_head = 0;
 	return 0;
 }
@@ -163,37 +165,80 @@ static void rc_hash_del(struct rc_cache *c, u32 idx)
 	e->hnext = RC_NONE;
 }
 
-/* --- LRU (doubly linked) and free list (singly linked via next) -------- */
+/*
+ * --- LRU and probation (doubly linked), free list (singly linked via next)
+ */
 
-static void rc_lru_add_head(struct rc_cache *c, u32 idx)
+static void rc_list_add_head(struct rc_cache *c, u32 *head, u32 *tail, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
 
 	e->prev = RC_NONE;
-	e->next = c->lru_head;
-	if (c->lru_head != RC_NONE)
-		c->entries[c->lru_head].prev = idx;
+	e->next = *head;
+	if (*head != RC_NONE)
+		c->entries[*head].prev = idx;
 	else
-		c->lru_tail = idx;
-	c->lru_head = idx;
+		*tail = idx;
+	*head = idx;
 	e->on_list = 1;
 }
 
+static void rc_lru_add_head(struct rc_cache *c, u32 idx)
+{
+	rc_list_add_head(c, &c->lru_head, &c->lru_tail, idx);
+}
+
+/* VALID entry @idx, filled ahead and unread, goes on probation. */
+static void rc_prob_add(struct rc_cache *c, u32 idx)
+{
+	rc_list_add_head(c, &c->prob_head, &c->prob_tail, idx);
+	c->entries[idx].on_prob = 1;
+	c->entries[idx].born = c->demand_takes;
+}
+
+/* Off the LRU or probation, whichever @idx is on. */
 static void rc_lru_del(struct rc_cache *c, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
+	u32 *head = e->on_prob ? &c->prob_head : &c->lru_head;
+	u32 *tail = e->on_prob ? &c->prob_tail : &c->lru_tail;
 
 	if (e->prev != RC_NONE)
 		c->entries[e->prev].next = e->next;
 	else
-		c->lru_head = e->next;
+		*head = e->next;
 	if (e->next != RC_NONE)
 		c->entries[e->next].prev = e->prev;
 	else
-		c->lru_tail = e->prev;
+		*tail = e->prev;
 	e->prev = RC_NONE;
 	e->next = RC_NONE;
 	e->on_list = 0;
+	e->on_prob = 0;
+}
+
+/* Unpinned VALID or GHOST entry @idx goes on the list it belongs to. */
+static void rc_list_put(struct rc_cache *c, u32 idx)
+{
+	if (c->entries[idx].ahead)
+		rc_prob_add(c, idx);
+	else
+		rc_lru_add_head(c, idx);
+}
+
+/*
+ * The victim for a new segment: the oldest on probation once
+ * RC_PROBATION() segments were asked for after it went on, else the LRU's
+ * tail, else the oldest on probation.
+ */
+static u32 rc_victim(const struct rc_cache *c)
+{
+	u32 p = c->prob_tail;
+
+	if (p != RC_NONE &&
+	    (c->lru_tail == RC_NONE || c->demand_takes - c->entries[p].born >= RC_PROBATION(c)))
+		return p;
+	return c->lru_tail;
 }
 
 /* Entry @e filled ahead is read (@used), or goes unread. */
@@ -290,7 +335,7 @@ static u32 rc_take_entry(struct rc_cache *c)
 
 	if (i != RC_NONE)
 		return i;
-	i = c->lru_tail;
+	i = rc_victim(c);
 	if (i == RC_NONE)
 		return RC_NONE;
 	rc_lru_del(c, i);
@@ -310,7 +355,8 @@ static u32 rc_take_entry(struct rc_cache *c)
  * unless the bucket's write generation is still @wgen when it completes.
  * @ghost is @seg's GHOST entry or RC_NONE.  Returns RC_NONE if all are busy.
  */
-static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc)
+static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc,
+			 bool ahead)
 {
 	struct rc_entry *e;
 	u32 i;
@@ -320,6 +366,12 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	i = rc_take_entry(c);
 	if (i == RC_NONE)
 		return RC_NONE;
+	if (ahead) {
+		c->nr_ahead++;
+		c->ctr.prefetches++;
+	} else {
+		c->demand_takes++;
+	}
 	e = &c->entries[i];
 	e->seg = seg;
 	e->state = RC_FILLING;
@@ -327,8 +379,8 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->updating = 0;
 	e->stale = 0;
 	e->walloc = walloc;
-	e->ahead = 0;
-	e->pfill = 0;
+	e->ahead = ahead;
+	e->pfill = ahead;
 	e->wgen = wgen;
 	rc_hash_add(c, i);
 	c->nr_filling++;
@@ -370,7 +422,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 		c->ctr.sim_hits++;
 		if (e->on_list) {	/* VALID unpinned or GHOST: now most recent */
 			rc_lru_del(c, i);
-			rc_lru_add_head(c, i);
+			rc_list_put(c, i);
 		}
 	} else {
 		/* As rc_read() active: no fill while a write to the bucket flies. */
@@ -382,6 +434,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
 		} else {
 			c->sim = RC_SIM_MISS;
 			c->ctr.sim_misses++;
+			c->demand_takes++;
 			e = &c->entries[i];
 			e->seg = seg;
 			e->state = RC_GHOST;
@@ -486,7 +539,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 		goto bypass;
 	}
 
-	i = rc_start_fill(c, seg, i, c->wb_gen[b], false);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE) {
 		c->ctr.read_bypassed_busy++;
 		goto bypass;
@@ -522,14 +575,10 @@ u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
 		    2 * (c->nr_ahead + 1) > c->nr_entries ||
 		    (!c->pf_started && rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
 			break;
-		i = rc_start_fill(c, s, i, c->wb_gen[b], false);
+		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
 		if (i == RC_NONE)
 			break;
 		c->pf_started = true;
-		c->entries[i].ahead = 1;
-		c->entries[i].pfill = 1;
-		c->nr_ahead++;
-		c->ctr.prefetches++;
 		*seg = s;
 		return i;
 	}
@@ -648,7 +697,7 @@ void rc_unpin(struct rc_cache *c, u32 idx)
 	c->nr_pinned--;
 	e->updating = 0;
 	if (e->state == RC_VALID)
-		rc_lru_add_head(c, idx);
+		rc_list_put(c, idx);
 	else
 		rc_free_push(c, idx);
 }
@@ -786,7 +835,7 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 		return false;
 	if (!rc_caware_caches(rc_caware_rule(&c->caware, true, c->free_head == RC_NONE)))
 		return false;
-	i = rc_start_fill(c, seg, i, cookie, true);
+	i = rc_start_fill(c, seg, i, cookie, true, false);
 	if (i == RC_NONE)
 		return false;
 	*idx = i;
@@ -797,7 +846,7 @@ bool rc_drop_some(struct rc_cache *c, u32 budget)
 {
 	u32 i;
 
-	while ((i = c->lru_tail) != RC_NONE) {
+	while ((i = rc_victim(c)) != RC_NONE) {
 		if (!budget--)
 			return false;
 		if (c->entries[i].state == RC_GHOST) {

@@ -104,8 +104,10 @@ struct rc_entry {
 	u32 prev, next;		/* LRU (VALID, unpinned) or free list links */
 	u32 pins;		/* copies in progress (hit, fill, update) */
 	u32 wgen;		/* write-bucket generation when the fill started */
+	u32 born;		/* on probation: c->demand_takes when it went on */
 	u8 state;		/* enum rc_state */
-	u8 on_list;		/* linked on the LRU or free list */
+	u8 on_list;		/* linked on the LRU, probation or free list */
+	u8 on_prob;		/* ... on probation */
 	u8 updating;		/* an update copy was handed out; cleared at last unpin */
 	u8 stale;		/* FILLING: a range write overlapped the fill */
 	u8 walloc;		/* FILLING: from a write (rc_write_allocate()) */
@@ -119,6 +121,13 @@ struct rc_cache {
 	u32 hash_mask;		/* hash buckets - 1 */
 	u32 wb_mask;		/* write buckets - 1 */
 	u32 lru_head, lru_tail;	/* head = most recent; tail = victim */
+	/*
+	 * Probation: the unpinned VALID entries filled ahead and not read
+	 * since, newest at the head.  The oldest goes before the LRU's tail
+	 * once RC_PROBATION(c) segments were asked for after it went on.
+	 */
+	u32 prob_head, prob_tail;
+	u32 demand_takes;	/* entries taken for segments asked for (wraps) */
 	u32 free_head;
 	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
@@ -196,8 +205,17 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
  * the cache.  With rc_budgeted(), a batch starts only with the budget's
  * balance at 0 or above, and then goes down whole (its fills go down
  * together): fills ahead take the balance at most one batch below 0.
+ *
+ * Probation: a segment filled ahead waits, until it is read, on a list of
+ * its own.  Its oldest goes first, before the LRU's tail, once
+ * RC_PROBATION(c) segments (an eighth of the cache, at least one) were
+ * asked for after it went on (filled for a read miss or a write, or
+ * simulated), fills ahead not counted: what a stream did not read
+ * meanwhile is not kept at the cost of what was read, and a stream's next
+ * batch does not push out the last.  A read moves it to the LRU.
  */
 #define RC_PREFETCH_MAX		8
+#define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
 u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
 
 /*

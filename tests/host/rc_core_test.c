@@ -125,11 +125,24 @@ static void check_invariants(const struct rc_cache *c)
 		e = &c->entries[i];
 		CHECK(e->state == RC_VALID || e->state == RC_GHOST);
 		CHECK_EQ(e->pins, 0);
-		CHECK(e->on_list);
+		CHECK(e->on_list && !e->on_prob);
 		CHECK_EQ(e->prev, prev);
 		prev = i;
 	}
 	CHECK_EQ(c->lru_tail, prev);
+	prev = RC_NONE;
+	for (i = c->prob_head; i != RC_NONE; i = e->next) {
+		CHECK(i < n);
+		CHECK(!seen[i]);
+		seen[i] = 2;
+		e = &c->entries[i];
+		CHECK_EQ(e->state, RC_VALID);
+		CHECK_EQ(e->pins, 0);
+		CHECK(e->on_list && e->on_prob && e->ahead);
+		CHECK_EQ(e->prev, prev);
+		prev = i;
+	}
+	CHECK_EQ(c->prob_tail, prev);
 	for (b = 0; b <= c->hash_mask; b++) {
 		for (i = c->hash[b]; i != RC_NONE; i = e->hnext) {
 			CHECK(i < n);
@@ -163,6 +176,9 @@ static void check_invariants(const struct rc_cache *c)
 			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
 		if (e->pfill)
 			CHECK_EQ(e->state, RC_FILLING);
+		/* Unpinned, unread and filled ahead: on probation, and only then. */
+		if (e->state == RC_VALID && !e->pins)
+			CHECK_EQ(e->on_prob, e->ahead);
 		na += e->ahead;
 		nv += e->state == RC_VALID;
 		nf += e->state == RC_FILLING;
@@ -2575,14 +2591,23 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
 	fill_ahead_done(c, ai[2]);
-	/* 108 took 100's entry; four misses elsewhere take 101, 102, 105, 103. */
+	/*
+	 * 108 took 100's entry: fills ahead do not age probation.  Four
+	 * misses elsewhere take 101, the LRU's tail (105 went on probation
+	 * no miss ago), then 105, 106 and 107, each on probation one miss
+	 * (RC_PROBATION of 8 entries) when taken.
+	 */
 	miss_seg(c, 50);
+	CHECK_EQ(c->nr_ahead, 4);
 	miss_seg(c, 60);
 	miss_seg(c, 70);
 	miss_seg(c, 80);
-	CHECK_EQ(c->nr_ahead, 3);
+	CHECK_EQ(c->nr_ahead, 1);
+	CHECK(hashed_idx(c, 108) != RC_NONE);
+	CHECK(hashed_idx(c, 102) != RC_NONE);
+	CHECK_EQ(hashed_idx(c, 105), RC_NONE);
 	CHECK_CTR(c, .reads = 9, .read_hits = 2, .read_misses = 7, .prefetches = 6,
-		  .prefetch_hits = 2, .prefetch_unused = 1, .fill_ios = 13,
+		  .prefetch_hits = 2, .prefetch_unused = 3, .fill_ios = 13,
 		  .fill_sectors = 13 * 256, .evictions = 5);
 	rm(c);
 }
