@@ -45,13 +45,14 @@ def sim_spec(config):
     "estimator" gets the target's own default, spk (simulate's is vdisk)."""
     if config == "bare":
         return "bare"
-    m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
-    if not m or m.group(1) not in suite.GEOMETRIES or m.group(2) not in suite.POLICIES:
+    parts = suite.redcap_parts(config)
+    if not parts:
         return None
-    words = suite.POLICIES[m.group(2)].split()[1:]
+    geometry, policy = parts
+    words = suite.POLICIES[policy].split()[1:]
     feats = dict(zip(words[::2], words[1::2]))
-    feats.update(suite.TUNABLES.get(m.group(2), []))
-    spec = f"{m.group(1)}:{feats.pop('policy')}"
+    feats.update(suite.TUNABLES.get(policy, []))
+    spec = f"{geometry}:{feats.pop('policy')}"
     feats.setdefault("estimator", "spk")
     return spec + "".join(f",{k}={v}" for k, v in sorted(feats.items()))
 
