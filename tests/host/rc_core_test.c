@@ -2613,6 +2613,106 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 }
 
 /*
+ * 16 entries, prefetch 2: ten segments read far apart (10, 20, .. 100, in
+ * that order), then a stream over 500, 501 and 502 that fills 503 and 504
+ * ahead.  15 entries taken, one free.
+ */
+static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
+{
+	struct rc_cache *c = mk(16);
+	u32 ai[8], idx = RC_NONE, k;
+	u64 as[8];
+
+	c->prefetch = 2;
+	for (k = 1; k <= 10; k++)
+		miss_seg(c, 10 * k);
+	miss_seg(c, 500);
+	miss_seg(c, 501);
+	CHECK_EQ(rc_read(c, 502 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
+	CHECK_EQ(as[0], 503);
+	CHECK_EQ(as[1], 504);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	fill_ahead_done(c, ai[0]);
+	fill_ahead_done(c, ai[1]);
+	*a503 = ai[0];
+	*a504 = ai[1];
+	/* on probation, oldest at the tail; the readers' segments on the LRU */
+	CHECK_EQ(c->prob_tail, ai[0]);
+	CHECK_EQ(c->prob_head, ai[1]);
+	CHECK_EQ(c->entries[c->lru_tail].seg, 10);
+	CHECK_EQ(lru_len(c), 13);
+	CHECK_EQ(free_len(c), 1);
+	check_invariants(c);
+	return c;
+}
+
+/*
+ * Probation: segments filled ahead and unread go first once
+ * RC_PROBATION (2 of 16 entries) segments were asked for after they went
+ * on; until then the LRU's tail does.
+ */
+CTEST(prefetch_unread_segments_go_first_after_their_probation)
+{
+	u32 a503, a504;
+	struct rc_cache *c = probation_setup(&a503, &a504);
+
+	CHECK_EQ(RC_PROBATION(c), 2);
+	miss_seg(c, 1000);		/* the free entry: 1 asked for since */
+	miss_seg(c, 1100);		/* 10, the LRU's tail: 2 since */
+	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 503), a503);
+	miss_seg(c, 1200);		/* 503, after its probation */
+	CHECK_EQ(hashed_idx(c, 503), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 1200), a503);
+	miss_seg(c, 1300);		/* 504 */
+	CHECK_EQ(hashed_idx(c, 1300), a504);
+	CHECK_EQ(c->prob_head, RC_NONE);
+	miss_seg(c, 1400);		/* probation empty: 20, the LRU's tail */
+	CHECK_EQ(hashed_idx(c, 20), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 30) != RC_NONE, 1);
+	CHECK_EQ(c->nr_ahead, 0);
+	CHECK_CTR(c, .reads = 18, .read_misses = 18, .prefetches = 2, .prefetch_unused = 2,
+		  .fill_ios = 20, .fill_sectors = 20 * 256, .evictions = 4);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A read of a segment on probation moves it to the LRU's head, where it
+ * outlives the readers' older segments; the cache emptied empties
+ * probation too.
+ */
+CTEST(prefetch_a_read_takes_a_segment_off_probation)
+{
+	u32 a503, a504, idx = RC_NONE, k;
+	struct rc_cache *c = probation_setup(&a503, &a504);
+
+	CHECK_EQ(rc_read(c, 503 * 256, 64, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, a503);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->lru_head, a503);
+	CHECK_EQ(c->prob_tail, a504);
+	CHECK(!c->entries[a503].on_prob && !c->entries[a503].ahead);
+	/* five misses: the free entry, 10, 504 (3 asked for since), 20, 30 */
+	for (k = 0; k < 5; k++)
+		miss_seg(c, 2000 + 100 * k);
+	CHECK_EQ(hashed_idx(c, 503), a503);
+	CHECK_EQ(hashed_idx(c, 504), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 30), RC_NONE);
+	CHECK(hashed_idx(c, 40) != RC_NONE);
+	CHECK_CTR(c, .reads = 19, .read_hits = 1, .read_misses = 18, .prefetches = 2,
+		  .prefetch_hits = 1, .prefetch_unused = 1, .fill_ios = 20,
+		  .fill_sectors = 20 * 256, .evictions = 4);
+	check_invariants(c);
+	CHECK_EQ(rc_drop_all(c), 0);
+	CHECK_EQ(free_len(c), 16);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
  * Nothing fills ahead while the cache is inactive, while fills are held,
  * while a write to the segment is in flight, nor (rc_budgeted()) while
  * the budget is in the red.
