@@ -206,10 +206,16 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 	return ok;
 }
 
-/* Whether the first window is judged now, early (RC_ADAPT_EARLY_DIV). */
+/*
+ * Whether the first window is judged now, early (RC_ADAPT_EARLY_DIV).
+ * Estimator vdisk only: spk prices the simulated cache's fills, once
+ * inactive, at the rates it measured of the fills, and a quarter window
+ * of them is too few (a guest test saw it come back on random reads).
+ */
 static bool rc_adapt_early(const struct rc_adapt *a)
 {
-	return a->first && a->switching && a->active && !a->served &&
+	return a->first && a->switching && a->estimator == RC_EST_VDISK &&
+	       a->active && !a->served &&
 	       a->reads == a->window / RC_ADAPT_EARLY_DIV;
 }
 

@@ -61,9 +61,10 @@ enum rc_disk_kind {
 
 #define RC_ADAPT_WINDOW		128	/* reads per judgement */
 /*
- * The early verdict: a cache's first window is judged after a quarter of
- * the window's reads if none of them was served from RAM (a cold cache
- * under reads with no locality to find), as any window is.
+ * The early verdict: with estimator vdisk, a cache's first window is
+ * judged after a quarter of the window's reads if none of them was served
+ * from RAM (a cold cache under reads with no locality to find), as any
+ * window is.
  */
 #define RC_ADAPT_EARLY_DIV	4
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */

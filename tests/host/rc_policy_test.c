@@ -681,8 +681,8 @@ CTEST(adapt_early_verdict_after_a_quarter_window_with_nothing_served)
 
 /*
  * No early verdict once a read of the first quarter was served from RAM,
- * for a policy that does not switch, for a cache started inactive, nor for
- * a window after the first.
+ * for a policy that does not switch, with estimator spk, for a cache
+ * started inactive, nor for a window after the first.
  */
 CTEST(adapt_no_early_verdict_after_a_hit_or_for_later_windows)
 {
@@ -699,6 +699,12 @@ CTEST(adapt_no_early_verdict_after_a_hit_or_for_later_windows)
 
 	early_init(&a);
 	a.switching = false;
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
+	CHECK_EQ(a.windows, 0);
+
+	/* spk prices the simulated fills at rates 32 fills do not give it */
+	early_init(&a);
+	a.estimator = RC_EST_SPK;
 	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
 	CHECK_EQ(a.windows, 0);
 
