@@ -598,9 +598,12 @@ void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok)
 void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
 		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
+	bool served = act == RC_READ_HIT || act == RC_READ_WAIT;
+
 	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
-		rc_budget_read(&c->budget, act == RC_READ_HIT || act == RC_READ_WAIT,
-			       act == RC_READ_FILL, vd_ns, cvd_ns);
+		rc_budget_read(&c->budget, served, act == RC_READ_FILL, vd_ns, cvd_ns);
+	if (served)
+		rc_adapt_served(&c->adapt);
 	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
 		      cvd_ns, cvd_ok);
 }

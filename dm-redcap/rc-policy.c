@@ -67,6 +67,7 @@ static bool rc_spk_price(const struct rc_spk *mine, const struct rc_spk *other, 
 static void rc_adapt_new_window(struct rc_adapt *a)
 {
 	a->reads = 0;
+	a->served = 0;
 	a->unpriced = 0;
 	a->cache_ns = 0;
 	a->disk_ns = 0;
@@ -81,6 +82,7 @@ void rc_adapt_init(struct rc_adapt *a)
 	a->estimator = RC_EST_SPK;
 	a->active = true;
 	a->since_switch = RC_U32_MAX;	/* the first window may switch */
+	a->first = true;
 }
 
 void rc_adapt_reset_stats(struct rc_adapt *a)
@@ -124,6 +126,7 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 {
 	bool sw = false;
 
+	a->first = false;
 	a->windows++;
 	if (a->since_switch < RC_U32_MAX)
 		a->since_switch++;
@@ -203,6 +206,19 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 	return ok;
 }
 
+/*
+ * Whether the first window is judged now, early (RC_ADAPT_EARLY_DIV).
+ * Estimator vdisk only: spk prices the simulated cache's fills, once
+ * inactive, at the rates it measured of the fills, and a quarter window
+ * of them is too few (a guest test saw it come back on random reads).
+ */
+static bool rc_adapt_early(const struct rc_adapt *a)
+{
+	return a->first && a->switching && a->estimator == RC_EST_VDISK &&
+	       a->active && !a->served &&
+	       a->reads == a->window / RC_ADAPT_EARLY_DIV;
+}
+
 bool rc_adapt_read(struct rc_adapt *a, u64 sector, u32 sectors, u32 seg_sectors,
 		   enum rc_sim sim, u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
@@ -215,7 +231,7 @@ bool rc_adapt_read(struct rc_adapt *a, u64 sector, u32 sectors, u32 seg_sectors,
 	a->recv_next = sector + sectors;
 	if (!ok)
 		a->unpriced++;
-	if (++a->reads < a->window)
+	if (++a->reads < a->window && !rc_adapt_early(a))
 		return false;
 	return rc_adapt_judge(a);
 }

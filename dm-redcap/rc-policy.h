@@ -60,6 +60,13 @@ enum rc_disk_kind {
 };
 
 #define RC_ADAPT_WINDOW		128	/* reads per judgement */
+/*
+ * The early verdict: with estimator vdisk, a cache's first window is
+ * judged after a quarter of the window's reads if none of them was served
+ * from RAM (a cold cache under reads with no locality to find), as any
+ * window is.
+ */
+#define RC_ADAPT_EARLY_DIV	4
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
 #define RC_ADAPT_MAX_WINDOW	1000000u
@@ -75,6 +82,8 @@ struct rc_adapt {
 
 	/* the window being filled */
 	u32 reads;
+	u32 served;		/* reads served from RAM (rc_adapt_served()) */
+	bool first;		/* no window judged yet: the early verdict may come */
 	u32 unpriced;		/* reads the estimator could not price */
 	u64 cache_ns;		/* the reads' time with the cache */
 	u64 disk_ns;		/* the same reads' time on the bare disk */
@@ -103,10 +112,17 @@ void rc_adapt_reset_stats(struct rc_adapt *a);
 bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns);
 void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns);
 
+/* The read about to be judged was served from RAM (a hit or a wait). */
+static inline void rc_adapt_served(struct rc_adapt *a)
+{
+	a->served++;
+}
+
 /*
  * A read of @sectors at @sector arrived and rc_read() handled it; @sim is what it
  * simulated (NONE while active).  Closes and judges the window after
- * @window reads; returns true if the state changed.
+ * @window reads, or the first window early (RC_ADAPT_EARLY_DIV); returns
+ * true if the state changed.
  *
  * Estimator spk uses only the learnt rates and the measured times fed by
  * rc_adapt_disk_done() and rc_adapt_copy().  Estimator vdisk takes both

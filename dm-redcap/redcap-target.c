@@ -496,6 +496,16 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
 			    bio_sectors(bio), now, &ns);
 }
 
+/* Price a fill of segment @seg (clipped at the end) on the cache's virtual disk. */
+static bool redcap_price_fill(struct redcap_c *rc, u64 seg, u64 now, u64 *ns)
+{
+	struct redcap_cache *cc = rc->cc;
+	sector_t start = redcap_seg_start(cc, seg);
+
+	return redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
+				   min_t(sector_t, cc->seg_sectors, cc->len - start), now, ns);
+}
+
 /* What the read rc_read() just handled leaves to fill ahead of its stream. */
 struct redcap_ahead {
 	unsigned int nr;
@@ -511,16 +521,13 @@ static void redcap_prefetch(struct redcap_c *rc, struct redcap_ahead *ra, u64 no
 {
 	struct redcap_cache *cc = rc->cc;
 	u64 limit = div_u64(cc->len + cc->seg_sectors - 1, cc->seg_sectors), ns;
-	sector_t start;
 	bool ok;
 
 	for (ra->nr = 0; ra->nr < RC_PREFETCH_MAX; ra->nr++) {
 		ra->idx[ra->nr] = rc_prefetch(cc->cache, limit, &ra->seg[ra->nr]);
 		if (ra->idx[ra->nr] == RC_NONE)
 			break;
-		start = redcap_seg_start(cc, ra->seg[ra->nr]);
-		ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
-					 min_t(sector_t, cc->seg_sectors, cc->len - start), now, &ns);
+		ok = redcap_price_fill(rc, ra->seg[ra->nr], now, &ns);
 		rc_prefetch_judge(cc->cache, ns, ok);
 	}
 }
@@ -546,14 +553,12 @@ static void redcap_adapt_read(struct redcap_c *rc, struct bio *bio, enum rc_read
 {
 	struct redcap_cache *cc = rc->cc;
 	struct rc_cache *c = cc->cache;
-	sector_t start = redcap_seg_start(cc, rc_sector_to_seg(c, bio->bi_iter.bi_sector));
 	bool cvd_ok = true;
 	u64 cvd_ns = 0;
 
 	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
-					     min_t(sector_t, cc->seg_sectors, cc->len - start),
-					     now, &cvd_ns);
+		cvd_ok = redcap_price_fill(rc, rc_sector_to_seg(c, bio->bi_iter.bi_sector), now,
+					   &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ,
 					     bio->bi_iter.bi_sector, bio_sectors(bio),

@@ -423,6 +423,14 @@ static u32 seg_len(struct sim *s, u64 start)
 						       : s->c->seg_sectors;
 }
 
+/* Price a fill of segment @seg on the cache's virtual disk (redcap_price_fill()). */
+static bool price_fill(struct sim *s, u64 seg, u64 now, u64 *ns)
+{
+	u64 start = seg * s->c->seg_sectors;
+
+	return vdisk_price(s, &s->vdisk_cache, VD_READ, start, seg_len(s, start), now, ns);
+}
+
 /*
  * Judge the read piece rc_read() just handled with @act (the glue's
  * redcap_adapt_read()): its price on the bare disk and the price of what
@@ -432,12 +440,11 @@ static void adapt_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_acti
 		       u64 vd_ns, bool vd_ok, u64 now)
 {
 	struct rc_cache *c = s->cache;
-	u64 start = rc_sector_to_seg(c, sector) * s->c->seg_sectors, cvd_ns = 0;
+	u64 cvd_ns = 0;
 	bool cvd_ok = true;
 
 	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, start, seg_len(s, start), now,
-				     &cvd_ns);
+		cvd_ok = price_fill(s, rc_sector_to_seg(c, sector), now, &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, sector, sectors, now, &cvd_ns);
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
@@ -462,8 +469,7 @@ static int prefetch(struct sim *s, u64 now)
 	bool ok;
 
 	while ((idx = rc_prefetch(s->cache, limit, &seg)) != RC_NONE) {
-		ok = vdisk_price(s, &s->vdisk_cache, VD_READ, seg * s->c->seg_sectors,
-				 seg_len(s, seg * s->c->seg_sectors), now, &ns);
+		ok = price_fill(s, seg, now, &ns);
 		rc_prefetch_judge(s->cache, ns, ok);
 		if (start_fill(s, idx, seg, true, now))
 			return -1;

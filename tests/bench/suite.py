@@ -155,6 +155,15 @@ PART_SHARE = 4			# in row and mix, each part has 1/4 of its data
 MAX_PROCS = {"lkr": LKR_UNITS, "row": LKR_UNITS // PART_SHARE, "mix": LKR_UNITS // PART_SHARE}
 
 
+def set_scale(n):
+    """--scale: @n times the LKR copies and the data of IOR-R, TAC and the
+    strided reads (the random file is 16 times the cache already).  Once
+    per process."""
+    global LKR_UNITS, DATA_MIB
+    LKR_UNITS, DATA_MIB = LKR_UNITS * n, DATA_MIB * n
+    MAX_PROCS.update(lkr=LKR_UNITS, row=LKR_UNITS // PART_SHARE, mix=LKR_UNITS // PART_SHARE)
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -791,7 +800,11 @@ def main():
     ap.add_argument("--rdpat", default=os.path.join(TOP, "build", "bench", "rdpat"),
                     help="the static reader (tests/bench/rdpat.c)")
     ap.add_argument("--lkr-tar", default=os.path.join(CACHE, "lkr.tar"))
+    ap.add_argument("--scale", type=int, default=1, metavar="N",
+                    help="N times the LKR copies and the IOR-R/TAC/strided data (LKR's "
+                    "16 copies fit in the caches' 8 MiB; --scale 8 makes them 4.5 times it)")
     args = ap.parse_args()
+    set_scale(args.scale)
     spec = SETS[args.set]
     if not args.configs and "rapiddisk-brd" in spec["configs"] and not rapiddisk_built():
         # RapidDisk 9.0.0 does not build for every kernel (6.12): a set

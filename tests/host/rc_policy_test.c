@@ -620,6 +620,108 @@ CTEST(adapt_margin_and_dwell)
 	CHECK_EQ(a.margin, 10);
 }
 
+/*
+ * @n reads, each priced @cvd ns with the cache and 1000 ns on the bare
+ * disk, @served from RAM or not.  Returns the number of the read (from 1)
+ * that last switched the state, or 0.
+ */
+static u32 early_reads(struct rc_adapt *a, u32 n, u64 cvd, bool served)
+{
+	u32 i, switched = 0;
+
+	for (i = 0; i < n; i++) {
+		if (served)
+			rc_adapt_served(a);
+		if (rc_adapt_read(a, 0, 8, 256, RC_SIM_NONE, 1000, true, cvd, true))
+			switched = i + 1;
+	}
+	return switched;
+}
+
+static void early_init(struct rc_adapt *a)
+{
+	rc_adapt_init(a);
+	a->switching = true;
+	a->estimator = RC_EST_VDISK;
+	CHECK(a->first);
+}
+
+/*
+ * The early verdict: a cache's first window is judged after a quarter of
+ * its reads (32) when none was served from RAM, by the rule of any
+ * window; the windows after it are whole.
+ */
+CTEST(adapt_early_verdict_after_a_quarter_window_with_nothing_served)
+{
+	struct rc_adapt a;
+
+	early_init(&a);
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 32);	/* twice the bare price: off */
+	CHECK(!a.active);
+	CHECK(!a.first);
+	CHECK_EQ(a.windows, 1);
+	CHECK_EQ(a.last_cache_ns, 32 * 2000);
+	CHECK_EQ(a.last_disk_ns, 32 * 1000);
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 1, 2000, false), 0);
+	CHECK_EQ(a.windows, 1);
+	CHECK_EQ(early_reads(&a, 1, 2000, false), 0);	/* whole, and the dwell */
+	CHECK_EQ(a.windows, 2);
+
+	/* Judged early but within the margin: on, and the next window whole. */
+	early_init(&a);
+	CHECK_EQ(early_reads(&a, 32, 1020, false), 0);
+	CHECK(a.active);
+	CHECK_EQ(a.windows, 1);
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
+	CHECK_EQ(a.windows, 1);
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 32, 2000, false), RC_ADAPT_WINDOW - 32);
+	CHECK_EQ(a.windows, 2);
+	CHECK(!a.active);
+}
+
+/*
+ * No early verdict once a read of the first quarter was served from RAM,
+ * for a policy that does not switch, with estimator spk, for a cache
+ * started inactive, nor for a window after the first.
+ */
+CTEST(adapt_no_early_verdict_after_a_hit_or_for_later_windows)
+{
+	struct rc_adapt a;
+
+	early_init(&a);
+	CHECK_EQ(early_reads(&a, 1, 0, true), 0);	/* one hit */
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 2, 2000, false), 0);
+	CHECK_EQ(a.windows, 0);
+	CHECK_EQ(early_reads(&a, 1, 2000, false), 1);	/* read 128 */
+	CHECK_EQ(a.windows, 1);
+	CHECK_EQ(a.last_cache_ns, (RC_ADAPT_WINDOW - 1) * 2000);
+	CHECK(!a.active);
+
+	early_init(&a);
+	a.switching = false;
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
+	CHECK_EQ(a.windows, 0);
+
+	/* spk prices the simulated fills at rates 32 fills do not give it */
+	early_init(&a);
+	a.estimator = RC_EST_SPK;
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
+	CHECK_EQ(a.windows, 0);
+
+	early_init(&a);
+	rc_adapt_set_active(&a, false);
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);
+	CHECK_EQ(a.windows, 0);
+
+	early_init(&a);
+	a.dwell = 0;
+	CHECK_EQ(early_reads(&a, 1, 0, true), 0);
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 1, 1000, false), 0);
+	CHECK_EQ(a.windows, 1);				/* whole, judged: on */
+	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);	/* not early now */
+	CHECK_EQ(a.windows, 1);
+}
+
 /* A window with more than half its reads unpriced, or no disk time, is not judged. */
 CTEST(adapt_unpriced_window_not_judged)
 {
@@ -631,6 +733,7 @@ CTEST(adapt_unpriced_window_not_judged)
 	a.switching = true;
 	a.window = 10;
 	a.estimator = RC_EST_VDISK;
+	a.first = false;	/* whole windows only (no early verdict) */
 	/* 6 of 10 not priced on the bare disk: the cache is far worse, but no judgement. */
 	for (i = 0; i < 10; i++) {
 		ok = i >= 6;
@@ -969,6 +1072,7 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 	ctest_rng = 0x2545f4914f6cdd1dull;
 	stream_init(&s, RC_EST_VDISK);
 	s.c->budget.share = 0;		/* the verdicts alone */
+	s.c->adapt.first = false;	/* whole windows only (no early verdict) */
 	/* First, windows with 70% of the reads unpriced: the cache stays on. */
 	for (i = 0; i < 4 * RC_ADAPT_WINDOW; i++) {
 		s.unpriced = i % 10 < 7;

@@ -264,3 +264,64 @@ def test_rdpat_io_errors(rdpat, tmp_path):
                        capture_output=True, text=True)
     assert (r.returncode, r.stderr) == (1, f"rdpat: {tmp_path / 'missing'}: "
                                         "No such file or directory\n")
+
+
+def test_scale_multiplies_the_lkr_copies_and_the_data(monkeypatch):
+    for name in ("LKR_UNITS", "DATA_MIB"):
+        monkeypatch.setattr(suite, name, getattr(suite, name))
+    monkeypatch.setattr(suite, "MAX_PROCS", dict(suite.MAX_PROCS))
+    suite.set_scale(8)
+    assert (suite.LKR_UNITS, suite.DATA_MIB) == (128, 128)
+    assert suite.MAX_PROCS == {"lkr": 128, "row": 32, "mix": 32}
+    files, units = suite.data_needed([("lkr", 16, "buffered"), ("tac", 4, "buffered")])
+    assert units == 128
+    assert sum(files.values()) == 128 << 10
+    # 16 processes share the 128 copies out, 8 each
+    cmds = suite.commands("lkr", 16, "buffered")
+    assert len(cmds) == 16
+    assert all(len(re.findall(r"/tmp/redcap-bench/l\d+", c)) >= 8 for c in cmds)
+
+
+def test_recommended_is_the_64x128k_adaptive_caware_stack():
+    assert suite.redcap_parts(suite.RECOMMENDED) == ("64x128k", "adaptive+caware")
+    assert suite.redcap_parts("redcap-32x256k-always") == ("32x256k", "always")
+    assert suite.redcap_parts("redcap-64x128k-nosuch") is None
+    assert suite.RECOMMENDED in suite.CONFIGS
+    assert "redcap-64x128k-adaptive+caware" not in suite.CONFIGS
+    validate = _module("sim-validate")
+    assert validate.sim_spec(suite.RECOMMENDED) == \
+        validate.sim_spec("redcap-64x128k-adaptive+caware") == \
+        "64x128k:adaptive+caware,estimator=vdisk"
+
+
+def test_goals_table_checks_each_goal_on_the_recommended_stack():
+    def recs(w, p, times):
+        return [{"workload": w, "procs": p, "io": "buffered", "config": c, "app_time_s": t,
+                 "rep": 0} for c, t in times.items()]
+    rec = report.RECOMMENDED
+    records = (recs("random", 1, {"bare": 1.0, rec: 1.015, "readahead": 1.0}) +
+               recs("random", 4, {"bare": 1.0, rec: 1.03, "readahead": 1.0}) +
+               recs("ior-r", 1, {"bare": 1.0, rec: 0.75, "readahead": 0.70}) +
+               recs("ior-r", 16, {"bare": 1.0, rec: 0.90, "readahead": 0.70}) +
+               recs("8k-sr", 1, {"bare": 1.0, rec: 0.79}) +
+               recs("8k-sr", 4, {"bare": 1.0, rec: 0.50}) +
+               recs("tac", 1, {"bare": 1.0, rec: 0.60}) +
+               recs("lkr", 16, {"bare": 1.0, rec: 0.41}))
+    rows = report.table_goals(report.group(records), "hdd15k")
+    assert rows[:2] == ["| goal | target | recommended stack |", "|---|---|---|"]
+    assert rows[2] == "| every cell | ≤ +2 % | missed: random ×4 +3.0 |"
+    assert rows[3] == "| random 4 KiB | ≤ +2 % | missed: random ×4 +3.0 |"
+    assert rows[4] == ("| IOR-R, 4K-SR, 1–4 processes | within 3 points of read_ahead_kb | "
+                       "missed: ior-r ×1 -25.0 |")
+    assert rows[5] == ("| IOR-R, 4K-SR, 8–16 processes | half of read_ahead_kb's gain | "
+                       "missed: ior-r ×16 -10.0 |")
+    assert rows[6] == "| 8K-SR | ≤ -50 % (×1: ≤ -20 %) | met; worst 8k-sr ×1 -21.0 |"
+    assert rows[7] == "| TAC | ≤ -35 % | met; worst tac ×1 -40.0 |"
+    assert rows[8] == "| LKR, 16 processes | ≤ -60 % | missed: lkr ×16 -59.0 |"
+    # geometric mean over the 4 cells read_ahead_kb ran
+    assert rows[9].startswith("| geometric mean vs readahead | ahead | missed: ")
+    assert len(rows) == 10
+    # hdd7200's limits; no goals without the recommended stack
+    assert report.table_goals(report.group(records), "hdd7200")[3] == \
+        "| random 4 KiB | ≤ +1 % | missed: random ×1 +1.5, random ×4 +3.0 |"
+    assert report.table_goals(report.group(recs("lkr", 1, {"bare": 1.0})), "hdd15k") == []
