@@ -25,7 +25,7 @@ def test_tiny_bench_case(tmp_path):
     recs = json.loads(out.read_text())
     assert [(x["config"], x["workload"], x["procs"], x["io"], x["rep"]) for x in recs] == [
         ("bare", "8k-sr", 1, "buffered", 0),
-        ("redcap-64x128k-adaptive+caware", "8k-sr", 1, "buffered", 0),
+        ("redcap-recommended", "8k-sr", 1, "buffered", 0),
         ("bound", "8k-sr", 1, "buffered", 0)]
     for x in recs:
         assert all(k in x for k in REQUIRED), x
@@ -63,4 +63,4 @@ def test_tiny_bench_case(tmp_path):
     subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "report.py"),
                     str(out)], check=True)
     md = (tmp_path / "tiny.md").read_text()
-    assert "| 8k-sr | 1 |" in md and "redcap-64x128k-adaptive+caware" in md
+    assert "| 8k-sr | 1 |" in md and "redcap-recommended" in md
