@@ -838,7 +838,11 @@ def main():
         run_suite(args, files, units)
     finally:
         if udevadm:
-            sh(udevadm, "control", "--start-exec-queue")
+            # the records are written: a udev daemon too busy to answer in
+            # time (a loaded host) is worth a warning, not a failed bench
+            r = sh(udevadm, "control", "--start-exec-queue", check=False)
+            if r.returncode:
+                log(f"bench: udevadm control --start-exec-queue: {r.stderr.strip()}")
 
 
 def run_suite(args, files, units):
