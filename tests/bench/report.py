@@ -126,7 +126,8 @@ def table_goals(g, profile):
         shown = bad if bad else [worst]
         text = ", ".join(f"{k[0]} ×{k[1]}{' ' + k[2] if k[2] != 'buffered' else ''} "
                          f"{v:+.1f}" for k, v in shown[:6]) + (" …" if len(shown) > 6 else "")
-        rows.append(f"| {name} | {target} | {'missed: ' if bad else 'met; worst '}{text} |")
+        verdict = f"missed in {len(bad)} of {len(cells)}: " if bad else "met; worst "
+        rows.append(f"| {name} | {target} | {verdict}{text} |")
 
     def cells_of(pred):
         return sorted(((k, v) for k, v in ch.items() if pred(k)), key=lambda kv: order_key(kv[0]))

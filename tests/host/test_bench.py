@@ -309,19 +309,19 @@ def test_goals_table_checks_each_goal_on_the_recommended_stack():
                recs("lkr", 16, {"bare": 1.0, rec: 0.41}))
     rows = report.table_goals(report.group(records), "hdd15k")
     assert rows[:2] == ["| goal | target | recommended stack |", "|---|---|---|"]
-    assert rows[2] == "| every cell | ≤ +2 % | missed: random ×4 +3.0 |"
-    assert rows[3] == "| random 4 KiB | ≤ +2 % | missed: random ×4 +3.0 |"
+    assert rows[2] == "| every cell | ≤ +2 % | missed in 1 of 8: random ×4 +3.0 |"
+    assert rows[3] == "| random 4 KiB | ≤ +2 % | missed in 1 of 2: random ×4 +3.0 |"
     assert rows[4] == ("| IOR-R, 4K-SR, 1–4 processes | within 3 points of read_ahead_kb | "
-                       "missed: ior-r ×1 -25.0 |")
+                       "missed in 1 of 1: ior-r ×1 -25.0 |")
     assert rows[5] == ("| IOR-R, 4K-SR, 8–16 processes | half of read_ahead_kb's gain | "
-                       "missed: ior-r ×16 -10.0 |")
+                       "missed in 1 of 1: ior-r ×16 -10.0 |")
     assert rows[6] == "| 8K-SR | ≤ -50 % (×1: ≤ -20 %) | met; worst 8k-sr ×1 -21.0 |"
     assert rows[7] == "| TAC | ≤ -35 % | met; worst tac ×1 -40.0 |"
-    assert rows[8] == "| LKR, 16 processes | ≤ -60 % | missed: lkr ×16 -59.0 |"
+    assert rows[8] == "| LKR, 16 processes | ≤ -60 % | missed in 1 of 1: lkr ×16 -59.0 |"
     # geometric mean over the 4 cells read_ahead_kb ran
     assert rows[9].startswith("| geometric mean vs readahead | ahead | missed: ")
     assert len(rows) == 10
     # hdd7200's limits; no goals without the recommended stack
     assert report.table_goals(report.group(records), "hdd7200")[3] == \
-        "| random 4 KiB | ≤ +1 % | missed: random ×1 +1.5, random ×4 +3.0 |"
+        "| random 4 KiB | ≤ +1 % | missed in 2 of 2: random ×1 +1.5, random ×4 +3.0 |"
     assert report.table_goals(report.group(recs("lkr", 1, {"bare": 1.0})), "hdd15k") == []
