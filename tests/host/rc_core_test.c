@@ -94,13 +94,42 @@ static u32 free_len(const struct rc_cache *c)
 }
 
 /*
+ * The LRU (@prob false: VALID and GHOST entries) or probation (@prob true:
+ * VALID entries filled ahead and unread), from @head to @tail: unpinned,
+ * linked both ways, on no other list (@seen marks them 2).
+ */
+static void check_list(const struct rc_cache *c, u32 head, u32 tail, bool prob,
+		       unsigned char *seen)
+{
+	u32 i, prev = RC_NONE;
+	const struct rc_entry *e;
+
+	for (i = head; i != RC_NONE; i = e->next) {
+		CHECK(i < c->nr_entries);
+		CHECK(!seen[i]);
+		seen[i] = 2;
+		e = &c->entries[i];
+		if (prob)
+			CHECK(e->state == RC_VALID && e->ahead);
+		else
+			CHECK(e->state == RC_VALID || e->state == RC_GHOST);
+		CHECK_EQ(e->pins, 0);
+		CHECK(e->on_list);
+		CHECK_EQ(e->on_prob, prob);
+		CHECK_EQ(e->prev, prev);
+		prev = i;
+	}
+	CHECK_EQ(tail, prev);
+}
+
+/*
  * Structural invariants: every entry is on exactly one of the free list, the
  * LRU or neither (busy); the LRU holds VALID and GHOST entries, the hash
  * exactly the FILLING/VALID/GHOST ones; the summary counts match.
  */
 static void check_invariants(const struct rc_cache *c)
 {
-	u32 n = c->nr_entries, i, b, cnt, prev;
+	u32 n = c->nr_entries, i, b, cnt;
 	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, hashed = 0;
 	unsigned char *seen = calloc(n, 1);
 	const struct rc_entry *e;
@@ -117,32 +146,8 @@ static void check_invariants(const struct rc_cache *c)
 		CHECK(e->on_list);
 		CHECK(++cnt <= n);
 	}
-	prev = RC_NONE;
-	for (i = c->lru_head; i != RC_NONE; i = e->next) {
-		CHECK(i < n);
-		CHECK(!seen[i]);
-		seen[i] = 2;
-		e = &c->entries[i];
-		CHECK(e->state == RC_VALID || e->state == RC_GHOST);
-		CHECK_EQ(e->pins, 0);
-		CHECK(e->on_list && !e->on_prob);
-		CHECK_EQ(e->prev, prev);
-		prev = i;
-	}
-	CHECK_EQ(c->lru_tail, prev);
-	prev = RC_NONE;
-	for (i = c->prob_head; i != RC_NONE; i = e->next) {
-		CHECK(i < n);
-		CHECK(!seen[i]);
-		seen[i] = 2;
-		e = &c->entries[i];
-		CHECK_EQ(e->state, RC_VALID);
-		CHECK_EQ(e->pins, 0);
-		CHECK(e->on_list && e->on_prob && e->ahead);
-		CHECK_EQ(e->prev, prev);
-		prev = i;
-	}
-	CHECK_EQ(c->prob_tail, prev);
+	check_list(c, c->lru_head, c->lru_tail, false, seen);
+	check_list(c, c->prob_head, c->prob_tail, true, seen);
 	for (b = 0; b <= c->hash_mask; b++) {
 		for (i = c->hash[b]; i != RC_NONE; i = e->hnext) {
 			CHECK(i < n);
