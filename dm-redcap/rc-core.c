@@ -493,7 +493,9 @@ static void rc_prefetch_due(struct rc_cache *c, u64 seg, int dir)
 	c->pf_started = false;
 }
 
-enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
+/* rc_read(), and rc_read_join() with @join: bypass where a fill would start. */
+static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx,
+					 bool join)
 {
 	u64 seg = sector >> c->seg_shift;
 	/* Only the budget and the read-ahead look at streams. */
@@ -538,6 +540,10 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 		c->ctr.read_bypassed_budget++;
 		goto bypass;
 	}
+	if (join) {
+		c->ctr.read_bypassed_joined++;
+		goto bypass;
+	}
 
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE) {
@@ -553,6 +559,22 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
 bypass:
 	c->ctr.read_bypassed++;
 	return RC_READ_BYPASS;
+}
+
+enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
+{
+	return rc_read_piece(c, sector, sectors, idx, false);
+}
+
+bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors)
+{
+	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
+
+	if (rc_active(c) && i != RC_NONE && c->entries[i].state != RC_GHOST)
+		return false;
+	rc_read_piece(c, sector, sectors, &idx, true);
+	c->ctr.read_joined++;
+	return true;
 }
 
 u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)

@@ -79,6 +79,8 @@ struct rc_counters {
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
+	u64 read_bypassed_joined; /* ... of which to go down with the piece before */
+	u64 read_joined;	/* bypassed pieces sent down with the piece before */
 	u64 read_misses_streamed; /* misses the budget let fill for their stream only */
 	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
@@ -169,7 +171,7 @@ size_t rc_cache_mem_size(u32 nr_entries);
 int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
 
 /*
- * A read bio of @sectors at @sector arrived (it never spans segments).
+ * A read of @sectors at @sector arrived (a bio, or its piece in one segment).
  * Notes it in the stream table (rc_stream_read()), decides hit, wait, fill
  * or bypass and updates the counters.  On HIT and FILL the entry is pinned
  * for the caller; on WAIT the caller queues the bio on the entry, whose
@@ -187,6 +189,21 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * also leave rc_prefetch() a batch of segments ahead of it (see there).
  */
 enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
+
+/*
+ * The piece of a read bio in the segment after a piece rc_read() or
+ * rc_read_join() just bypassed: whether it joins that one, so that both go
+ * to the disk as one request.  False, with nothing touched, when the cache
+ * is active and holds the segment (valid or filling): the piece goes on in
+ * a bio of its own, to rc_read().  Otherwise the piece is handled as
+ * rc_read() would, but bypassed where a fill would start (counted in
+ * read_bypassed_joined): a read is not cut in two to fill half of it.
+ * Every piece that joins is counted in read_joined.
+ */
+bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
+
+/* Segments one bypassed read takes down together (a bound on one lock hold). */
+#define RC_JOIN_MAX		32
 
 /*
  * Read-ahead of streams, called after rc_read() under the same lock hold

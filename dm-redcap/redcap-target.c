@@ -224,7 +224,8 @@ static sector_t redcap_seg_start(struct redcap_cache *cc, u64 seg)
 
 /*
  * Copy between @bio's data at @iter and the buffer of entry @idx.  Bios
- * never span segments (max_io_len), so the offset is within the entry.
+ * read or written through the cache never span segments (redcap_cut()),
+ * so the offset is within the entry.
  */
 static void redcap_copy(struct redcap_cache *cc, u32 idx, struct bio *bio,
 			struct bvec_iter iter, bool to_bio)
@@ -515,7 +516,9 @@ struct redcap_ahead {
 
 /*
  * Take the fills ahead rc_prefetch() starts in the core, each priced on
- * the cache's virtual disk and paid for.  cc->lock held.
+ * the cache's virtual disk and paid for, after those already in @ra (the
+ * pieces of one bio may each leave some; beyond RC_PREFETCH_MAX they are
+ * not taken).  cc->lock held.
  */
 static void redcap_prefetch(struct redcap_c *rc, struct redcap_ahead *ra, u64 now)
 {
@@ -523,7 +526,7 @@ static void redcap_prefetch(struct redcap_c *rc, struct redcap_ahead *ra, u64 no
 	u64 limit = div_u64(cc->len + cc->seg_sectors - 1, cc->seg_sectors), ns;
 	bool ok;
 
-	for (ra->nr = 0; ra->nr < RC_PREFETCH_MAX; ra->nr++) {
+	for (; ra->nr < RC_PREFETCH_MAX; ra->nr++) {
 		ra->idx[ra->nr] = rc_prefetch(cc->cache, limit, &ra->seg[ra->nr]);
 		if (ra->idx[ra->nr] == RC_NONE)
 			break;
@@ -543,54 +546,89 @@ static void redcap_start_ahead(struct redcap_c *rc, const struct redcap_ahead *r
 }
 
 /*
- * Judge the read that rc_read() just handled with @act: its price on the
- * bare disk (the virtual disk of what redcap received) and the price of
- * what the cache sent down for it, or would have while inactive (the
- * virtual disk of the cache's own stream).  cc->lock held.
+ * Judge the read piece of @sectors at @sector that rc_read() or
+ * rc_read_join() just handled with @act, and take the fills ahead it
+ * leaves: its price on the bare disk (the virtual disk of what redcap
+ * received) and the price of what the cache sent down for it, or would
+ * have while inactive (the virtual disk of the cache's own stream).
+ * cc->lock held.
  */
-static void redcap_adapt_read(struct redcap_c *rc, struct bio *bio, enum rc_read_action act,
-			      u64 vd_ns, bool vd_ok, u64 now)
+static void redcap_judge_read(struct redcap_c *rc, u64 sector, u32 sectors,
+			      enum rc_read_action act, u64 now, struct redcap_ahead *ra)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct rc_cache *c = cc->cache;
-	bool cvd_ok = true;
-	u64 cvd_ns = 0;
+	bool vd_ok, cvd_ok = true;
+	u64 vd_ns, cvd_ns = 0;
 
+	vd_ok = redcap_vdisk_submit(rc, &cc->vdisk, VD_READ, sector, sectors, now, &vd_ns);
 	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = redcap_price_fill(rc, rc_sector_to_seg(c, bio->bi_iter.bi_sector), now,
-					   &cvd_ns);
+		cvd_ok = redcap_price_fill(rc, rc_sector_to_seg(c, sector), now, &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
-		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ,
-					     bio->bi_iter.bi_sector, bio_sectors(bio),
+		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, sector, sectors,
 					     now, &cvd_ns);
-	rc_read_judge(c, bio->bi_iter.bi_sector, bio_sectors(bio), act, vd_ns, vd_ok,
-		      cvd_ns, cvd_ok);
+	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	redcap_prefetch(rc, ra, now);
 }
 
+/*
+ * Keep the first @sectors of @bio, to the end of its segment or of what
+ * was joined; dm sends the rest to map() as a bio of its own.
+ */
+static void redcap_cut(struct bio *bio, u32 sectors)
+{
+	if (sectors < bio_sectors(bio)) {
+		dm_accept_partial_bio(bio, sectors);
+		redcap_pb(bio)->saved_iter = bio->bi_iter;
+	}
+}
+
+/* Sectors from @sector to the end of its segment, at most @sectors. */
+static u32 redcap_in_seg(struct redcap_cache *cc, sector_t sector, u32 sectors)
+{
+	return min_t(u32, sectors, cc->seg_sectors - (sector & (cc->seg_sectors - 1)));
+}
+
+/*
+ * A read: its piece in its first segment goes to rc_read().  A bypassed
+ * piece takes the pieces after it that rc_read_join() lets join it (up to
+ * RC_JOIN_MAX segments), so that a read the cache does not serve goes
+ * to the disk as received, not cut at every segment boundary.  What is
+ * not taken comes back to map() as a bio of its own.
+ */
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	u64 seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
-	struct redcap_ahead ra;
+	sector_t sector = bio->bi_iter.bi_sector;
+	u64 seg = rc_sector_to_seg(cc->cache, sector);
+	u32 left = bio_sectors(bio), len, n, joined;
+	struct redcap_ahead ra = { .nr = 0 };
 	enum rc_read_action act;
 	unsigned long flags;
 	u32 idx = RC_NONE;
-	u64 vd_ns, now;
-	bool vd_ok;
+	u64 now;
 
+	len = redcap_in_seg(cc, sector, left);
 	spin_lock_irqsave(&cc->lock, flags);
-	vd_ok = redcap_vdisk_submit(rc, &cc->vdisk, VD_READ, bio->bi_iter.bi_sector,
-				    bio_sectors(bio), pb->start_ns, &vd_ns);
 	if (rc_policy_caware(cc->cache->policy))
 		rc_caware_decay(&cc->cache->caware, pb->start_ns);
-	act = rc_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), &idx);
-	redcap_adapt_read(rc, bio, act, vd_ns, vd_ok, pb->start_ns);
+	act = rc_read(cc->cache, sector, len, &idx);
+	redcap_judge_read(rc, sector, len, act, pb->start_ns, &ra);
+	for (joined = 1; act == RC_READ_BYPASS && len < left && joined < RC_JOIN_MAX;
+	     joined++) {
+		n = redcap_in_seg(cc, sector + len, left - len);
+		if (!rc_read_join(cc->cache, sector + len, n))
+			break;
+		redcap_judge_read(rc, sector + len, n, act, pb->start_ns, &ra);
+		len += n;
+	}
+	/* Before the bio is queued on a fill, which may end on another CPU. */
+	redcap_cut(bio, len);
 	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
 		pb->kind = PB_CACHE;
 		bio_list_add(&cc->ents[idx].waiters, bio);
 	}
-	redcap_prefetch(rc, &ra, pb->start_ns);
 	spin_unlock_irqrestore(&cc->lock, flags);
 
 	/* The miss's own fill goes down first. */
@@ -668,6 +706,8 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	case REQ_OP_READ:
 		return redcap_map_read(rc, bio);
 	case REQ_OP_WRITE:
+		/* One segment at a time: its entry is invalidated or updated. */
+		redcap_cut(bio, redcap_in_seg(cc, bio->bi_iter.bi_sector, bio_sectors(bio)));
 		pb->kind = PB_WRITE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		spin_lock_irqsave(&cc->lock, flags);
@@ -678,7 +718,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
 	case REQ_OP_SECURE_ERASE:
-		/* Not split at segment boundaries by dm: may cover many. */
+		/* Not cut at segment boundaries: may cover many. */
 		pb->kind = PB_RANGE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		pb->nr_segs = rc_sector_to_seg(cc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
@@ -1047,9 +1087,10 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	if (r)
 		goto bad;
 
-	r = dm_set_target_max_io_len(ti, t.seg_sectors);
-	if (r)
-		goto bad;
+	/*
+	 * No max_io_len: a read the cache does not serve goes down whole;
+	 * map() cuts the rest at segment boundaries (redcap_cut()).
+	 */
 	ti->num_flush_bios = 1;
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
@@ -1302,6 +1343,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
 	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
 	       c.read_bypassed_inactive, c.read_bypassed_budget);
+	DMEMIT("read_bypassed_joined=%llu\nread_joined=%llu\n", c.read_bypassed_joined,
+	       c.read_joined);
 	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);
 	DMEMIT("prefetches=%llu\nprefetch_hits=%llu\nprefetch_unused=%llu\n",
 	       c.prefetches, c.prefetch_hits, c.prefetch_unused);

@@ -1068,7 +1068,7 @@ static double hit_ratio(uint64_t hits, uint64_t reads)
 
 /* The reads sent to the origin, by why. */
 struct bypass {
-	uint64_t inactive, busy, caware, budget, held, nomem, write;
+	uint64_t inactive, busy, caware, budget, held, nomem, joined, write;
 };
 
 static void bypass_split(const struct stack *k, struct bypass *b)
@@ -1081,7 +1081,8 @@ static void bypass_split(const struct stack *k, struct bypass *b)
 	b->budget = sv(k, "read_bypassed_budget");
 	b->held = sv(k, "read_bypassed_held");
 	b->nomem = sv(k, "read_bypassed_nomem");
-	named = b->inactive + b->busy + b->caware + b->budget + b->held + b->nomem;
+	b->joined = sv(k, "read_bypassed_joined");
+	named = b->inactive + b->busy + b->caware + b->budget + b->held + b->nomem + b->joined;
 	/* The rest: a write was in flight to the segment. */
 	b->write = total > named ? total - named : 0;
 }
@@ -1178,6 +1179,7 @@ static json_object *stack_json(const struct stack *k)
 	json_object_object_add(b, "budget", ju64(bp.budget));
 	json_object_object_add(b, "held", ju64(bp.held));
 	json_object_object_add(b, "nomem", ju64(bp.nomem));
+	json_object_object_add(b, "joined", ju64(bp.joined));
 	json_object_object_add(b, "write", ju64(bp.write));
 	json_object_object_add(o, "read_bypassed_by_reason", b);
 	json_object_object_add(o, "read_resent", ju64(sv(k, "read_resent")));
@@ -1255,9 +1257,9 @@ static void stack_print(const struct stack *k)
 	b = json_object_object_get(o, "read_bypassed_by_reason");
 	printf("  bypassed:   inactive %" PRIu64 ", busy %" PRIu64 ", C-Aware %" PRIu64
 	       ", budget %" PRIu64 ", suspending %" PRIu64 ", no memory %" PRIu64
-	       ", write in flight %" PRIu64 "\n", jget(b, "inactive"), jget(b, "busy"),
-	       jget(b, "caware"), jget(b, "budget"), jget(b, "held"), jget(b, "nomem"),
-	       jget(b, "write"));
+	       ", joined %" PRIu64 ", write in flight %" PRIu64 "\n",
+	       jget(b, "inactive"), jget(b, "busy"), jget(b, "caware"), jget(b, "budget"),
+	       jget(b, "held"), jget(b, "nomem"), jget(b, "joined"), jget(b, "write"));
 	printf("  hit ratio:  %.1f %%\n",
 	       100.0 * json_object_get_double(json_object_object_get(o, "hit_ratio")));
 	printf("  fills:      %" PRIu64 " (%s), %" PRIu64 " failed\n", jget(o, "fill_ios"),
@@ -1698,6 +1700,7 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 		json_object_object_add(r, "budget", jrate(rate(p->budget, q->budget, dt)));
 		json_object_object_add(r, "held", jrate(rate(p->held, q->held, dt)));
 		json_object_object_add(r, "nomem", jrate(rate(p->nomem, q->nomem, dt)));
+		json_object_object_add(r, "joined", jrate(rate(p->joined, q->joined, dt)));
 		json_object_object_add(r, "write", jrate(rate(p->write, q->write, dt)));
 		json_object_object_add(o, "bypassed_per_s_by_reason", r);
 		json_object_object_add(o, "fill_mib_per_s",
@@ -1723,11 +1726,13 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 	       reads > 0 ? 100.0 * hits / reads : 0.0);
 	printf("  misses/s    %10.1f\n", rate(a->misses, b->misses, dt));
 	printf("  bypassed/s  %10.1f   inactive %.1f, busy %.1f, C-Aware %.1f, budget %.1f,"
-	       " suspending %.1f, no memory %.1f, write in flight %.1f\n",
+	       " suspending %.1f, no memory %.1f, joined %.1f,"
+	       " write in flight %.1f\n",
 	       rate(a->bypassed, b->bypassed, dt), rate(p->inactive, q->inactive, dt),
 	       rate(p->busy, q->busy, dt), rate(p->caware, q->caware, dt),
 	       rate(p->budget, q->budget, dt), rate(p->held, q->held, dt),
-	       rate(p->nomem, q->nomem, dt), rate(p->write, q->write, dt));
+	       rate(p->nomem, q->nomem, dt), rate(p->joined, q->joined, dt),
+	       rate(p->write, q->write, dt));
 	printf("  fill MiB/s  %10.1f\n", rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB);
 	if (watch && !isatty(STDOUT_FILENO))
 		putchar('\n');

@@ -432,17 +432,18 @@ static bool price_fill(struct sim *s, u64 seg, u64 now, u64 *ns)
 }
 
 /*
- * Judge the read piece rc_read() just handled with @act (the glue's
- * redcap_adapt_read()): its price on the bare disk and the price of what
- * the cache sent down for it, or would have while inactive.
+ * Judge the read piece rc_read() or rc_read_join() just handled with @act
+ * (the glue's redcap_judge_read(), but the fills ahead are taken by the
+ * caller): its price on the bare disk and the price of what the cache sent
+ * down for it, or would have while inactive.
  */
-static void adapt_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_action act,
-		       u64 vd_ns, bool vd_ok, u64 now)
+static void judge_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_action act, u64 now)
 {
 	struct rc_cache *c = s->cache;
-	u64 cvd_ns = 0;
-	bool cvd_ok = true;
+	u64 vd_ns, cvd_ns = 0;
+	bool vd_ok, cvd_ok = true;
 
+	vd_ok = vdisk_price(s, &s->vdisk, VD_READ, sector, sectors, now, &vd_ns);
 	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
 		cvd_ok = price_fill(s, rc_sector_to_seg(c, sector), now, &cvd_ns);
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
@@ -477,24 +478,47 @@ static int prefetch(struct sim *s, u64 now)
 	return 0;
 }
 
-static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now)
+static u32 in_seg(const struct sim *s, u64 sector, u32 sectors)
 {
-	u64 seg = rc_sector_to_seg(s->cache, sector), vd_ns, copied;
-	enum rc_read_action act;
-	u32 idx = RC_NONE;
-	bool vd_ok;
+	u32 left = s->c->seg_sectors - (u32)(sector % s->c->seg_sectors);
 
-	vd_ok = vdisk_price(s, &s->vdisk, VD_READ, sector, sectors, now, &vd_ns);
+	return sectors < left ? sectors : left;
+}
+
+/*
+ * The read piece of a request at @sector, @sectors to the request's end, as
+ * the glue's redcap_map_read(): its first segment to rc_read(), and a bypass
+ * takes the segments after it that rc_read_join() lets join (up to
+ * RC_JOIN_MAX).  *@len is set to the sectors it took.
+ */
+static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
+{
+	u64 seg = rc_sector_to_seg(s->cache, sector), copied;
+	enum rc_read_action act;
+	u32 idx = RC_NONE, joined, n;
+
+	*len = in_seg(s, sector, sectors);
 	if (rc_policy_caware(s->cache->policy))
 		rc_caware_decay(&s->cache->caware, now);
-	act = rc_read(s->cache, sector, sectors, &idx);
-	adapt_read(s, sector, sectors, act, vd_ns, vd_ok, now);
+	act = rc_read(s->cache, sector, *len, &idx);
+	judge_read(s, sector, *len, act, now);
 	/* The read's own fill goes to the disk first, as in the glue. */
 	if (act == RC_READ_FILL && (start_fill(s, idx, seg, false, now) ||
-				    add_waiter(s, idx, req, sector, sectors)))
+				    add_waiter(s, idx, req, sector, *len)))
 		return -1;
 	if (prefetch(s, now))
 		return -1;
+	for (joined = 1; act == RC_READ_BYPASS && *len < sectors && joined < RC_JOIN_MAX;
+	     joined++) {
+		n = in_seg(s, sector + *len, sectors - *len);
+		if (!rc_read_join(s->cache, sector + *len, n))
+			break;
+		judge_read(s, sector + *len, n, act, now);
+		if (prefetch(s, now))
+			return -1;
+		*len += n;
+	}
+	sectors = *len;
 	switch (act) {
 	case RC_READ_HIT:
 		copied = now + copy_ns(sectors);
@@ -612,17 +636,19 @@ static int issue(struct sim *s, u32 req, u64 now)
 		rc_range_start(s->cache, first, nr, r->sectors);
 		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
 	}
+	if (r->op == TRACE_READ) {
+		/* Its pieces complete as events, never before all are issued. */
+		for (st->parts = 0; sector < end; sector += n, st->parts++)
+			if (read_piece(s, req, sector, (u32)(end - sector), now, &n))
+				return -1;
+		return 0;
+	}
 	st->parts = (u32)((end - 1) / seg_sectors - sector / seg_sectors + 1);
 	for (; sector < end; sector = piece_end) {
 		piece_end = (sector / seg_sectors + 1) * seg_sectors;
 		if (piece_end > end)
 			piece_end = end;
 		n = (u32)(piece_end - sector);
-		if (r->op == TRACE_READ) {
-			if (read_piece(s, req, sector, n, now))
-				return -1;
-			continue;
-		}
 		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
 		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, &ns);
 		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, &ns);

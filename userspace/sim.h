@@ -14,8 +14,9 @@
  * its previous one completes.  The first request of each process goes at
  * its trace time.  Different processes overlap as they did.
  *
- * What the glue does that is mirrored: reads split at segment boundaries
- * (dm's max_io_len), rc_read()'s hit / fill / wait / bypass, whole-segment
+ * What the glue does that is mirrored: reads and writes cut at segment
+ * boundaries, but a bypassed read joined by the pieces after it that
+ * rc_read_join() lets go with it, rc_read()'s hit / fill / wait / bypass, whole-segment
  * fills clipped to the device, waiters served at the fill's completion,
  * writes through rc_write_start() / rc_write_done(), discards through
  * rc_range_start() / rc_range_done().  As in the kernel, the pieces of a

@@ -32,6 +32,8 @@
 	X(read_bypassed_held, read_bypassed_held) X(read_resent, read_resent)	\
 	X(read_bypassed_inactive, read_bypassed_inactive)			\
 	X(read_bypassed_budget, read_bypassed_budget)				\
+	X(read_bypassed_joined, read_bypassed_joined)				\
+	X(read_joined, read_joined)						\
 	X(read_misses_streamed, read_misses_streamed)				\
 	X(prefetches, prefetches) X(prefetch_hits, prefetch_hits)		\
 	X(prefetch_unused, prefetch_unused)					\

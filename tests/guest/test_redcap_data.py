@@ -64,6 +64,65 @@ def test_large_requests_within_a_segment(stamped, dmname):
         read_pattern(rc.path, range(8, NBLOCKS - 32, 37), seed=7, bs=64 << 10)
 
 
+def test_a_read_over_segments_is_cut_where_the_cache_serves(stamped, dmname):
+    """A read over three segments, the middle one cached: each piece goes its
+    own way (a fill, a hit, a fill), and the data is the origin's."""
+    with redcap(dmname, stamped) as rc:
+        read_pattern(rc.path, [BLOCKS_PER_SEG + 3], seed=7)
+        rc.message("reset_stats")
+        # Blocks 28..67: 4 in segment 0, all 32 of segment 1, 4 in segment 2.
+        read_pattern(rc.path, [BLOCKS_PER_SEG - 4], seed=7, bs=(BLOCKS_PER_SEG + 8) * BLOCK)
+        st = rc.stats()
+        assert (st["reads"], st["read_misses"], st["read_hits"], st["read_bypassed"],
+                st["fill_ios"], st["segments_valid"]) == (3, 2, 1, 0, 2, 3)
+
+
+def test_a_read_the_cache_bypasses_goes_to_the_origin_whole(stamped, dmname):
+    """Inactive, a read over several segments reaches the origin as the one
+    request it was (a measuring vdisk under redcap counts them), while the
+    cache counts and simulates each segment's piece; active, a read over
+    segments the cache fills and serves never reaches it."""
+    n = dev_sectors(stamped)
+    with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
+            redcap(dmname, meas.path, features="2 policy off") as rc:
+        def origin_reads():
+            return meas.stats()["read_samples"]
+
+        before = origin_reads()
+        # 128 KiB from the middle of segment 0, then 512 KiB from the middle of 2.
+        read_pattern(rc.path, [BLOCKS_PER_SEG // 2], seed=7, bs=128 << 10)
+        read_pattern(rc.path, [5 * BLOCKS_PER_SEG // 2], seed=7, bs=512 << 10)
+        assert origin_reads() - before == 2
+        st = rc.stats()
+        assert (st["reads"], st["read_bypassed"], st["read_bypassed_inactive"],
+                st["read_bypassed_joined"], st["read_joined"], st["sim_misses"],
+                st["sim_hits"]) == (2 + 5, 7, 7, 0, 1 + 4, 2 + 5, 0)
+
+        rc.message("policy", "always")
+        rc.message("reset_stats")
+        before = origin_reads()
+        read_pattern(rc.path, [BLOCKS_PER_SEG // 2], seed=7, bs=128 << 10)
+        assert origin_reads() - before == 2            # the fills of segments 0 and 1
+        read_pattern(rc.path, [BLOCKS_PER_SEG // 2], seed=7, bs=128 << 10)
+        assert origin_reads() - before == 2
+        st = rc.stats()
+        assert (st["reads"], st["read_misses"], st["read_hits"], st["read_bypassed"]) == \
+            (4, 2, 2, 0)
+
+
+def test_a_write_over_segments_invalidates_each(stamped, dmname):
+    """A write over three cached segments: each piece invalidates its own,
+    and the data read back is the new one."""
+    with redcap(dmname, stamped) as rc:
+        read_pattern(rc.path, range(3 * BLOCKS_PER_SEG), seed=7)
+        write_stamped(rc.path, BLOCKS_PER_SEG - 2, BLOCKS_PER_SEG + 4, seed=8)
+        st = rc.stats()
+        assert (st["writes"], st["invalidations"], st["segments_valid"]) == (3, 3, 0)
+        read_pattern(rc.path, range(BLOCKS_PER_SEG - 2), seed=7)
+        read_pattern(rc.path, range(BLOCKS_PER_SEG - 2, 2 * BLOCKS_PER_SEG + 2), seed=8)
+        read_pattern(rc.path, range(2 * BLOCKS_PER_SEG + 2, 3 * BLOCKS_PER_SEG), seed=7)
+
+
 def test_sequential_reads_miss_once_per_segment(stamped, dmname):
     """4 KiB sequential reads of 64 MiB through 128 KiB segments: one miss and
     one origin read per segment, every other read a hit."""

@@ -239,6 +239,9 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_inactive);
 	check_ctr_field(line, "read_bypassed_budget", g->read_bypassed_budget,
 			w->read_bypassed_budget);
+	check_ctr_field(line, "read_bypassed_joined", g->read_bypassed_joined,
+			w->read_bypassed_joined);
+	check_ctr_field(line, "read_joined", g->read_joined, w->read_joined);
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
 	check_ctr_field(line, "read_misses_streamed", g->read_misses_streamed,
 			w->read_misses_streamed);
@@ -260,7 +263,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 28 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 30 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -2871,5 +2874,96 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	CHECK_CTR(c, .reads = 9, .read_hits = 6, .read_misses = 2, .read_resent = 1,
 		  .prefetches = 1, .prefetch_unused = 1, .fill_ios = 3, .fill_sectors = 768,
 		  .fill_stale = 1, .writes = 1, .write_sectors = 8);
+	rm(c);
+}
+
+/*
+ * rc_read_join(): the piece of a read in the segment after a bypassed
+ * piece goes down with it, unless the active cache holds the segment
+ * (valid or filling); it is handled as a read, but never fills.
+ */
+CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
+{
+	struct rc_cache *c = mk(4);
+	u32 a, f, g, idx = 12345;
+
+	a = fill_seg(c, 5);
+	CHECK_EQ(read_seg(c, 6, &f), RC_READ_FILL);
+	CHECK_CTR(c, .reads = 2, .read_misses = 2, .fill_ios = 1, .fill_sectors = 256);
+
+	/* Fills held: the read's first piece bypasses, and the joined ones as held. */
+	rc_hold_fills(c, true);
+	CHECK_EQ(rc_read(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(!rc_read_join(c, 5 * 256, 256));	/* valid: a bio of its own */
+	CHECK(!rc_read_join(c, 6 * 256, 256));	/* filling: likewise */
+	CHECK_EQ(c->entries[a].state, RC_VALID);
+	CHECK_EQ(c->entries[a].pins, 0);
+	CHECK(rc_read_join(c, 7 * 256, 128));
+	CHECK_EQ(idx, 12345);
+	CHECK_CTR(c, .reads = 4, .read_misses = 2, .read_bypassed = 2, .read_bypassed_held = 2,
+		  .read_joined = 1, .fill_ios = 1, .fill_sectors = 256);
+	rc_hold_fills(c, false);
+
+	/* Where rc_read() would fill, the piece bypasses all the same: joined. */
+	CHECK_EQ(free_len(c), 2);
+	CHECK(rc_read_join(c, 8 * 256, 256));
+	CHECK_EQ(hashed_idx(c, 8), RC_NONE);
+	CHECK_EQ(free_len(c), 2);
+	CHECK_EQ(c->nr_filling, 1);
+	CHECK_CTR(c, .reads = 5, .read_misses = 2, .read_bypassed = 3, .read_bypassed_held = 2,
+		  .read_bypassed_joined = 1, .read_joined = 2, .fill_ios = 1, .fill_sectors = 256);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	rc_unpin(c, f);
+	check_invariants(c);
+
+	/* Inactive: every piece joins, and is played on the simulated cache. */
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK(rc_read_join(c, 5 * 256, 256));
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK(rc_read_join(c, 9 * 256, 256));
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	g = hashed_idx(c, 9);
+	CHECK(g != RC_NONE);
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	CHECK_CTR(c, .reads = 7, .read_misses = 2, .read_bypassed = 5, .read_bypassed_held = 2,
+		  .read_bypassed_joined = 1, .read_joined = 4, .read_bypassed_inactive = 2,
+		  .sim_hits = 1,
+		  .sim_misses = 1, .fill_ios = 2, .fill_sectors = 512);
+	check_invariants(c);
+
+	/* Active again: a ghost is a miss, and joins. */
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	CHECK(rc_read_join(c, 9 * 256, 256));
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	CHECK(!rc_read_join(c, 5 * 256, 256));
+	CHECK_CTR(c, .reads = 8, .read_misses = 2, .read_bypassed = 6, .read_bypassed_held = 2,
+		  .read_bypassed_joined = 2, .read_joined = 5, .read_bypassed_inactive = 2,
+		  .sim_hits = 1,
+		  .sim_misses = 1, .fill_ios = 2, .fill_sectors = 512);
+	check_invariants(c);
+	rm(c);
+}
+
+/* With the budget in the red, a joining piece is the budget's bypass, not a join. */
+CTEST(read_join_counts_the_budget_before_the_join)
+{
+	struct rc_cache *c = mk(4);
+	u32 idx = RC_NONE;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	CHECK(rc_budgeted(c));
+	CHECK(rc_active(c));
+	c->budget.balance = -1;
+	c->budget.red = RC_BUDGET_OVERDRAFT;
+	CHECK_EQ(rc_read(c, 3 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(rc_read_join(c, 4 * 256, 256));
+	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_budget = 2, .read_joined = 1);
+	c->budget.balance = 0;
+	CHECK(rc_read_join(c, 5 * 256, 256));
+	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_budget = 2,
+		  .read_bypassed_joined = 1, .read_joined = 2);
+	CHECK_EQ(free_len(c), 4);
+	check_invariants(c);
 	rm(c);
 }

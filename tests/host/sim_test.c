@@ -378,6 +378,60 @@ CTEST(sim_policy_off_bypasses_every_read_and_counts_what_it_would_have_done)
 	free_trace(t);
 }
 
+/*
+ * A read across segments that the cache bypasses goes to the disk whole,
+ * as received (rc_read_join()), not cut at each segment boundary: policy
+ * off makes exactly the bare disk's requests, one per read.
+ */
+CTEST(sim_a_bypassed_read_goes_to_the_disk_whole)
+{
+	struct trace *t = new_trace(100);
+	struct sim_result bare, off;
+	size_t i;
+
+	/* 128 KiB reads 32 KiB off the segments' boundaries: two pieces each. */
+	for (i = 0; i < 100; i++)
+		put(t, i, TRACE_READ, 64 + 256 * i, 256, 7, i, TRACE_NO_TIME);
+	bare = run(t, "bare");
+	off = run(t, "64x128k:off");
+	CHECK_EQ(bare.disk_requests, 100);
+	CHECK_EQ(off.disk_requests, 100);
+	CHECK_EQ(off.disk_busy_ns, bare.disk_busy_ns);
+	CHECK_EQ(off.ctr.reads, 200);
+	CHECK_EQ(off.ctr.read_bypassed, 200);
+	CHECK_EQ(off.ctr.read_bypassed_inactive, 200);
+	CHECK_EQ(off.ctr.read_bypassed_joined, 0);
+	CHECK_EQ(off.ctr.read_joined, 100);
+	CHECK_EQ(off.disk_requests, off.ctr.read_bypassed - off.ctr.read_joined);
+	CHECK_EQ(off.ctr.sim_misses, 101);
+	CHECK_EQ(off.ctr.sim_hits, 99);
+	free_trace(t);
+}
+
+/*
+ * Active, the piece after a bypassed one joins it even where it would
+ * have filled: the read goes to the disk as one request.  (A piece the
+ * cache holds goes on in a request of its own: rc_core_test.)
+ */
+CTEST(sim_a_bypassed_piece_takes_the_next_with_it)
+{
+	struct trace *t = new_trace(2);
+	struct sim_result r;
+
+	/* One entry: segment 0 fills, and segment 5's piece finds it busy. */
+	put(t, 0, TRACE_READ, 0, 8, 1, 0, TRACE_NO_TIME);
+	put(t, 1, TRACE_READ, 5 * 256 + 128, 256, 2, 0, TRACE_NO_TIME);
+	r = run(t, "1x128k:always");
+	free_trace(t);
+	CHECK_EQ(r.ctr.reads, 3);
+	CHECK_EQ(r.ctr.read_misses, 1);
+	CHECK_EQ(r.ctr.read_bypassed, 2);
+	CHECK_EQ(r.ctr.read_bypassed_busy, 1);
+	CHECK_EQ(r.ctr.read_bypassed_joined, 1);
+	CHECK_EQ(r.ctr.read_joined, 1);
+	CHECK_EQ(r.disk_requests, 2);
+}
+
 CTEST(sim_a_request_beyond_the_disk_is_refused)
 {
 	struct trace *t = new_trace(1);

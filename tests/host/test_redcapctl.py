@@ -106,7 +106,7 @@ STATUS = {
     "last_est_disk_time_us": 20, "reads": 10, "read_hits": 5, "read_hits_waited": 1,
     "read_misses": 2, "read_bypassed": 2,
     "read_bypassed_by_reason": {"inactive": 0, "busy": 0, "caware": 2, "budget": 0, "held": 0,
-                                "nomem": 0, "write": 0},
+                                "nomem": 0, "joined": 0, "write": 0},
     "read_resent": 0, "hit_ratio": 0.6, "fill_ios": 2, "fill_bytes": 262144, "fill_errors": 0,
     "writes": 0, "invalidations": 0, "switches": 0, "windows": 0,
     "model": {"device": "data-vd", "mode": "measure", "learning": True, "cells_filled": 3,
@@ -119,7 +119,7 @@ STATS = {
     "reads": 1000, "reads_per_s": 12.5, "hits_per_s": 0, "misses_per_s": 0,
     "bypassed_per_s": 12.5,
     "bypassed_per_s_by_reason": {"inactive": 12.5, "busy": 0, "caware": 0, "budget": 0,
-                                 "held": 0, "nomem": 0, "write": 0},
+                                 "held": 0, "nomem": 0, "joined": 0, "write": 0},
     "fill_mib_per_s": 0, "hit_ratio": 0,
 }
 
