@@ -493,6 +493,52 @@ static void rc_prefetch_due(struct rc_cache *c, u64 seg, int dir)
 	c->pf_started = false;
 }
 
+static u32 rc_refused_clock(const struct rc_cache *c)
+{
+	return c->demand_takes + c->refused.refusals;
+}
+
+/* Whether the budget refused @seg lately (its slot in *@slot), while a fill would be cached. */
+static bool rc_refused_lately(const struct rc_cache *c, u64 seg, u32 *slot)
+{
+	const struct rc_refused_tab *t = &c->refused;
+
+	*slot = rc_hash32(seg) & (RC_REFUSED_SLOTS - 1);
+	return t->seg[*slot] == seg + 1 &&
+	       rc_refused_clock(c) - t->at[*slot] < c->nr_entries;
+}
+
+/*
+ * The budget refuses a fill of @seg: remember it.  Refused lately, it is
+ * read again (a fill then would still serve it: no segment more asked
+ * for); otherwise a new refusal, which a fill would have taken an entry for.
+ */
+static enum rc_refused rc_refuse(struct rc_cache *c, u64 seg)
+{
+	struct rc_refused_tab *t = &c->refused;
+	bool again;
+	u32 s;
+
+	again = rc_refused_lately(c, seg, &s);
+	t->seg[s] = seg + 1;
+	t->at[s] = rc_refused_clock(c);
+	if (again)
+		return RC_REFUSED_AGAIN;
+	t->refusals++;
+	return RC_REFUSED_NEW;
+}
+
+/* A demand fill of @seg starts: the last read of a segment refused lately. */
+static enum rc_refused rc_refused_filled(struct rc_cache *c, u64 seg)
+{
+	u32 s;
+
+	if (!rc_refused_lately(c, seg, &s))
+		return RC_REFUSED_NONE;
+	c->refused.seg[s] = 0;
+	return RC_REFUSED_AGAIN;
+}
+
 /* rc_read(), and rc_read_join() with @join: bypass where a fill would start. */
 static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx,
 					 bool join)
@@ -505,6 +551,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 
 	c->ctr.reads++;
 	c->sim = RC_SIM_NONE;
+	c->refused_by = RC_REFUSED_NONE;
 	c->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
@@ -538,6 +585,8 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
 	if (!plain && !(streamed && rc_budget_allows(&c->budget, true))) {
 		c->ctr.read_bypassed_budget++;
+		if (!join)	/* a joining piece would not have filled */
+			c->refused_by = rc_refuse(c, seg);
 		goto bypass;
 	}
 	if (join) {
@@ -553,6 +602,8 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	c->ctr.read_misses++;
 	if (!plain)
 		c->ctr.read_misses_streamed++;
+	if (rc_budgeted(c))
+		c->refused_by = rc_refused_filled(c, seg);
 	*idx = i;
 	return RC_READ_FILL;
 
@@ -622,8 +673,10 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 {
 	bool served = act == RC_READ_HIT || act == RC_READ_WAIT;
 
-	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok)
+	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok) {
 		rc_budget_read(&c->budget, served, act == RC_READ_FILL, vd_ns, cvd_ns);
+		rc_budget_ghost(&c->budget, c->refused_by, vd_ns);
+	}
 	if (served)
 		rc_adapt_served(&c->adapt);
 	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
@@ -884,6 +937,7 @@ bool rc_drop_some(struct rc_cache *c, u32 budget)
 		rc_free_push(c, i);
 	}
 	rc_budget_cold(&c->budget);	/* what it earned was earned on what is gone */
+	memset(&c->refused, 0, sizeof(c->refused));
 	return true;
 }
 

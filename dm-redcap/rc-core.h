@@ -117,6 +117,19 @@ struct rc_entry {
 	u8 ahead;		/* filled by rc_prefetch() and not read since */
 };
 
+/*
+ * The segments the speculation budget refused lately, direct-mapped: a
+ * later read of one, while a fill of it would still be cached (fewer
+ * than nr_entries segments asked for since: demand takes and refusals),
+ * is evidence for the fills refused (rc_budget_ghost()).
+ */
+#define RC_REFUSED_SLOTS	256
+struct rc_refused_tab {
+	u64 seg[RC_REFUSED_SLOTS];	/* segment + 1; 0: empty */
+	u32 at[RC_REFUSED_SLOTS];	/* the clock when refused or read since */
+	u32 refusals;			/* with demand_takes, the clock (wraps) */
+};
+
 struct rc_cache {
 	u32 nr_entries;
 	u32 seg_shift;		/* log2(segment sectors) */
@@ -144,9 +157,11 @@ struct rc_cache {
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
 	enum rc_sim sim;	/* what the last rc_read() simulated */
+	enum rc_refused refused_by; /* what it did with the segments the budget refused */
 	struct rc_adapt adapt;	/* its .active is the cache's state */
 	struct rc_caware caware;
 	struct rc_budget budget; /* pays the fills of the adaptive policies */
+	struct rc_refused_tab refused;
 	struct rc_streams streams;
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */

@@ -295,12 +295,25 @@ void rc_budget_reset_stats(struct rc_budget *b)
 {
 	b->earned_ns = 0;
 	b->spent_ns = 0;
+	b->ghost_earned_ns = 0;
 }
 
 void rc_budget_cold(struct rc_budget *b)
 {
 	b->balance = 0;
 	b->red = 0;
+	b->ghost_ns = 0;
+}
+
+/* Add @earn to the balance, up to the cap. */
+static void rc_budget_earn(struct rc_budget *b, u64 earn)
+{
+	b->earned_ns += earn;
+	b->balance += (s64)earn;
+	if (b->balance > (s64)b->cap_ns)
+		b->balance = b->cap_ns;
+	if (b->balance >= 0)
+		b->red = 0;
 }
 
 void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 cvd_ns)
@@ -315,16 +328,37 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 		earn = vd_ns;
 	else if (fill && cvd_ns > vd_ns)
 		spend = cvd_ns - vd_ns;
-	if (fill && b->balance < 0)
-		b->red++;
+	if (fill) {
+		if (b->balance < 0)
+			b->red++;
+		if (!b->extra_ns)	/* the first fill's, then the average */
+			b->extra_ns = spend;
+		else
+			b->extra_ns = b->extra_ns - (b->extra_ns >> RC_BUDGET_EXTRA_SHIFT) +
+				      (spend >> RC_BUDGET_EXTRA_SHIFT);
+	}
 	earn += rc_div64(vd_ns, b->share);
-	b->earned_ns += earn;
 	b->spent_ns += spend;
-	b->balance += (s64)earn - (s64)spend;
-	if (b->balance > (s64)b->cap_ns)
-		b->balance = b->cap_ns;
-	if (b->balance >= 0)
-		b->red = 0;
+	b->balance -= (s64)spend;
+	rc_budget_earn(b, earn);
+}
+
+void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns)
+{
+	if (!b->share || r == RC_REFUSED_NONE)
+		return;
+	if (r == RC_REFUSED_NEW) {
+		b->ghost_ns -= (s64)b->extra_ns;
+		if (b->ghost_ns < -(s64)b->cap_ns)
+			b->ghost_ns = -(s64)b->cap_ns;
+		return;
+	}
+	b->ghost_ns += (s64)rc_clamp_ns(vd_ns);
+	if (b->ghost_ns > 0) {
+		b->ghost_earned_ns += b->ghost_ns;
+		rc_budget_earn(b, b->ghost_ns);
+		b->ghost_ns = 0;
+	}
 }
 
 void rc_budget_spend(struct rc_budget *b, u64 ns)

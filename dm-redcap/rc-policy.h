@@ -203,14 +203,37 @@ struct rc_budget {
 	u64 cap_ns;
 	u32 red;		/* fills started since the balance went negative */
 	u64 earned_ns, spent_ns;	/* totals */
+	s64 ghost_ns;		/* what the refused fills would have made, net, not yet earned */
+	u64 extra_ns;		/* a fill's cost beyond its read, averaged (RC_BUDGET_EXTRA_SHIFT) */
+	u64 ghost_earned_ns;	/* total earned from ghost_ns (in earned_ns too) */
 };
+
+/*
+ * What a read did with the segments the budget refused (rc_budget_ghost()):
+ * nothing, refused a segment not remembered (REFUSED), or read a remembered
+ * one (AGAIN: refused again, or filled at last).
+ */
+enum rc_refused { RC_REFUSED_NONE, RC_REFUSED_NEW, RC_REFUSED_AGAIN };
+
+/*
+ * The refused fills' ghosts: a fill the budget refused is charged to
+ * ghost_ns as what it would have cost beyond its read (extra_ns, the
+ * average of the fills made: a refusal has no price of its own), and each
+ * later read of that segment, while a fill of it would still be cached,
+ * credits the bare price the fill would have saved.  Once ghost_ns is
+ * above 0, the refused fills would have paid for themselves: it goes to
+ * the balance, as if earned by hits.  ghost_ns never falls below minus
+ * the cap, so old refusals do not hide new evidence for ever.
+ */
+#define RC_BUDGET_EXTRA_SHIFT	3	/* extra_ns moves 1/8 of the way per fill */
+void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns);
 
 void rc_budget_init(struct rc_budget *b);
 
 /* Forget the totals (not the balance or the tunables). */
 void rc_budget_reset_stats(struct rc_budget *b);
 
-/* The cache was emptied: start again from a balance of 0. */
+/* The cache was emptied: start again from a balance of 0, no ghost. */
 void rc_budget_cold(struct rc_budget *b);
 
 /* Whether a miss may fill now; @streamed: it continues a stream (above). */

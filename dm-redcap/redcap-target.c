@@ -1286,6 +1286,9 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	DMEMIT("budget_us=%lld\nbudget_earned_us=%llu\nbudget_spent_us=%llu\n",
 	       div_s64(b->balance, NSEC_PER_USEC), redcap_us(b->earned_ns),
 	       redcap_us(b->spent_ns));
+	DMEMIT("budget_ghost_us=%lld\nbudget_ghost_earned_us=%llu\nbudget_fill_extra_us=%llu\n",
+	       div_s64(b->ghost_ns, NSEC_PER_USEC), redcap_us(b->ghost_earned_ns),
+	       redcap_us(b->extra_ns));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
 	DMEMIT("caware_decays=%llu\n", w->decays);

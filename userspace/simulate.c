@@ -75,6 +75,10 @@ static void policy_json(json_object *st, const struct sim_result *r)
 			       json_object_new_int64(r->budget.balance / 1000));
 	put_u64(st, "budget_earned_us", r->budget.earned_ns / 1000);
 	put_u64(st, "budget_spent_us", r->budget.spent_ns / 1000);
+	json_object_object_add(st, "budget_ghost_us",
+			       json_object_new_int64(r->budget.ghost_ns / 1000));
+	put_u64(st, "budget_ghost_earned_us", r->budget.ghost_earned_ns / 1000);
+	put_u64(st, "budget_fill_extra_us", r->budget.extra_ns / 1000);
 	for (i = 1; i <= 6; i++) {
 		snprintf(name, sizeof(name), "caware_rule%d", i);
 		put_u64(st, name, w->rule[i]);

@@ -1418,6 +1418,190 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 	rm(c);
 }
 
+/*
+ * The refused fills' ghosts: a refusal is charged what a fill costs beyond
+ * its read on average (extra_ns: the first fill's, then 1/8 of the way to
+ * each new one); a re-read of a refused segment credits its bare price;
+ * above 0, the ghost balance is earned, as if by hits.  It never falls
+ * below minus the cap.
+ */
+CTEST(budget_ghost_charges_a_refusal_and_credits_a_reread)
+{
+	struct rc_budget b;
+	s64 balance;
+	int i;
+
+	rc_budget_init(&b);
+	rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);	/* no fill yet: costs 0 */
+	CHECK_EQ(b.ghost_ns, 0);
+	rc_budget_read(&b, false, true, 3 * MS, 5 * MS);
+	CHECK_EQ(b.extra_ns, 2 * MS);
+	rc_budget_read(&b, false, true, 3 * MS, 13 * MS);
+	CHECK_EQ(b.extra_ns, 2 * MS - 2 * MS / 8 + 10 * MS / 8);
+	CHECK_EQ(b.extra_ns, 3 * MS);
+	balance = b.balance;
+	CHECK_EQ(balance, -12 * (s64)MS + 2 * (s64)(3 * MS / RC_BUDGET_SHARE));
+
+	rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);
+	rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);
+	CHECK_EQ(b.ghost_ns, -6 * (s64)MS);
+	rc_budget_ghost(&b, RC_REFUSED_AGAIN, 4 * MS);
+	rc_budget_ghost(&b, RC_REFUSED_NONE, 4 * MS);
+	CHECK_EQ(b.ghost_ns, -2 * (s64)MS);
+	CHECK_EQ(b.balance, balance);
+	CHECK_EQ(b.ghost_earned_ns, 0);
+	/* above 0: the refused fills would have paid; the balance earns it */
+	rc_budget_ghost(&b, RC_REFUSED_AGAIN, 5 * MS);
+	CHECK_EQ(b.ghost_ns, 0);
+	CHECK_EQ(b.ghost_earned_ns, 3 * MS);
+	CHECK_EQ(b.balance, balance + 3 * (s64)MS);
+	CHECK_EQ(b.earned_ns, 2 * (3 * MS / RC_BUDGET_SHARE) + 3 * MS);
+
+	for (i = 0; i < 40; i++)	/* 120 ms of refusals: floored at the cap */
+		rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);
+	CHECK_EQ(b.ghost_ns, -(s64)b.cap_ns);
+	rc_budget_reset_stats(&b);
+	CHECK_EQ(b.ghost_earned_ns, 0);
+	CHECK_EQ(b.ghost_ns, -(s64)b.cap_ns);
+	rc_budget_cold(&b);
+	CHECK_EQ(b.ghost_ns, 0);
+	CHECK_EQ(b.extra_ns, 3 * MS);
+	b.share = 0;			/* no budget: no ghost */
+	rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);
+	CHECK_EQ(b.ghost_ns, 0);
+}
+
+/* Refuse the next miss: the budget in the red, its overdraft spent. */
+static void budget_red(struct rc_cache *c)
+{
+	c->budget.balance = -1;
+	c->budget.red = RC_BUDGET_OVERDRAFT;
+}
+
+static enum rc_refused refused_read(struct rc_cache *c, u64 seg, enum rc_read_action want)
+{
+	u32 idx = RC_NONE;
+
+	CHECK_EQ(read_seg(c, seg, &idx), want);
+	if (want == RC_READ_FILL) {
+		CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+		rc_unpin(c, idx);
+	}
+	return c->refused_by;
+}
+
+/*
+ * A segment the budget refused is remembered while a fill of it would
+ * still be cached: fewer than nr_entries segments asked for (demand fills
+ * and refusals) since it was refused or read.  A fill of it at last is its
+ * last re-read; emptying the cache forgets them all.
+ */
+CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
+{
+	struct rc_cache *c = mk(4, 8);
+	u64 s;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	CHECK(rc_budgeted(c));
+	budget_red(c);
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_NEW);
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_AGAIN);
+	for (s = 11; s <= 13; s++)
+		CHECK_EQ(refused_read(c, s, RC_READ_BYPASS), RC_REFUSED_NEW);
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_AGAIN);	/* 3 since */
+	for (s = 14; s <= 17; s++)
+		CHECK_EQ(refused_read(c, s, RC_READ_BYPASS), RC_REFUSED_NEW);
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_NEW);	/* 4: gone */
+	CHECK_EQ(c->ctr.read_bypassed_budget, 11);
+
+	/* a fill of a refused segment is its re-read, and counts on the clock */
+	c->budget.balance = 0;
+	CHECK_EQ(refused_read(c, 17, RC_READ_FILL), RC_REFUSED_AGAIN);	/* 2 since */
+	CHECK_EQ(refused_read(c, 17, RC_READ_HIT), RC_REFUSED_NONE);
+	CHECK_EQ(refused_read(c, 16, RC_READ_FILL), RC_REFUSED_NONE);	/* 4 since */
+	budget_red(c);
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_AGAIN);	/* 3 since */
+	CHECK_EQ(refused_read(c, 17, RC_READ_HIT), RC_REFUSED_NONE);	/* filled: forgotten */
+
+	/* a joining piece is not a refused fill */
+	CHECK(rc_read_join(c, 40 * 256, 256));
+	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK_EQ(refused_read(c, 40, RC_READ_BYPASS), RC_REFUSED_NEW);
+
+	/* emptying the cache forgets the refusals */
+	CHECK(rc_drop_some(c, 8));
+	budget_red(c);
+	CHECK_EQ(refused_read(c, 40, RC_READ_BYPASS), RC_REFUSED_NEW);
+	rm(c);
+}
+
+/*
+ * A refused segment read again is evidence that its fill would have paid:
+ * the ghost's credit takes the balance out of the red, and the next miss
+ * fills, where without it the budget would still refuse.
+ */
+CTEST(budget_ghost_credit_lets_the_next_miss_fill)
+{
+	struct rc_cache *c = mk(64, 8);
+	struct adversary a = { 0 };
+	s64 bal;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	adversary_read(c, &a, 1 * 256, 8, 5 * MS, 7 * MS);	/* a fill: 2 ms beyond */
+	CHECK_EQ(a.fills, 1);
+	CHECK_EQ(c->budget.extra_ns, 2 * MS);
+	c->budget.red = RC_BUDGET_OVERDRAFT;
+	bal = c->budget.balance;
+	CHECK(bal < 0);
+	adversary_read(c, &a, 10 * 256, 8, 5 * MS, 7 * MS);	/* refused */
+	CHECK_EQ(c->refused_by, RC_REFUSED_NEW);
+	CHECK_EQ(c->budget.ghost_ns, -2 * (s64)MS);
+	bal += (s64)(5 * MS / RC_BUDGET_SHARE);
+	CHECK_EQ(c->budget.balance, bal);
+	adversary_read(c, &a, 10 * 256 + 8, 8, 5 * MS, 7 * MS);	/* refused again */
+	CHECK_EQ(c->refused_by, RC_REFUSED_AGAIN);
+	CHECK_EQ(c->budget.ghost_ns, 0);
+	CHECK_EQ(c->budget.ghost_earned_ns, 3 * MS);
+	bal += (s64)(5 * MS / RC_BUDGET_SHARE) + 3 * (s64)MS;
+	CHECK_EQ(c->budget.balance, bal);
+	CHECK(bal >= 0);
+	adversary_read(c, &a, 11 * 256, 8, 5 * MS, 7 * MS);	/* now it fills */
+	CHECK_EQ(a.fills, 2);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 2);
+	rm(c);
+}
+
+/*
+ * Random 4 KiB reads over 1024 segments through 64 (a re-read within the
+ * cache's reach 1 time in 16), a fill 2.2 ms beyond a 5 ms read: a
+ * refused fill would pay less than it costs, the ghosts sink to minus the
+ * cap and earn nothing; the fills made are paid by their own hits.
+ */
+CTEST(budget_ghosts_earn_nothing_on_random_reads)
+{
+	struct rc_cache *c = mk(64, 8);
+	struct adversary a = { 0 };
+	u32 i;
+
+	ctest_rng = 0x853c49e6748fea9bull;
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	for (i = 0; i < 100000; i++)
+		adversary_read(c, &a, ctest_rand(1024) * 256 + ctest_rand(32) * 8, 8,
+			       5 * MS, 7200000);
+	CHECK_EQ(c->budget.ghost_ns, -(s64)c->budget.cap_ns);
+	CHECK_EQ(c->budget.ghost_earned_ns, 0);
+	/* the budget's bound, without the ghosts' help */
+	CHECK_EQ(c->budget.spent_ns, a.spent);
+	CHECK(a.spent <= c->budget.earned_ns + (RC_BUDGET_OVERDRAFT + 1) * a.max_spend);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 100000 - a.fills - a.hits);
+	rm(c);
+}
+
 /* --- streams ----------------------------------------------------------- */
 
 /*
