@@ -118,6 +118,23 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator):
     assert cached <= 1.05 * bare
 
 
+@pytest.mark.parametrize("estimator", ["spk", "vdisk"])
+def test_the_first_verdict_comes_early_when_nothing_was_served(disk, redcap, estimator):
+    """32 reads of 4 KiB, each in a segment of its own (384 KiB apart), so
+    nothing is served from RAM, the budget off: with estimator vdisk the
+    first window is judged at the 32nd read, a quarter of it (the early
+    verdict; whether the cache goes off is the model's call on a short
+    stride); with spk it stays whole (128 reads) and nothing is judged
+    yet."""
+    rc = redcap(f"policy adaptive estimator {estimator}")
+    rc.message("set", "budget_share", "0")
+    fio(rc.path, "--rw=read:380k", "--bs=4k", "--number_ios=32", "--offset=16m")
+    st = rc.stats()
+    assert (st["reads"], st["read_misses"], st["read_hits"], st["read_hits_waited"]) == \
+        (32, 32, 0, 0)
+    assert (st["windows"], st["windows_unjudged"]) == ((1, 0) if estimator == "vdisk" else (0, 0))
+
+
 @pytest.fixture(scope="module")
 def disk15k(ram):
     """The hdd15k: a random 4 KiB read within the RAM disk costs about
