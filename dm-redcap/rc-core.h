@@ -441,6 +441,14 @@ static inline u64 rc_sector_to_seg(const struct rc_cache *c, u64 sector)
 	return sector >> c->seg_shift;
 }
 
+/* Sectors from @sector to the end of its segment, at most @sectors. */
+static inline u32 rc_in_seg(const struct rc_cache *c, u64 sector, u32 sectors)
+{
+	u32 left = (1u << c->seg_shift) - (u32)(sector & ((1ull << c->seg_shift) - 1));
+
+	return sectors < left ? sectors : left;
+}
+
 static inline const char *rc_policy_name(enum rc_policy p)
 {
 	static const char * const names[RC_POLICY_NR] = {

@@ -583,12 +583,6 @@ static void redcap_cut(struct bio *bio, u32 sectors)
 	}
 }
 
-/* Sectors from @sector to the end of its segment, at most @sectors. */
-static u32 redcap_in_seg(struct redcap_cache *cc, sector_t sector, u32 sectors)
-{
-	return min_t(u32, sectors, cc->seg_sectors - (sector & (cc->seg_sectors - 1)));
-}
-
 /*
  * A read: its piece in its first segment goes to rc_read().  A bypassed
  * piece takes the pieces after it that rc_read_join() lets join it (up to
@@ -609,7 +603,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	u32 idx = RC_NONE;
 	u64 now;
 
-	len = redcap_in_seg(cc, sector, left);
+	len = rc_in_seg(cc->cache, sector, left);
 	spin_lock_irqsave(&cc->lock, flags);
 	if (rc_policy_caware(cc->cache->policy))
 		rc_caware_decay(&cc->cache->caware, pb->start_ns);
@@ -617,7 +611,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	redcap_judge_read(rc, sector, len, act, pb->start_ns, &ra);
 	for (joined = 1; act == RC_READ_BYPASS && len < left && joined < RC_JOIN_MAX;
 	     joined++) {
-		n = redcap_in_seg(cc, sector + len, left - len);
+		n = rc_in_seg(cc->cache, sector + len, left - len);
 		if (!rc_read_join(cc->cache, sector + len, n))
 			break;
 		redcap_judge_read(rc, sector + len, n, act, pb->start_ns, &ra);
@@ -707,7 +701,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		return redcap_map_read(rc, bio);
 	case REQ_OP_WRITE:
 		/* One segment at a time: its entry is invalidated or updated. */
-		redcap_cut(bio, redcap_in_seg(cc, bio->bi_iter.bi_sector, bio_sectors(bio)));
+		redcap_cut(bio, rc_in_seg(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio)));
 		pb->kind = PB_WRITE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		spin_lock_irqsave(&cc->lock, flags);

@@ -478,13 +478,6 @@ static int prefetch(struct sim *s, u64 now)
 	return 0;
 }
 
-static u32 in_seg(const struct sim *s, u64 sector, u32 sectors)
-{
-	u32 left = s->c->seg_sectors - (u32)(sector % s->c->seg_sectors);
-
-	return sectors < left ? sectors : left;
-}
-
 /*
  * The read piece of a request at @sector, @sectors to the request's end, as
  * the glue's redcap_map_read(): its first segment to rc_read(), and a bypass
@@ -497,7 +490,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	enum rc_read_action act;
 	u32 idx = RC_NONE, joined, n;
 
-	*len = in_seg(s, sector, sectors);
+	*len = rc_in_seg(s->cache, sector, sectors);
 	if (rc_policy_caware(s->cache->policy))
 		rc_caware_decay(&s->cache->caware, now);
 	act = rc_read(s->cache, sector, *len, &idx);
@@ -510,7 +503,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 		return -1;
 	for (joined = 1; act == RC_READ_BYPASS && *len < sectors && joined < RC_JOIN_MAX;
 	     joined++) {
-		n = in_seg(s, sector + *len, sectors - *len);
+		n = rc_in_seg(s->cache, sector + *len, sectors - *len);
 		if (!rc_read_join(s->cache, sector + *len, n))
 			break;
 		judge_read(s, sector + *len, n, act, now);
@@ -607,7 +600,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 {
 	const struct trace_req *r = &s->t->req[req];
 	struct req_state *st = &s->rs[req];
-	u64 sector = r->sector, end = r->sector + r->sectors, piece_end, first, nr, done, ns;
+	u64 sector = r->sector, end = r->sector + r->sectors, first, nr, done, ns;
 	u32 seg_sectors = s->c->seg_sectors, n;
 	enum vd_dir dir = r->op == TRACE_READ ? VD_READ : VD_WRITE;
 
@@ -644,11 +637,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 		return 0;
 	}
 	st->parts = (u32)((end - 1) / seg_sectors - sector / seg_sectors + 1);
-	for (; sector < end; sector = piece_end) {
-		piece_end = (sector / seg_sectors + 1) * seg_sectors;
-		if (piece_end > end)
-			piece_end = end;
-		n = (u32)(piece_end - sector);
+	for (; sector < end; sector += n) {
+		n = rc_in_seg(s->cache, sector, (u32)(end - sector));
 		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
 		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, &ns);
 		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, &ns);

@@ -110,6 +110,20 @@ def test_a_read_the_cache_bypasses_goes_to_the_origin_whole(stamped, dmname):
             (4, 2, 2, 0)
 
 
+def test_a_bypassed_read_goes_down_at_most_32_segments_at_a_time(stamped, dmname):
+    """4 KiB segments: a 256 KiB read the inactive cache bypasses covers 64
+    of them; one map call takes at most 32 (RC_JOIN_MAX, one lock hold), so
+    the origin gets two requests of 128 KiB, and the data is the origin's."""
+    n = dev_sectors(stamped)
+    with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
+            redcap(dmname, meas.path, segs=64, seg_sectors=8, features="2 policy off") as rc:
+        before = meas.stats()["read_samples"]
+        read_pattern(rc.path, [64], seed=7, bs=256 << 10)
+        assert meas.stats()["read_samples"] - before == 2
+        st = rc.stats()
+        assert (st["reads"], st["read_bypassed_inactive"], st["read_joined"]) == (64, 64, 62)
+
+
 def test_a_write_over_segments_invalidates_each(stamped, dmname):
     """A write over three cached segments: each piece invalidates its own,
     and the data read back is the new one."""
