@@ -59,7 +59,7 @@
 static const char redcapctl_usage[] =
 "usage: redcapctl create NAME ORIGIN [--ram SIZE] [--segment SIZE] [--policy P]\n"
 "                        [--write-policy invalidate|update] [--estimator spk|vdisk]\n"
-"                        [--no-model]\n"
+"                        [--no-model] [--readahead auto|SIZE]\n"
 "       redcapctl remove NAME [--keep-device]\n"
 "       redcapctl list [--json]\n"
 "       redcapctl status NAME [--json]\n"
@@ -86,7 +86,8 @@ static const char redcapctl_help[] =
 "\n"
 "  create       build a stack over ORIGIN (a /dev path, PARTUUID= or PARTLABEL=);\n"
 "               cache 64M of 128K segments, policy adaptive+caware, estimator\n"
-"               vdisk (spk with --no-model) by default\n"
+"               vdisk (spk with --no-model) by default; read-ahead auto (1M,\n"
+"               or the origin's if larger)\n"
 "  remove       tear it down; --keep-device leaves NAME as a linear device\n"
 "               over the origin, so a mounted filesystem stays mounted\n"
 "  list         the stacks, one line each\n"
@@ -269,9 +270,13 @@ out:
 	return r;
 }
 
-/* Create @name with one target and resume it, waiting for udev. */
+/*
+ * Create @name with one target and resume it, waiting for udev; its
+ * read-ahead @ra_sectors, or the kernel's with DM_READ_AHEAD_AUTO.
+ */
 static int dm_create_dev(const char *name, const char *uuid, uint64_t sectors,
-			 const char *ttype, const char *params, uint16_t udev_flags)
+			 const char *ttype, const char *params, uint16_t udev_flags,
+			 uint32_t ra_sectors)
 {
 	struct dm_task *dmt = task(DM_DEVICE_CREATE, name);
 	uint32_t cookie = 0;
@@ -280,6 +285,7 @@ static int dm_create_dev(const char *name, const char *uuid, uint64_t sectors,
 	if (!dmt)
 		return -1;
 	if (!dm_task_set_uuid(dmt, uuid) || !dm_task_add_target(dmt, 0, sectors, ttype, params) ||
+	    (ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
 	    !dm_task_set_cookie(dmt, &cookie, udev_flags) || !dm_task_run(dmt))
 		task_error(dmt);
 	else
@@ -308,7 +314,8 @@ static int dm_remove_dev(const char *name)
 	return r;
 }
 
-static int dm_simple(int type, const char *name, bool with_cookie)
+/* @type on @name; a resume (@with_cookie) sets read-ahead @ra_sectors too. */
+static int dm_simple(int type, const char *name, bool with_cookie, uint32_t ra_sectors)
 {
 	struct dm_task *dmt = task(type, name);
 	uint32_t cookie = 0;
@@ -316,7 +323,8 @@ static int dm_simple(int type, const char *name, bool with_cookie)
 
 	if (!dmt)
 		return -1;
-	if ((with_cookie && !dm_task_set_cookie(dmt, &cookie, 0)) || !dm_task_run(dmt))
+	if ((ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
+	    (with_cookie && !dm_task_set_cookie(dmt, &cookie, 0)) || !dm_task_run(dmt))
 		task_error(dmt);
 	else
 		r = 0;
@@ -326,9 +334,12 @@ static int dm_simple(int type, const char *name, bool with_cookie)
 	return r;
 }
 
-/* Replace @name's table live: load, suspend, resume; the old table is gone. */
+/*
+ * Replace @name's table live: load, suspend, resume with read-ahead
+ * @ra_sectors (a new table resets it to the kernel's); the old table is gone.
+ */
 static int dm_swap_table(const char *name, uint64_t sectors, const char *ttype,
-			 const char *params)
+			 const char *params, uint32_t ra_sectors)
 {
 	struct dm_task *dmt = task(DM_DEVICE_RELOAD, name);
 	int r = -1;
@@ -341,15 +352,15 @@ static int dm_swap_table(const char *name, uint64_t sectors, const char *ttype,
 		return -1;
 	}
 	dm_task_destroy(dmt);
-	if (dm_simple(DM_DEVICE_SUSPEND, name, false)) {
+	if (dm_simple(DM_DEVICE_SUSPEND, name, false, DM_READ_AHEAD_AUTO)) {
 		char why[sizeof(dm_why)];
 
 		memcpy(why, dm_why, sizeof(why));
-		dm_simple(DM_DEVICE_CLEAR, name, false);
+		dm_simple(DM_DEVICE_CLEAR, name, false, DM_READ_AHEAD_AUTO);
 		memcpy(dm_why, why, sizeof(why));
 		return -1;
 	}
-	r = dm_simple(DM_DEVICE_RESUME, name, true);
+	r = dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
 	return r;
 }
 
@@ -439,6 +450,7 @@ struct origin {
 	char path[PATH_MAX];			/* the block device */
 	dev_t devno;
 	uint64_t sectors;
+	long ra_sectors;			/* its own read-ahead */
 };
 
 static const char *origin_tag(enum rctab_origin kind)
@@ -480,7 +492,7 @@ static int origin_resolve(enum rctab_origin kind, const char *value, struct orig
 	}
 	o->devno = st.st_rdev;
 	fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, BLKGETSIZE64, &o->sectors)) {
+	if (fd < 0 || ioctl(fd, BLKGETSIZE64, &o->sectors) || ioctl(fd, BLKRAGET, &o->ra_sectors)) {
 		e = errno;
 		if (fd >= 0)
 			close(fd);
@@ -670,7 +682,28 @@ struct spec {
 	int policy, write_policy, estimator;	/* -1: the defaults */
 	bool nomodel;
 	bool on_fail_linear;		/* no module: a linear device, no cache */
+	uint64_t readahead_bytes;	/* RCTAB_READAHEAD_AUTO: the origin's, at least 1M */
 };
+
+/*
+ * The read-ahead NAME gets, in sectors: the kernel reads ahead of a stream
+ * in requests this large, which the cache passes down whole (a bypassed
+ * read is not cut at segments).  With "auto", RCTAB_READAHEAD_AUTO_MIN,
+ * or the origin's read-ahead if that is larger: the bench's streams on
+ * both drives gain what the bare disk gains with read_ahead_kb 1024, and
+ * nothing else changes (docs/results/README.md).
+ */
+static uint32_t readahead_of(const struct spec *s, const struct origin *o)
+{
+	uint64_t b = s->readahead_bytes;
+
+	if (b == RCTAB_READAHEAD_AUTO) {
+		b = RCTAB_READAHEAD_AUTO_MIN;
+		if (o->ra_sectors > 0 && (uint64_t)o->ra_sectors * 512 > b)
+			b = (uint64_t)o->ra_sectors * 512;
+	}
+	return (uint32_t)(b >> 9);
+}
 
 static const char *write_policy_name(int wp)
 {
@@ -753,17 +786,20 @@ static int spec_check_sizes(const struct spec *s)
 
 static void print_created(const struct spec *s, const struct origin *o, bool linear)
 {
-	char ram[32], seg[32];
+	char ram[32], seg[32], ra[32];
 
+	fmt_size((uint64_t)readahead_of(s, o) << 9, ra, sizeof(ra));
 	if (linear) {
-		printf("%s: /dev/mapper/%s over %s, linear (no cache)\n", s->name, s->name, o->path);
+		printf("%s: /dev/mapper/%s over %s, linear (no cache), read-ahead %s\n", s->name,
+		       s->name, o->path, ra);
 		return;
 	}
-	printf("%s: /dev/mapper/%s over %s%s, cache %s (%" PRIu64 " x %s), policy %s\n",
+	printf("%s: /dev/mapper/%s over %s%s, cache %s (%" PRIu64 " x %s), policy %s, "
+	       "read-ahead %s\n",
 	       s->name, s->name, o->path, s->nomodel ? "" : " (model layer measuring it)",
 	       fmt_size(s->ram_bytes, ram, sizeof(ram)), s->ram_bytes / s->segment_bytes,
 	       fmt_size(s->segment_bytes, seg, sizeof(seg)),
-	       rc_policy_name(s->policy < 0 ? DEFAULT_POLICY : (enum rc_policy)s->policy));
+	       rc_policy_name(s->policy < 0 ? DEFAULT_POLICY : (enum rc_policy)s->policy), ra);
 }
 
 /* NAME as dm-linear over the origin: the degraded stack of on-fail=linear. */
@@ -773,7 +809,7 @@ static int stack_create_linear(const struct spec *s, const struct origin *o)
 
 	stack_uuid(s->name, false, uuid, sizeof(uuid));
 	snprintf(params, sizeof(params), "%u:%u 0", major(o->devno), minor(o->devno));
-	if (dm_create_dev(s->name, uuid, o->sectors, "linear", params, 0))
+	if (dm_create_dev(s->name, uuid, o->sectors, "linear", params, 0, readahead_of(s, o)))
 		return fail("%s: cannot create the linear device: %s", s->name, dm_why);
 	print_created(s, o, true);
 	return 0;
@@ -815,7 +851,7 @@ static int layer_create(const struct spec *s, const struct origin *o, dev_t *low
 	/* Hidden as lvm2 hides its sub-volumes: no links, no probing, no /dev/redcap. */
 	if (dm_create_dev(vd, uuid, o->sectors, "vdisk", params,
 			  DM_UDEV_DISABLE_SUBSYSTEM_RULES_FLAG | DM_UDEV_DISABLE_DISK_RULES_FLAG |
-			  DM_UDEV_DISABLE_OTHER_RULES_FLAG))
+			  DM_UDEV_DISABLE_OTHER_RULES_FLAG, DM_READ_AHEAD_AUTO))
 		return fail("%s: cannot create the model layer %s: %s", s->name, vd, dm_why);
 	if (dm_info_get(vd, &di) || !di.exists) {
 		fail("%s: model layer %s vanished: %s", s->name, vd, dm_why);
@@ -911,7 +947,7 @@ static int stack_create(const struct spec *s)
 		return -1;
 	cache_params(s, lower, params, sizeof(params));
 	stack_uuid(s->name, false, uuid, sizeof(uuid));
-	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0)) {
+	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0, readahead_of(s, &o))) {
 		fail("%s: cannot create the cache: %s%s", s->name, dm_why, kernel_log_hint());
 		layer_remove(s);
 		return -1;
@@ -931,6 +967,7 @@ struct stack {
 	dev_t origin;
 	char origin_path[PATH_MAX];
 	uint32_t seg_sectors, nr_segs;
+	uint64_t ra_bytes;		/* NAME's read-ahead */
 	struct stats st, vst;		/* the answers to "stats" (redcap; vdisk if has_vd) */
 };
 
@@ -955,7 +992,7 @@ static int stack_load(const char *name, struct stack *k)
 	struct devinfo di;
 	unsigned int maj, min;
 	uint64_t len;
-	char *tt, *p;
+	char *tt, *p, buf[32];
 	int r;
 
 	memset(k, 0, sizeof(*k));
@@ -965,6 +1002,10 @@ static int stack_load(const char *name, struct stack *k)
 		return -1;
 	if (!r)
 		return fail("%s: no such redcap stack", name);
+	if (sysfs_read(makedev(di.major, di.minor), "queue/read_ahead_kb", buf, sizeof(buf)) ||
+	    !parse_u64(buf, 0, UINT64_MAX >> 10, &k->ra_bytes))
+		return fail("%s: cannot read its read-ahead", name);
+	k->ra_bytes <<= 10;
 	r = stack_lookup(name, true, &di);
 	if (r < 0)
 		return -1;
@@ -1049,7 +1090,7 @@ static int stack_upgrade(const struct spec *s)
 	if (layer_create(s, &o, &lower))
 		goto out;
 	cache_params(s, lower, params, sizeof(params));
-	if (dm_swap_table(s->name, k.sectors, "redcap", params)) {
+	if (dm_swap_table(s->name, k.sectors, "redcap", params, readahead_of(s, &o))) {
 		fail("%s: cannot swap the cache in: %s%s", s->name, dm_why, kernel_log_hint());
 		layer_remove(s);
 		goto out;
@@ -1143,6 +1184,7 @@ static json_object *stack_json(const struct stack *k)
 	json_object_object_add(o, "device", jstr(buf));
 	json_object_object_add(o, "origin", jstr(k->origin_path));
 	json_object_object_add(o, "size_bytes", ju64(k->sectors << 9));
+	json_object_object_add(o, "read_ahead_bytes", ju64(k->ra_bytes));
 	if (!is_redcap(k)) {
 		json_object_object_add(o, "state", jstr("linear"));
 		json_object_object_add(o, "state_reason",
@@ -1238,6 +1280,7 @@ static void stack_print(const struct stack *k)
 
 	printf("%s: /dev/mapper/%s\n", k->name, k->name);
 	printf("  origin:     %s\n", k->origin_path);
+	printf("  read-ahead: %s\n", fmt_size(k->ra_bytes, a, sizeof(a)));
 	if (!is_redcap(k)) {
 		printf("  state:      linear: %s\n", jgets(o, "state_reason"));
 		json_object_put(o);
@@ -1305,7 +1348,8 @@ static int stack_remove(const char *name, bool keep)
 			return -1;
 		if (is_redcap(&k)) {
 			snprintf(params, sizeof(params), "%u:%u 0", major(k.origin), minor(k.origin));
-			if (dm_swap_table(name, k.sectors, "linear", params)) {
+			if (dm_swap_table(name, k.sectors, "linear", params,
+					  (uint32_t)(k.ra_bytes >> 9))) {
 				stack_free(&k);
 				return fail("%s: cannot swap in a linear table: %s", name, dm_why);
 			}
@@ -1420,6 +1464,7 @@ static int keyword_arg(const char *opt, const char *val, int (*parse)(const char
 
 static void create_opt(int c, const char *arg, void *ctx)
 {
+	char why[RCTAB_ERR_MAX];
 	struct spec *s = ctx;
 	uint64_t v;
 
@@ -1445,6 +1490,10 @@ static void create_opt(int c, const char *arg, void *ctx)
 	case 'n':
 		s->nomodel = true;
 		break;
+	case 'a':
+		if (rctab_parse_readahead(arg, &s->readahead_bytes, why))
+			usage_error("%s: --readahead '%s': %s", cmd_name, arg, why);
+		break;
 	}
 }
 
@@ -1457,12 +1506,14 @@ static int cmd_create(int argc, char **argv)
 		{ "write-policy", required_argument, NULL, 'w' },
 		{ "estimator", required_argument, NULL, 'e' },
 		{ "no-model", no_argument, NULL, 'n' },
+		{ "readahead", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spec s = {
 		.ram_bytes = DEFAULT_RAM, .ram_str = "64M", .segment_bytes = RCTAB_DEFAULT_SEGMENT,
 		.policy = -1, .write_policy = -1, .estimator = -1,
+		.readahead_bytes = RCTAB_READAHEAD_AUTO,
 	};
 	int i = redcapctl_parse_opts(argc, argv, longopts, create_opt, &s);
 	const char *origin;
@@ -2073,6 +2124,7 @@ static void entry_spec(const struct rctab_entry *e, struct spec *s, char *ram)
 		.ram_str = ram, .ram_bytes = e->ram_bytes, .segment_bytes = e->segment_bytes,
 		.policy = e->policy, .write_policy = e->write_policy, .estimator = e->estimator,
 		.nomodel = e->nomodel, .on_fail_linear = e->on_fail == RCTAB_ON_FAIL_LINEAR,
+		.readahead_bytes = e->readahead_bytes,
 	};
 }
 

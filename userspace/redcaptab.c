@@ -65,6 +65,22 @@ int rctab_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+int rctab_parse_readahead(const char *s, uint64_t *bytes, char *err)
+{
+	uint64_t v;
+
+	if (!strcmp(s, "auto")) {
+		*bytes = RCTAB_READAHEAD_AUTO;
+		return 0;
+	}
+	if (rctab_parse_size(s, &v))
+		return fail(err, "auto or a size (1M, 512K, 0)");
+	if (v % 4096 || v > RCTAB_READAHEAD_MAX)
+		return fail(err, "a multiple of 4K from 0 to 64M, or auto");
+	*bytes = v;
+	return 0;
+}
+
 int rctab_parse_timespan(const char *s, uint64_t *us)
 {
 	static const struct { const char *unit; uint64_t us; } units[] = {
@@ -169,12 +185,12 @@ static int parse_keyword(const char *opt, const char *val, int (*parse)(const ch
 static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, char *err)
 {
 	enum { O_SEGMENT, O_POLICY, O_WRITE_POLICY, O_ESTIMATOR, O_NOMODEL, O_NOFAIL,
-	       O_NOAUTO, O_ON_FAIL, O_TIMEOUT, O_NR };
+	       O_NOAUTO, O_ON_FAIL, O_READAHEAD, O_TIMEOUT, O_NR };
 	static const char * const names[O_NR] = {
 		"segment", "policy", "write_policy", "estimator", "nomodel", "nofail",
-		"noauto", "on-fail", "x-systemd.device-timeout",
+		"noauto", "on-fail", "readahead", "x-systemd.device-timeout",
 	};
-	char *val = strchr(opt, '=');
+	char *val = strchr(opt, '='), why[RCTAB_ERR_MAX];
 	uint64_t v;
 	int o;
 
@@ -233,6 +249,10 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 		else
 			return fail(err, "on-fail=%s: linear or fail", val);
 		return 0;
+	case O_READAHEAD:
+		if (rctab_parse_readahead(val, &e->readahead_bytes, why))
+			return fail(err, "readahead=%s: %s", val, why);
+		return 0;
 	default:	/* O_TIMEOUT */
 		if (strlen(val) >= sizeof(e->device_timeout) ||
 		    rctab_parse_timespan(val, &e->device_timeout_us))
@@ -253,6 +273,7 @@ int rctab_parse_line(const char *text, unsigned int lineno, struct rctab_entry *
 	e->line = lineno;
 	e->segment_bytes = RCTAB_DEFAULT_SEGMENT;
 	e->policy = e->write_policy = e->estimator = -1;
+	e->readahead_bytes = RCTAB_READAHEAD_AUTO;
 	err[0] = '\0';
 
 	copy = strdup(text);

@@ -19,6 +19,14 @@
 #define RCTAB_ORIGIN_MAX	4095
 #define RCTAB_ERR_MAX		256
 #define RCTAB_DEFAULT_SEGMENT	(128u << 10)
+/*
+ * readahead=auto: the kernel's read-ahead on the redcap device is set to
+ * RCTAB_READAHEAD_AUTO_MIN, or to the origin's own if that is larger
+ * (docs/redcap.rst, "Read-ahead").
+ */
+#define RCTAB_READAHEAD_AUTO	UINT64_MAX
+#define RCTAB_READAHEAD_AUTO_MIN	(1u << 20)
+#define RCTAB_READAHEAD_MAX	(64u << 20)
 
 enum rctab_origin { RCTAB_ORIGIN_PATH, RCTAB_ORIGIN_PARTUUID, RCTAB_ORIGIN_PARTLABEL };
 enum rctab_on_fail { RCTAB_ON_FAIL_FAIL, RCTAB_ON_FAIL_LINEAR };
@@ -34,6 +42,7 @@ struct rctab_entry {
 	int policy;				/* enum rc_policy, or -1: the tool's default */
 	int write_policy;			/* enum rc_write_policy, or -1 */
 	int estimator;				/* enum rc_estimator, or -1 */
+	uint64_t readahead_bytes;		/* RCTAB_READAHEAD_AUTO unless readahead= */
 	bool nomodel, nofail, noauto;
 	enum rctab_on_fail on_fail;
 	char device_timeout[32];		/* x-systemd.device-timeout= as written; "": none */
@@ -57,6 +66,14 @@ bool rctab_name_ok(const char *name, char *err);
  * overflowing size.
  */
 int rctab_parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * The read-ahead of readahead= and of redcapctl create --readahead: "auto"
+ * (RCTAB_READAHEAD_AUTO), or a size, a multiple of 4K up to
+ * RCTAB_READAHEAD_MAX (0: none).  0, or -1 with why in @err (RCTAB_ERR_MAX
+ * bytes, after "readahead=@s: " or "--readahead @s: ").
+ */
+int rctab_parse_readahead(const char *s, uint64_t *bytes, char *err);
 
 /* A systemd time span as fstab options use it: "30", "30s", "500ms", "2min", "1h", "infinity". */
 int rctab_parse_timespan(const char *s, uint64_t *us);

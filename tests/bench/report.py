@@ -335,7 +335,7 @@ def main():
         if not any(k[2] == io for k in g):
             continue
         out += [f"## {io}: summary, median change vs bare (%)", "",
-                "rec = redcap-recommended (64 × 128 KiB, adaptive+caware); 64×128, 32×256 = "
+                "rec = redcap-recommended (64 × 128 KiB, adaptive+caware, read-ahead 1 MiB); 64×128, 32×256 = "
                 "redcap with "
                 "`policy always`; best alternative = the fastest of read_ahead_kb, dm-cache, "
                 "bcache and RapidDisk with the same RAM; warm = zero disk latency; bound = best "

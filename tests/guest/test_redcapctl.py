@@ -49,6 +49,12 @@ def table(name):
     return sh("dmsetup", "table", name).stdout.strip()
 
 
+def read_ahead_kb(dev):
+    """The kernel's read-ahead of @dev, from sysfs."""
+    with open(f"/sys/block/{os.path.basename(os.path.realpath(dev))}/queue/read_ahead_kb") as f:
+        return int(f.read())
+
+
 def uuid(name):
     return sh("dmsetup", "info", "-c", "--noheadings", "-o", "uuid", name).stdout.strip()
 
@@ -97,9 +103,10 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     cleanup.append(name)
     mapper = f"/dev/mapper/{name}"
     r = ok("create", name, loop64, "--ram", "8M", "--segment", "64K", "--policy", "always",
-           "--write-policy", "update")
+           "--write-policy", "update", "--readahead", "256K")
     assert r.stdout == (f"{name}: {mapper} over {loop64} (model layer measuring it), "
-                        f"cache 8 MiB (128 x 64 KiB), policy always\n")
+                        f"cache 8 MiB (128 x 64 KiB), policy always, read-ahead 256 KiB\n")
+    assert read_ahead_kb(mapper) == 256
     assert r.stderr == ""
     sh("udevadm", "settle")
 
@@ -121,13 +128,15 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     ok("reset-stats", name)
     read_stamped(mapper, range(16), 7)          # one 64 KiB segment: 1 miss, 15 hits
     st = valid(json.loads(ok("status", name, "--json").stdout))
-    assert {k: st[k] for k in ("name", "device", "origin", "size_bytes", "segment_bytes",
+    assert {k: st[k] for k in ("name", "device", "origin", "size_bytes", "read_ahead_bytes",
+                               "segment_bytes",
                                "segments", "ram_bytes", "segments_valid", "ram_used_bytes",
                                "policy", "write_policy", "estimator", "state", "reads",
                                "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
                                "fill_ios", "fill_bytes", "fill_errors", "hit_ratio")} == {
         "name": name, "device": mapper, "origin": loop64, "size_bytes": 64 << 20,
-        "segment_bytes": 65536, "segments": 128, "ram_bytes": 8 << 20, "segments_valid": 1,
+        "read_ahead_bytes": 256 << 10, "segment_bytes": 65536, "segments": 128,
+        "ram_bytes": 8 << 20, "segments_valid": 1,
         "ram_used_bytes": 65536, "policy": "always", "write_policy": "update",
         "estimator": "vdisk", "state": "active", "reads": 16, "read_hits": 15,
         "read_hits_waited": 0, "read_misses": 1, "read_bypassed": 0, "fill_ios": 1,
@@ -138,12 +147,13 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     human = ok("status", name).stdout.splitlines()
     assert human[0] == f"{name}: {mapper}"
     assert human[1] == f"  origin:     {loop64}"
-    assert human[2] == ("  cache:      8 MiB = 128 x 64 KiB; 1 segments hold data (64 KiB), "
+    assert human[2] == "  read-ahead: 256 KiB"
+    assert human[3] == ("  cache:      8 MiB = 128 x 64 KiB; 1 segments hold data (64 KiB), "
                         "0 filling")
-    assert human[4] == "  state:      active: policy always: every read miss fills the cache"
-    assert human[5] == ("  reads:      16: 15 hits, 0 hits after a wait, 1 misses, 0 bypassed, "
+    assert human[5] == "  state:      active: policy always: every read miss fills the cache"
+    assert human[6] == ("  reads:      16: 15 hits, 0 hits after a wait, 1 misses, 0 bypassed, "
                         "0 resent")
-    assert human[7] == "  hit ratio:  93.8 %"
+    assert human[8] == "  hit ratio:  93.8 %"
 
     lst = valid(json.loads(ok("list", "--json").stdout))
     assert [s["name"] for s in lst["stacks"]] == [name]
@@ -166,7 +176,9 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
     cleanup.append(name)
     r = ok("create", name, loop64, "--no-model")
     assert r.stdout == (f"{name}: /dev/mapper/{name} over {loop64}, cache 64 MiB "
-                        f"(512 x 128 KiB), policy adaptive+caware\n")
+                        f"(512 x 128 KiB), policy adaptive+caware, read-ahead 1 MiB\n")
+    # auto: 1 MiB over an origin reading ahead less (the loop device: 128 KiB) ...
+    assert (read_ahead_kb(loop64), read_ahead_kb(f"/dev/mapper/{name}")) == (128, 1024)
     assert table(name) == (f"0 131072 redcap {dmtest.dm_major_minor(loop64)} 256 512 2 "
                            "policy adaptive+caware")
     assert f"{name}-vd" not in dm_devices()
@@ -183,6 +195,14 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
                                            "--no-model)\n")
     assert ok("remove", name).stdout == f"{name}: removed\n"
     assert name not in dm_devices()
+    # ... and the origin's own when that is larger.
+    sh("blockdev", "--setra", "4096", loop64)
+    try:
+        ok("create", name, loop64, "--no-model", "--ram", "4M")
+        assert read_ahead_kb(f"/dev/mapper/{name}") == 2048
+    finally:
+        sh("blockdev", "--setra", "256", loop64)
+    assert ok("remove", name).stdout == f"{name}: removed\n"
 
 
 def meminfo_total():
@@ -313,7 +333,7 @@ def test_remove_keep_device_leaves_a_mounted_filesystem_mounted(dmname, loop64, 
     name = dmname()
     cleanup.append(name)
     mapper = f"/dev/mapper/{name}"
-    ok("create", name, loop64, "--ram", "4M", "--policy", "always")
+    ok("create", name, loop64, "--ram", "4M", "--policy", "always", "--readahead", "512K")
     sh("mkfs.ext4", "-q", mapper)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -329,6 +349,7 @@ def test_remove_keep_device_leaves_a_mounted_filesystem_mounted(dmname, loop64, 
         assert r.stdout == (f"{name}: {mapper} is now a linear device over {loop64}, "
                             "without cache\n")
         assert table(name) == f"0 131072 linear {dmtest.dm_major_minor(loop64)} 0"
+        assert read_ahead_kb(mapper) == 512        # the new table keeps it
         assert f"{name}-vd" not in dm_devices()
         dmtest.drop_caches()
         assert (mnt / "f").read_bytes() == data
@@ -521,7 +542,7 @@ def test_start_and_stop_follow_the_table_file(dmname, loop64, loop128, cleanup, 
     r = rctl("start", "--all", "--tab", str(tab))
     assert r.returncode == 1
     assert r.stdout == (f"{a}: /dev/mapper/{a} over {loop64} (model layer measuring it), "
-                        "cache 4 MiB (64 x 64 KiB), policy always\n")
+                        "cache 4 MiB (64 x 64 KiB), policy always, read-ahead 1 MiB\n")
     assert r.stderr == (bad_line +
                         f"redcapctl: warning: {b}: origin /dev/disk/by-id/redcap-no-such-disk: "
                         "not found; skipped (nofail)\n"
@@ -661,13 +682,14 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
     assert not dm_devices()
 
     tab = tmp_path / "redcaptab"
-    tab.write_text(f"{lin} {loop64} 4M on-fail=linear\n")
+    tab.write_text(f"{lin} {loop64} 4M on-fail=linear,readahead=2M\n")
     r = rctl("start", lin, "--tab", str(tab))
     assert (r.returncode, r.stdout, r.stderr) == (
-        0, f"{lin}: /dev/mapper/{lin} over {loop64}, linear (no cache)\n",
+        0, f"{lin}: /dev/mapper/{lin} over {loop64}, linear (no cache), read-ahead 2 MiB\n",
         f"redcapctl: warning: {lin}: dm-redcap: {why}: starting it as a linear device, without "
         "cache (on-fail=linear)\n")
     assert table(lin) == f"0 131072 linear {dmtest.dm_major_minor(loop64)} 0"
+    assert read_ahead_kb(f"/dev/mapper/{lin}") == 2048
     assert uuid(lin) == f"REDCAP-{lin}"
     assert valid(json.loads(ok("status", lin, "--json").stdout))["state"] == "linear"
     # The boot units' model load and save: nothing to do on a linear stack.
@@ -690,7 +712,9 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
         modules_unloaded()
         r = ok("upgrade", lin, "--tab", str(tab))
         assert r.stdout == (f"{lin}: /dev/mapper/{lin} over {loop64} (model layer measuring "
-                            "it), cache 4 MiB (32 x 128 KiB), policy adaptive+caware\n")
+                            "it), cache 4 MiB (32 x 128 KiB), policy adaptive+caware, "
+                            "read-ahead 2 MiB\n")
+        assert read_ahead_kb(mapper) == 2048       # the new table keeps it
         assert table(lin) == (f"0 131072 redcap {dmtest.dm_major_minor(mapper + '-vd')} 256 32 "
                               "4 policy adaptive+caware estimator vdisk")
         read_stamped(mapper, range(64), 5)

@@ -39,15 +39,32 @@ CTEST(redcaptab_minimal_line_gets_the_defaults)
 	CHECK_EQ(ent.policy, -1);
 	CHECK_EQ(ent.write_policy, -1);
 	CHECK_EQ(ent.estimator, -1);
+	CHECK_EQ(ent.readahead_bytes, RCTAB_READAHEAD_AUTO);
 	CHECK(!ent.nomodel && !ent.nofail && !ent.noauto && !ent.device_timeout[0]);
 	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_FAIL);
 	CHECK_STREQ(ent.warning, "");
 }
 
+CTEST(redcaptab_readahead_takes_auto_none_and_sizes)
+{
+	static const struct { const char *opt; uint64_t bytes; } ok[] = {
+		{ "readahead=auto", RCTAB_READAHEAD_AUTO }, { "readahead=0", 0 },
+		{ "readahead=4K", 4096 }, { "readahead=512KiB", 512u << 10 },
+		{ "readahead=64M", 64u << 20 },
+	};
+	char line[64];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(line, sizeof(line), "data /dev/sdb 64M %s", ok[i].opt);
+		CHECK_EQ(parse(line), 1);
+		CHECK_EQ(ent.readahead_bytes, ok[i].bytes);
+	}
+}
+
 CTEST(redcaptab_every_option)
 {
 	CHECK_EQ(parse("  web\tPARTLABEL=web-data   1G  segment=32K,policy=Adaptive+CAware,"
-		       "write_policy=update,estimator=vdisk,nofail,noauto,on-fail=linear,"
+		       "write_policy=update,estimator=vdisk,nofail,noauto,on-fail=linear,readahead=2M,"
 		       "x-systemd.device-timeout=90s,x-other.tool=whatever  "), 1);
 	CHECK_STREQ(ent.name, "web");
 	CHECK_EQ(ent.origin_kind, RCTAB_ORIGIN_PARTLABEL);
@@ -58,6 +75,7 @@ CTEST(redcaptab_every_option)
 	CHECK_EQ(ent.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(ent.write_policy, RC_WRITE_UPDATE);
 	CHECK_EQ(ent.estimator, RC_EST_VDISK);
+	CHECK_EQ(ent.readahead_bytes, 2ull << 20);
 	CHECK(!ent.nomodel && ent.nofail && ent.noauto);
 	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_LINEAR);
 	CHECK_EQ(ent.device_timeout_us, 90000000ull);
@@ -129,6 +147,14 @@ CTEST(redcaptab_every_bad_line_says_why)
 	CHECK_STREQ(refused("data /dev/sdb 64M policy"), "option 'policy' needs a value");
 	CHECK_STREQ(refused("data /dev/sdb 64M policy="), "option 'policy' needs a value");
 	CHECK_STREQ(refused("data /dev/sdb 64M segment=lots"), "segment=lots is not a size");
+	CHECK_STREQ(refused("data /dev/sdb 64M readahead=lots"),
+		    "readahead=lots: auto or a size (1M, 512K, 0)");
+	CHECK_STREQ(refused("data /dev/sdb 64M readahead=1000"),
+		    "readahead=1000: a multiple of 4K from 0 to 64M, or auto");
+	CHECK_STREQ(refused("data /dev/sdb 64M readahead=128M"),
+		    "readahead=128M: a multiple of 4K from 0 to 64M, or auto");
+	CHECK_STREQ(refused("data /dev/sdb 64M readahead=auto,readahead=0"),
+		    "option 'readahead' given twice");
 	CHECK_STREQ(refused("data /dev/sdb 64M segment=96K"),
 		    "segment=96K: a power of 2 from 4K to 1M");
 	CHECK_STREQ(refused("data /dev/sdb 64M segment=2K"),

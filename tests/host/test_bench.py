@@ -283,7 +283,10 @@ def test_scale_multiplies_the_lkr_copies_and_the_data(monkeypatch):
 
 
 def test_recommended_is_the_64x128k_adaptive_caware_stack():
-    assert suite.redcap_parts(suite.RECOMMENDED) == ("64x128k", "adaptive+caware")
+    # with the read-ahead redcapctl's readahead=auto sets over the bench's disk
+    assert suite.redcap_parts(suite.RECOMMENDED) == ("64x128k", "adaptive+caware-ra1024")
+    assert suite.READAHEAD_OF["adaptive+caware-ra1024"] == 1024
+    assert "adaptive+caware" not in suite.READAHEAD_OF
     assert suite.redcap_parts("redcap-32x256k-always") == ("32x256k", "always")
     assert suite.redcap_parts("redcap-64x128k-nosuch") is None
     assert suite.RECOMMENDED in suite.CONFIGS

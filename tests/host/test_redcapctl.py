@@ -52,6 +52,10 @@ def test_help_and_no_arguments():
      "create: --segment '1X' is not a size (64M, 1G)"),
     (["create", "x", "/dev/x", "--estimator", "exact"],
      "create: --estimator 'exact': spk or vdisk"),
+    (["create", "x", "/dev/x", "--readahead", "lots"],
+     "create: --readahead 'lots': auto or a size (1M, 512K, 0)"),
+    (["create", "x", "/dev/x", "--readahead", "1000"],
+     "create: --readahead '1000': a multiple of 4K from 0 to 64M, or auto"),
     (["create", "x", "LABEL=data"], "create: origin 'LABEL=data' names a filesystem, which the "
                                     "redcap device shows too: use a /dev path, PARTUUID= or "
                                     "PARTLABEL="),
@@ -99,7 +103,8 @@ def test_usage_errors_exit_2_before_touching_anything(args, err):
 
 STATUS = {
     "schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
-    "size_bytes": 1 << 40, "segment_bytes": 131072, "segments": 512, "ram_bytes": 64 << 20,
+    "size_bytes": 1 << 40, "read_ahead_bytes": 1 << 20, "segment_bytes": 131072,
+    "segments": 512, "ram_bytes": 64 << 20,
     "segments_valid": 100, "segments_filling": 1, "ram_used_bytes": 100 * 131072,
     "policy": "adaptive+caware", "write_policy": "invalidate", "estimator": "spk",
     "state": "active", "state_reason": "last window: ...", "last_cache_time_us": 10,
@@ -113,7 +118,8 @@ STATUS = {
               "read_samples": 5, "write_samples": 0},
 }
 LINEAR = {"schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
-          "size_bytes": 1 << 40, "state": "linear", "state_reason": "without cache"}
+          "size_bytes": 1 << 40, "read_ahead_bytes": 1 << 20, "state": "linear",
+          "state_reason": "without cache"}
 STATS = {
     "schema": 1, "name": "data", "interval_s": 1.0, "state": "inactive", "policy": "adaptive",
     "reads": 1000, "reads_per_s": 12.5, "hits_per_s": 0, "misses_per_s": 0,

@@ -388,7 +388,7 @@ def test_every_option_of_the_parser_is_in_redcaptab_5():
     terms = [plain(line).split("=")[0] for line in definition_terms(body)]
     table = option_table()
     assert table == ["segment", "policy", "write_policy", "estimator", "nomodel", "nofail",
-                     "noauto", "on-fail", "x-systemd.device-timeout"]
+                     "noauto", "on-fail", "readahead", "x-systemd.device-timeout"]
     assert terms == table + ["x-anything"]
 
 
