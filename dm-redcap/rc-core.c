@@ -731,6 +731,34 @@ void rc_count_resent(struct rc_cache *c, u32 n)
 	c->ctr.read_resent += n;
 }
 
+void rc_fill_runs(struct rc_fill_item *f, u32 n)
+{
+	struct rc_fill_item t;
+	u32 i, j;
+
+	/* Insertion sort: a handful of fills, most often in order already. */
+	for (i = 1; i < n; i++) {
+		t = f[i];
+		for (j = i; j && f[j - 1].seg > t.seg; j--)
+			f[j] = f[j - 1];
+		f[j] = t;
+	}
+}
+
+u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max)
+{
+	u32 len = 1;
+
+	while (len < n && len < max && f[len].seg == f[len - 1].seg + 1)
+		len++;
+	return len;
+}
+
+void rc_count_fill_joined(struct rc_cache *c, u32 n)
+{
+	c->ctr.fill_joined += n;
+}
+
 void rc_fill_cancel(struct rc_cache *c, u32 idx)
 {
 	struct rc_entry *e;

@@ -89,6 +89,7 @@ struct rc_counters {
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
 	u64 fill_ios;		/* fills completed (success or error) */
+	u64 fill_joined;	/* ... sent down in the request of the fill before */
 	u64 fill_sectors;	/* sectors read by fills */
 	u64 fill_errors;	/* fills that failed */
 	u64 fill_stale;		/* fills dropped because a write raced them */
@@ -281,6 +282,26 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 
 /* Count @n reads that were served after waiting on a fill. */
 void rc_count_waited(struct rc_cache *c, u32 n);
+
+/*
+ * The fills one read bio leaves (its miss's, and those ahead of its
+ * stream) go to the disk as one request per run of contiguous segments:
+ * a stream's batch and the miss it follows cost one access, forward or
+ * backward.  rc_fill_runs() sorts @n fills by segment; rc_fill_run() is
+ * the length of the run that starts at @f (at most @max fills, and at
+ * least 1).  The caller counts each run's fills after its first with
+ * rc_count_fill_joined(): then the origin's reads are fill_ios -
+ * fill_joined + read_bypassed - read_joined + read_resent.
+ */
+struct rc_fill_item {
+	u64 seg;
+	u32 idx;
+	bool ahead;		/* from rc_prefetch(); else the miss's own */
+};
+#define RC_FILL_RUN_MAX		(1 + RC_PREFETCH_MAX)
+void rc_fill_runs(struct rc_fill_item *f, u32 n);
+u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
+void rc_count_fill_joined(struct rc_cache *c, u32 n);
 
 /*
  * Count @n reads that waited on a fill which failed or went stale and were

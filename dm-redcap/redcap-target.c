@@ -116,26 +116,31 @@ struct redcap_entry {
 	struct bio_list waiters;	/* reads waiting on the fill, miss first */
 };
 
+#define REDCAP_NO_OWN	U32_MAX
+
 /*
- * One fill: a segment read from the origin for a miss, or ahead of a
- * stream (ahead: no read started it), or a whole-segment write's data
- * (from_write).  It owns its state, so that nothing of it is shared
- * with the entry's next user once the core has freed the entry, and its
- * own work item, so that its completion touches the cache only through a
- * queued work that teardown waits for.  From the cache's bioset, whose
- * front pad it is: the bio comes last.
+ * One fill: a run of contiguous segments read from the origin in one
+ * request, into their entries (idx[], in segment order): a miss's
+ * segment (own: its reader is the entry's first waiter) and those ahead
+ * of its stream, which no read started; or a whole-segment write's data
+ * (from_write, one entry).  It owns its state, so that nothing of it is
+ * shared with an entry's next user once the core has freed the entry,
+ * and its own work item, so that its completion touches the cache only
+ * through a queued work that teardown waits for.  From the cache's
+ * bioset, whose front pad it is: the bio comes last.
  */
 struct redcap_fill {
 	struct redcap_cache *cc;
 	struct block_device *bdev;	/* the origin, for waiters re-sent to it */
 	struct work_struct work;
 	u64 start_ns;
-	sector_t sector;
-	u32 idx;
-	u32 sectors;
+	sector_t sector;		/* the request: whole segments from here, */
+	u32 sectors;			/* the last one clipped at the end */
+	u32 nr;
+	u32 own;			/* which entry a miss started, or REDCAP_NO_OWN */
+	u32 idx[RC_FILL_RUN_MAX];
 	blk_status_t status;
 	bool from_write;
-	bool ahead;
 	struct bio bio;
 };
 
@@ -306,14 +311,15 @@ static void redcap_resend(struct block_device *bdev, struct bio *bio)
 	submit_bio_noacct(bio);
 }
 
-/* Complete the waiters of one finished fill (process context). */
-static void redcap_fill_work(struct work_struct *ws)
+/* Complete the waiters of entry @k of a finished fill (process context). */
+static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 {
-	struct redcap_fill *f = container_of(ws, struct redcap_fill, work);
 	struct redcap_cache *cc = f->cc;
-	int error = blk_status_to_errno(f->status);
-	/* The first waiter of a miss's fill is the miss; the others have none. */
-	u32 n = 0, own = !f->from_write && !f->ahead;
+	sector_t start = f->sector + (sector_t)k * cc->seg_sectors;
+	u32 idx = f->idx[k], sectors = min_t(sector_t, cc->seg_sectors,
+					       f->sector + f->sectors - start);
+	/* The first waiter of a miss's entry is the miss; the others have none. */
+	u32 n = 0, own = k == f->own;
 	enum rc_fill_action act;
 	struct bio_list waiters;
 	unsigned long flags;
@@ -321,15 +327,10 @@ static void redcap_fill_work(struct work_struct *ws)
 	u64 now;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	act = rc_fill_done(cc->cache, f->idx, error, f->sectors);
-	waiters = cc->ents[f->idx].waiters;
-	bio_list_init(&cc->ents[f->idx].waiters);
+	act = rc_fill_done(cc->cache, idx, error, sectors);
+	waiters = cc->ents[idx].waiters;
+	bio_list_init(&cc->ents[idx].waiters);
 	spin_unlock_irqrestore(&cc->lock, flags);
-
-	if (error)
-		DMERR_LIMIT("%u:%u: fill of sectors %llu+%u failed: %d",
-			    MAJOR(f->bdev->bd_dev), MINOR(f->bdev->bd_dev),
-			    (unsigned long long)f->sector, f->sectors, error);
 
 	if (act != RC_FILL_SERVE) {
 		/*
@@ -348,13 +349,13 @@ static void redcap_fill_work(struct work_struct *ws)
 			rc_count_resent(cc->cache, n - own);
 			spin_unlock_irqrestore(&cc->lock, flags);
 		}
-		goto out;
+		return;
 	}
 
 	while ((bio = bio_list_pop(&waiters))) {
 		struct redcap_pb *pb = redcap_pb(bio);
 
-		redcap_copy(cc, f->idx, bio, bio->bi_iter, true);
+		redcap_copy(cc, idx, bio, bio->bi_iter, true);
 		now = ktime_get_ns();
 		spin_lock_irqsave(&cc->lock, flags);
 		rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
@@ -365,10 +366,24 @@ static void redcap_fill_work(struct work_struct *ws)
 	spin_lock_irqsave(&cc->lock, flags);
 	if (n > own)
 		rc_count_waited(cc->cache, n - own);
-	rc_unpin(cc->cache, f->idx);
+	rc_unpin(cc->cache, idx);
 	spin_unlock_irqrestore(&cc->lock, flags);
+}
 
-out:
+/* Complete the entries of one finished fill (process context). */
+static void redcap_fill_work(struct work_struct *ws)
+{
+	struct redcap_fill *f = container_of(ws, struct redcap_fill, work);
+	struct redcap_cache *cc = f->cc;
+	int error = blk_status_to_errno(f->status);
+	u32 k;
+
+	if (error)
+		DMERR_LIMIT("%u:%u: fill of sectors %llu+%u failed: %d",
+			    MAJOR(f->bdev->bd_dev), MINOR(f->bdev->bd_dev),
+			    (unsigned long long)f->sector, f->sectors, error);
+	for (k = 0; k < f->nr; k++)
+		redcap_fill_finish(f, k, error);
 	bio_put(&f->bio);
 	/* Drain flushes the workqueue after this reaches zero: cc outlives us. */
 	if (atomic_dec_and_test(&cc->fills_inflight))
@@ -376,11 +391,11 @@ out:
 }
 
 /*
- * A fill for entry @idx: from the bioset without sleeping (map must not
- * wait on the fills in flight to free one; end_io may hold the cache
- * lock), or NULL.
+ * A fill of @sectors at @sector, its entries not yet set: from the bioset
+ * without sleeping (map must not wait on the fills in flight to free one;
+ * end_io may hold the cache lock), or NULL.
  */
-static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, u32 idx, unsigned int nr_vecs,
+static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, unsigned int nr_vecs,
 					     sector_t sector, u32 sectors)
 {
 	struct redcap_cache *cc = rc->cc;
@@ -397,44 +412,59 @@ static struct redcap_fill *redcap_fill_alloc(struct redcap_c *rc, u32 idx, unsig
 	f->cc = cc;
 	f->bdev = rc->origin->bdev;
 	INIT_WORK(&f->work, redcap_fill_work);
-	f->idx = idx;
+	f->nr = 0;
+	f->own = REDCAP_NO_OWN;
 	f->sector = sector;
 	f->sectors = sectors;
 	f->status = BLK_STS_OK;
 	f->from_write = false;
-	f->ahead = false;
 	f->start_ns = ktime_get_ns();
 	return f;
 }
 
 /*
- * Read the whole disk segment @seg into entry @idx (clipped at the end),
- * for a miss or @ahead of a stream.  Returns false, having started
- * nothing, when no fill can be set up.
+ * Fills of up to this many segments go down in one request: the bio
+ * holds a vec for each page of them.
  */
-static bool redcap_start_fill(struct redcap_c *rc, u32 idx, u64 seg, bool ahead)
+static u32 redcap_run_max(struct redcap_cache *cc)
+{
+	return clamp_t(u32, BIO_MAX_VECS / cc->pages_per_seg, 1, RC_FILL_RUN_MAX);
+}
+
+/*
+ * Read the @nr contiguous segments of @it (in order; the last clipped at
+ * the end) into their entries, in one request.  Returns false, having
+ * started nothing, when no fill can be set up.
+ */
+static bool redcap_start_run(struct redcap_c *rc, const struct rc_fill_item *it, u32 nr)
 {
 	struct redcap_cache *cc = rc->cc;
-	struct page **pages = cc->pages + (size_t)idx * cc->pages_per_seg;
-	sector_t start = redcap_seg_start(cc, seg);
-	u32 sectors = min_t(sector_t, cc->seg_sectors, cc->len - start);
+	sector_t start = redcap_seg_start(cc, it[0].seg);
+	u32 sectors = min_t(sector_t, (sector_t)nr * cc->seg_sectors, cc->len - start);
 	unsigned int bytes = sectors << SECTOR_SHIFT;
 	struct redcap_fill *f;
-	unsigned int i;
+	unsigned int i, k;
 
-	f = redcap_fill_alloc(rc, idx, DIV_ROUND_UP(bytes, PAGE_SIZE), start, sectors);
+	f = redcap_fill_alloc(rc, DIV_ROUND_UP(bytes, PAGE_SIZE), start, sectors);
 	if (!f)
 		return false;
-	f->ahead = ahead;
 	f->bio.bi_iter.bi_sector = start;
-	for (i = 0; bytes; i++) {
-		unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
+	for (k = 0; k < nr; k++) {
+		struct page **pages = cc->pages + (size_t)it[k].idx * cc->pages_per_seg;
 
-		/* Cannot fail: the bio has a vec for every page. */
-		if (WARN_ON_ONCE(bio_add_page(&f->bio, pages[i], n, 0) != n))
-			break;
-		bytes -= n;
+		f->idx[k] = it[k].idx;
+		if (!it[k].ahead)
+			f->own = k;
+		for (i = 0; bytes && i < cc->pages_per_seg; i++) {
+			unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
+
+			/* Cannot fail: the bio has a vec for every page. */
+			if (WARN_ON_ONCE(bio_add_page(&f->bio, pages[i], n, 0) != n))
+				break;
+			bytes -= n;
+		}
 	}
+	f->nr = nr;
 	f->bio.bi_end_io = redcap_fill_endio;
 	atomic_inc(&cc->fills_inflight);
 	submit_bio_noacct(&f->bio);
@@ -507,42 +537,66 @@ static bool redcap_price_fill(struct redcap_c *rc, u64 seg, u64 now, u64 *ns)
 				   min_t(sector_t, cc->seg_sectors, cc->len - start), now, ns);
 }
 
-/* What the read rc_read() just handled leaves to fill ahead of its stream. */
-struct redcap_ahead {
+/* The fills one read bio leaves: its miss's, and those ahead of its stream. */
+struct redcap_fills {
 	unsigned int nr;
-	u32 idx[RC_PREFETCH_MAX];
-	u64 seg[RC_PREFETCH_MAX];
+	struct rc_fill_item f[RC_FILL_RUN_MAX];
 };
 
 /*
  * Take the fills ahead rc_prefetch() starts in the core, each priced on
- * the cache's virtual disk and paid for, after those already in @ra (the
- * pieces of one bio may each leave some; beyond RC_PREFETCH_MAX they are
- * not taken).  cc->lock held.
+ * the cache's virtual disk and paid for, after those already in @fl (the
+ * pieces of one bio may each leave some; beyond RC_FILL_RUN_MAX fills in
+ * all they are not taken).  cc->lock held.
  */
-static void redcap_prefetch(struct redcap_c *rc, struct redcap_ahead *ra, u64 now)
+static void redcap_prefetch(struct redcap_c *rc, struct redcap_fills *fl, u64 now)
 {
 	struct redcap_cache *cc = rc->cc;
 	u64 limit = div_u64(cc->len + cc->seg_sectors - 1, cc->seg_sectors), ns;
+	struct rc_fill_item *it;
 	bool ok;
 
-	for (; ra->nr < RC_PREFETCH_MAX; ra->nr++) {
-		ra->idx[ra->nr] = rc_prefetch(cc->cache, limit, &ra->seg[ra->nr]);
-		if (ra->idx[ra->nr] == RC_NONE)
+	for (; fl->nr < RC_FILL_RUN_MAX; fl->nr++) {
+		it = &fl->f[fl->nr];
+		it->idx = rc_prefetch(cc->cache, limit, &it->seg);
+		if (it->idx == RC_NONE)
 			break;
-		ok = redcap_price_fill(rc, ra->seg[ra->nr], now, &ns);
+		it->ahead = true;
+		ok = redcap_price_fill(rc, it->seg, now, &ns);
 		rc_prefetch_judge(cc->cache, ns, ok);
 	}
 }
 
-/* Start the fills ahead taken by redcap_prefetch() (any context map runs in). */
-static void redcap_start_ahead(struct redcap_c *rc, const struct redcap_ahead *ra)
+/*
+ * Start the fills a read bio left (any context map runs in), one request
+ * per run of contiguous segments.  False if the miss's own fill (its
+ * reader @bio) could not be set up: its entry is freed, and @bio is the
+ * caller's to send to the origin.
+ */
+static bool redcap_start_fills(struct redcap_c *rc, struct redcap_fills *fl, struct bio *bio)
 {
-	unsigned int i;
+	struct redcap_cache *cc = rc->cc;
+	u32 i, k, len, max = redcap_run_max(cc);
+	unsigned long flags;
+	bool own = true;
 
-	for (i = 0; i < ra->nr; i++)
-		if (!redcap_start_fill(rc, ra->idx[i], ra->seg[i], true))
-			redcap_cancel_fill(rc, ra->idx[i], NULL);
+	rc_fill_runs(fl->f, fl->nr);
+	for (i = 0; i < fl->nr; i += len) {
+		len = rc_fill_run(fl->f + i, fl->nr - i, max);
+		if (redcap_start_run(rc, fl->f + i, len)) {
+			if (len > 1) {
+				spin_lock_irqsave(&cc->lock, flags);
+				rc_count_fill_joined(cc->cache, len - 1);
+				spin_unlock_irqrestore(&cc->lock, flags);
+			}
+			continue;
+		}
+		for (k = i; k < i + len; k++) {
+			redcap_cancel_fill(rc, fl->f[k].idx, fl->f[k].ahead ? NULL : bio);
+			own &= fl->f[k].ahead;
+		}
+	}
+	return own;
 }
 
 /*
@@ -554,7 +608,7 @@ static void redcap_start_ahead(struct redcap_c *rc, const struct redcap_ahead *r
  * cc->lock held.
  */
 static void redcap_judge_read(struct redcap_c *rc, u64 sector, u32 sectors,
-			      enum rc_read_action act, u64 now, struct redcap_ahead *ra)
+			      enum rc_read_action act, u64 now, struct redcap_fills *fl)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct rc_cache *c = cc->cache;
@@ -568,7 +622,7 @@ static void redcap_judge_read(struct redcap_c *rc, u64 sector, u32 sectors,
 		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, sector, sectors,
 					     now, &cvd_ns);
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
-	redcap_prefetch(rc, ra, now);
+	redcap_prefetch(rc, fl, now);
 }
 
 /*
@@ -597,7 +651,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	sector_t sector = bio->bi_iter.bi_sector;
 	u64 seg = rc_sector_to_seg(cc->cache, sector);
 	u32 left = bio_sectors(bio), len, n, joined;
-	struct redcap_ahead ra = { .nr = 0 };
+	struct redcap_fills fl = { .nr = 0 };
 	enum rc_read_action act;
 	unsigned long flags;
 	u32 idx = RC_NONE;
@@ -608,13 +662,15 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	if (rc_policy_caware(cc->cache->policy))
 		rc_caware_decay(&cc->cache->caware, pb->start_ns);
 	act = rc_read(cc->cache, sector, len, &idx);
-	redcap_judge_read(rc, sector, len, act, pb->start_ns, &ra);
+	if (act == RC_READ_FILL)
+		fl.f[fl.nr++] = (struct rc_fill_item){ .seg = seg, .idx = idx, .ahead = false };
+	redcap_judge_read(rc, sector, len, act, pb->start_ns, &fl);
 	for (joined = 1; act == RC_READ_BYPASS && len < left && joined < RC_JOIN_MAX;
 	     joined++) {
 		n = rc_in_seg(cc->cache, sector + len, left - len);
 		if (!rc_read_join(cc->cache, sector + len, n))
 			break;
-		redcap_judge_read(rc, sector + len, n, act, pb->start_ns, &ra);
+		redcap_judge_read(rc, sector + len, n, act, pb->start_ns, &fl);
 		len += n;
 	}
 	/* Before the bio is queued on a fill, which may end on another CPU. */
@@ -625,12 +681,8 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
 
-	/* The miss's own fill goes down first. */
-	if (act == RC_READ_FILL && !redcap_start_fill(rc, idx, seg, false)) {
-		redcap_cancel_fill(rc, idx, bio);
+	if (!redcap_start_fills(rc, &fl, act == RC_READ_FILL ? bio : NULL))
 		act = RC_READ_BYPASS;
-	}
-	redcap_start_ahead(rc, &ra);
 
 	switch (act) {
 	case RC_READ_HIT:
@@ -733,7 +785,7 @@ static bool redcap_whole_segment(struct redcap_cache *cc, struct redcap_pb *pb)
 }
 
 /*
- * Entry @f->idx was allocated for the whole-segment write @bio (C-Aware's
+ * Entry @f->idx[0] was allocated for the whole-segment write @bio (C-Aware's
  * write rules): copy the data in now, while the bio still holds it, and
  * complete the entry like a fill, from its work (waiting readers may have
  * to be re-sent to the origin, which is not done from end_io).
@@ -744,7 +796,7 @@ static void redcap_write_fill(struct redcap_cache *cc, struct bio *bio, struct r
 	unsigned long flags;
 	u64 copied, now = ktime_get_ns();
 
-	redcap_copy(cc, f->idx, bio, pb->saved_iter, false);
+	redcap_copy(cc, f->idx[0], bio, pb->saved_iter, false);
 	copied = ktime_get_ns();
 	spin_lock_irqsave(&cc->lock, flags);
 	rc_caware_record(&cc->cache->caware, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
@@ -792,10 +844,13 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		 */
 		if (act == RC_WRITE_DONE && !*error && redcap_whole_segment(cc, pb) &&
 		    rc_write_allocate(cc->cache, pb->seg, pb->cookie, &fidx)) {
-			f = redcap_fill_alloc(rc, fidx, 0, pb->saved_iter.bi_sector,
-					      cc->seg_sectors);
-			if (!f)
+			f = redcap_fill_alloc(rc, 0, pb->saved_iter.bi_sector, cc->seg_sectors);
+			if (f) {
+				f->idx[0] = fidx;
+				f->nr = 1;
+			} else {
 				rc_fill_cancel(cc->cache, fidx);
+			}
 		}
 		if (!*error && !f)
 			rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_WRITE,
@@ -1348,6 +1403,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
+	DMEMIT("fill_joined=%llu\n", c.fill_joined);
 	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
 	DMEMIT("write_allocs=%llu\n", c.write_allocs);

@@ -94,7 +94,7 @@ say "demo: redcap:     ${cached} s, $(drive emu_requests) disk requests, drive b
 echo "$bare $cached" | awk '{ printf "demo: improvement: %.1f %% less time than the bare disk\n", 100 * ($1 - $2) / $1 }'
 say "demo: redcap counters:"
 dmsetup message demo-rc 0 stats |
-	grep -E '^(state|policy|switches|read_hits|read_hits_waited|read_misses|read_bypassed|read_joined|caware_bypassed|fill_ios|fill_sectors|cache_time_us|est_disk_time_us)=' |
+	grep -E '^(state|policy|switches|read_hits|read_hits_waited|read_misses|read_bypassed|read_joined|caware_bypassed|fill_ios|fill_joined|fill_sectors|cache_time_us|est_disk_time_us)=' |
 	sed 's/^/  /'
 dmsetup remove demo-rc
 dmsetup remove demo-vd

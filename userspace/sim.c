@@ -451,31 +451,60 @@ static void judge_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_acti
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
 }
 
-/* Start a fill of segment @seg in entry @idx at @now; @ahead: no read started it. */
-static int start_fill(struct sim *s, u32 idx, u64 seg, bool ahead, u64 now)
-{
-	u64 start = seg * s->c->seg_sectors, done;
+/* The fills one read request leaves: its miss's, and those ahead of its stream (the glue's). */
+struct fills {
+	u32 nr;
+	struct rc_fill_item f[RC_FILL_RUN_MAX];
+};
 
-	if (disk(s, VD_READ, start, seg_len(s, start), now, &done))
-		return -1;
-	return push(s, done, EV_FILL_DONE, idx | (ahead ? AHEAD : 0), seg_len(s, start), start,
-		    now);
+/*
+ * Start the fills of @fl at @now, one disk request per run of contiguous
+ * segments (the glue's redcap_start_fills(); 4 KiB pages), each entry's
+ * completion an event of its own.
+ */
+static int start_fills(struct sim *s, struct fills *fl, u64 now)
+{
+	u32 i, k, len, max = 256 / (s->c->seg_sectors / 8), sectors;
+	u64 start, done;
+
+	max = max < 1 ? 1 : max > RC_FILL_RUN_MAX ? RC_FILL_RUN_MAX : max;
+	rc_fill_runs(fl->f, fl->nr);
+	for (i = 0; i < fl->nr; i += len) {
+		len = rc_fill_run(fl->f + i, fl->nr - i, max);
+		start = fl->f[i].seg * s->c->seg_sectors;
+		sectors = 0;
+		for (k = i; k < i + len; k++)
+			sectors += seg_len(s, fl->f[k].seg * s->c->seg_sectors);
+		if (disk(s, VD_READ, start, sectors, now, &done))
+			return -1;
+		rc_count_fill_joined(s->cache, len - 1);
+		for (k = i; k < i + len; k++) {
+			start = fl->f[k].seg * s->c->seg_sectors;
+			if (push(s, done, EV_FILL_DONE, fl->f[k].idx | (fl->f[k].ahead ? AHEAD : 0),
+				 seg_len(s, start), start, now))
+				return -1;
+		}
+	}
+	fl->nr = 0;
+	return 0;
 }
 
 /* The fills ahead of a stream the read rc_read() just handled leaves (the glue's). */
-static int prefetch(struct sim *s, u64 now)
+static void prefetch(struct sim *s, struct fills *fl, u64 now)
 {
-	u64 limit = (s->capacity + s->c->seg_sectors - 1) / s->c->seg_sectors, seg, ns;
-	u32 idx;
+	u64 limit = (s->capacity + s->c->seg_sectors - 1) / s->c->seg_sectors, ns;
+	struct rc_fill_item *it;
 	bool ok;
 
-	while ((idx = rc_prefetch(s->cache, limit, &seg)) != RC_NONE) {
-		ok = price_fill(s, seg, now, &ns);
+	for (; fl->nr < RC_FILL_RUN_MAX; fl->nr++) {
+		it = &fl->f[fl->nr];
+		it->idx = rc_prefetch(s->cache, limit, &it->seg);
+		if (it->idx == RC_NONE)
+			break;
+		it->ahead = true;
+		ok = price_fill(s, it->seg, now, &ns);
 		rc_prefetch_judge(s->cache, ns, ok);
-		if (start_fill(s, idx, seg, true, now))
-			return -1;
 	}
-	return 0;
 }
 
 /*
@@ -487,6 +516,7 @@ static int prefetch(struct sim *s, u64 now)
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
 	u64 seg = rc_sector_to_seg(s->cache, sector), copied;
+	struct fills fl = { .nr = 0 };
 	enum rc_read_action act;
 	u32 idx = RC_NONE, joined, n;
 
@@ -495,22 +525,23 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 		rc_caware_decay(&s->cache->caware, now);
 	act = rc_read(s->cache, sector, *len, &idx);
 	judge_read(s, sector, *len, act, now);
-	/* The read's own fill goes to the disk first, as in the glue. */
-	if (act == RC_READ_FILL && (start_fill(s, idx, seg, false, now) ||
-				    add_waiter(s, idx, req, sector, *len)))
-		return -1;
-	if (prefetch(s, now))
-		return -1;
+	if (act == RC_READ_FILL) {
+		fl.f[fl.nr++] = (struct rc_fill_item){ .seg = seg, .idx = idx, .ahead = false };
+		if (add_waiter(s, idx, req, sector, *len))
+			return -1;
+	}
+	prefetch(s, &fl, now);
 	for (joined = 1; act == RC_READ_BYPASS && *len < sectors && joined < RC_JOIN_MAX;
 	     joined++) {
 		n = rc_in_seg(s->cache, sector + *len, sectors - *len);
 		if (!rc_read_join(s->cache, sector + *len, n))
 			break;
 		judge_read(s, sector + *len, n, act, now);
-		if (prefetch(s, now))
-			return -1;
+		prefetch(s, &fl, now);
 		*len += n;
 	}
+	if (start_fills(s, &fl, now))
+		return -1;
 	sectors = *len;
 	switch (act) {
 	case RC_READ_HIT:

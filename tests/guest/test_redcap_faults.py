@@ -23,7 +23,7 @@ STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
             "read_bypassed_busy", "caware_bypassed", "read_bypassed_inactive",
             "read_bypassed_joined", "read_joined", "sim_hits",
-            "sim_misses", "fill_ios",
+            "sim_misses", "fill_ios", "fill_joined",
             "fill_sectors", "fill_errors", "fill_stale", "writes", "write_sectors",
             "write_allocs", "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
             "cache_time_us", "est_disk_time_us", "caware_rule1", "caware_rule2",
@@ -495,6 +495,47 @@ def test_bad_block_does_not_fail_reads_of_healthy_blocks_in_its_segment(loop64, 
         assert e.value.errno == 5
         st = rc.stats()
         assert st["segments_valid"] == 0 and st["fill_errors"] >= 1
+
+
+def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
+    """Prefetch 2, a stream of 32 KiB reads through segments 2 to 9 (as in
+    test_redcap_prefetch): segments 7 and 8 are filled ahead in one
+    request, and a bad block in 8 fails it.  Both entries are freed; every
+    read but the bad block's returns the origin's data, re-sent or filled
+    again, and the bad block's read fails with the origin's EIO.  Every
+    fill that failed was a run over the bad block (the stream's later
+    misses in 7 fill 8 ahead again, in the same request)."""
+    write_stamped(loop64, 0, 16 * SEG_BLOCKS, seed=5)
+    n = dev_sectors(loop64)
+    read_blocks, bad_block = 8, 8 * SEG_BLOCKS + 9
+    with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS} 2 policy always") as rc:
+        low.reload(linear_with_error(loop64, n, bad_block * 8, 8))
+        low.resume()
+        rc.cold()
+        rc.message("set", "prefetch", "2")
+        failed = []
+        with kmsg() as k:
+            for b in range(2 * SEG_BLOCKS, 10 * SEG_BLOCKS, read_blocks):
+                try:
+                    read_pattern(rc.path, [b], 5, bs=read_blocks * BLOCK)
+                except OSError as e:
+                    failed.append((b, e.errno))
+            wait_for(lambda: rc.stats()["segments_filling"] == 0, "the fills ahead")
+            lines = k.lines()
+        assert failed == [(bad_block // read_blocks * read_blocks, 5)]
+        errors = redcap_errors(lines)
+        assert errors[0] == f"{dm_major_minor(low.path)}: fill of sectors {7 * SEG}+{2 * SEG} " \
+                            "failed: -5", lines
+        runs = [re.fullmatch(rf"{dm_major_minor(low.path)}: fill of sectors (\d+)\+(\d+) "
+                             "failed: -5", e) for e in errors]
+        assert all(r and int(r[1]) <= bad_block * 8 < int(r[1]) + int(r[2]) for r in runs), \
+            errors
+        st = rc.stats()         # (the kernel's log is rate-limited: not every error)
+        assert st["fill_errors"] >= sum(int(r[2]) // SEG for r in runs) >= 2, (st, errors)
+        assert st["reads"] == 8 * SEG_BLOCKS // read_blocks, st
+        assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
+            st["read_bypassed"] + st["read_resent"] == st["reads"], st
 
 
 # --------------------------------------------------------------------------

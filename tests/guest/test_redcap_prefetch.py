@@ -39,14 +39,17 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
     what it has read in whole segments, up to 2: its fourth read (one
     segment read) fills the next segment, the first read of the second
     segment the one after; from then on, the first read of every other
-    segment fills two at once.  One miss, 8 fills ahead, 7 of them read;
-    the one left over is read without a fill."""
+    segment fills two at once, in one request to the origin (a measuring
+    vdisk under redcap counts them), backward as forward.  One miss, 8
+    fills ahead, 7 of them read; the one left over is read without a fill."""
     write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=3)
     n = dev_sectors(loop64)
     first, nsegs = (13, 8) if backward else (2, 8)
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 32 2 policy always") as rc:
+    with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
         rc.cold()
         rc.message("set", "prefetch", "2")
+        before = meas.stats()["read_samples"]
         read_pattern(rc.path, stream(first, nsegs, backward), seed=3, bs=READ)
         st = settle(rc)
         assert st["prefetch"] == 2
@@ -56,6 +59,9 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
         assert (st["prefetches"], st["prefetch_hits"], st["prefetch_unused"]) == (8, 7, 0), st
         assert (st["fill_ios"], st["fill_sectors"], st["segments_valid"]) == \
             (9, 9 * SEG, 9), st
+        # The miss, two fills ahead alone, then three batches of two.
+        assert st["fill_joined"] == 3, st
+        assert meas.stats()["read_samples"] - before == 6
         # The one filled ahead and not read: the origin's data, from RAM.
         left = first - 1 if backward else first + nsegs
         rc.message("set", "prefetch", "0")

@@ -67,7 +67,8 @@ def read_identity(st):
 
 def origin_reads(st):
     """The reads redcap sent the origin: a joined piece went with the one before."""
-    return st["fill_ios"] + st["read_bypassed"] - st["read_joined"] + st["read_resent"]
+    return (st["fill_ios"] - st["fill_joined"] + st["read_bypassed"] - st["read_joined"] +
+            st["read_resent"])
 
 
 def random_reader(dev, blocks, count, seed, bad=frozenset()):

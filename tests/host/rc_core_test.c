@@ -251,6 +251,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
+	check_ctr_field(line, "fill_joined", g->fill_joined, w->fill_joined);
 	check_ctr_field(line, "fill_sectors", g->fill_sectors, w->fill_sectors);
 	check_ctr_field(line, "fill_errors", g->fill_errors, w->fill_errors);
 	check_ctr_field(line, "fill_stale", g->fill_stale, w->fill_stale);
@@ -263,7 +264,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 30 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 31 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -2966,4 +2967,35 @@ CTEST(read_join_counts_the_budget_before_the_join)
 	CHECK_EQ(free_len(c), 4);
 	check_invariants(c);
 	rm(c);
+}
+
+CTEST(fill_runs_sort_a_reads_fills_and_cut_them_at_gaps_and_the_bound)
+{
+	/* A backward stream's batch after its miss, with a gap and a stray. */
+	struct rc_fill_item f[] = {
+		{ .seg = 40, .idx = 0, .ahead = false }, { .seg = 39, .idx = 1, .ahead = true },
+		{ .seg = 38, .idx = 2, .ahead = true }, { .seg = 36, .idx = 3, .ahead = true },
+		{ .seg = 35, .idx = 4, .ahead = true }, { .seg = 7, .idx = 5, .ahead = true },
+	};
+	static const u64 sorted[] = { 7, 35, 36, 38, 39, 40 };
+	static const u32 idx[] = { 5, 4, 3, 2, 1, 0 };
+	u32 i;
+
+	rc_fill_runs(f, 6);
+	for (i = 0; i < 6; i++) {
+		CHECK_EQ(f[i].seg, sorted[i]);
+		CHECK_EQ(f[i].idx, idx[i]);
+		CHECK_EQ(f[i].ahead, i != 5);
+	}
+	CHECK_EQ(rc_fill_run(f, 6, RC_FILL_RUN_MAX), 1);		/* 7 */
+	CHECK_EQ(rc_fill_run(f + 1, 5, RC_FILL_RUN_MAX), 2);		/* 35, 36 */
+	CHECK_EQ(rc_fill_run(f + 3, 3, RC_FILL_RUN_MAX), 3);		/* 38 .. 40 */
+	CHECK_EQ(rc_fill_run(f + 3, 3, 2), 2);				/* the bound */
+	CHECK_EQ(rc_fill_run(f + 3, 3, 1), 1);
+	CHECK_EQ(rc_fill_run(f + 5, 1, RC_FILL_RUN_MAX), 1);		/* the last */
+	/* One fill, or none to sort, stays as it is. */
+	rc_fill_runs(f, 1);
+	CHECK_EQ(f[0].seg, 7);
+	rc_fill_runs(f, 0);
+	CHECK_EQ(RC_FILL_RUN_MAX, 1 + RC_PREFETCH_MAX);
 }

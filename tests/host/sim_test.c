@@ -432,6 +432,49 @@ CTEST(sim_a_bypassed_piece_takes_the_next_with_it)
 	CHECK_EQ(r.disk_requests, 2);
 }
 
+/*
+ * A stream's fills ahead go to the disk in one request with the miss they
+ * follow, backward as forward: a file read backward in 4 KiB reads (tac)
+ * costs the disk one request per batch, not one per segment.
+ */
+CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
+{
+	struct trace *fwd = new_trace(1024), *back = new_trace(1024);
+	struct sim_result f, b, none;
+	size_t i;
+
+	/* 4 MiB, 32 segments of 128 KiB, read forward and backward. */
+	for (i = 0; i < 1024; i++) {
+		put(fwd, i, TRACE_READ, 8 * i, 8, 7, i, TRACE_NO_TIME);
+		put(back, i, TRACE_READ, 8 * (1023 - i), 8, 7, i, TRACE_NO_TIME);
+	}
+	none = run(back, "64x128k:always");
+	f = run(fwd, "64x128k:always,prefetch=2");
+	b = run(back, "64x128k:always,prefetch=2");
+	free_trace(fwd);
+	free_trace(back);
+	/* Without read-ahead: one request per segment. */
+	CHECK_EQ(none.ctr.fill_ios, 32);
+	CHECK_EQ(none.ctr.fill_joined, 0);
+	CHECK_EQ(none.disk_requests, 32);
+	/*
+	 * With it, only the first read misses; the stream's fills ahead then
+	 * go in batches (its degree grows with what it has read, up to 2),
+	 * each batch one request.  Forward, one segment past the data is
+	 * filled and goes unread; backward, segment 0 is the disk's first.
+	 */
+	CHECK_EQ(f.ctr.fill_ios, 33);
+	CHECK_EQ(f.ctr.prefetches, 32);
+	CHECK_EQ(f.ctr.fill_joined, 15);
+	CHECK_EQ(f.disk_requests, 18);
+	CHECK_EQ(b.ctr.fill_ios, 32);
+	CHECK_EQ(b.ctr.prefetches, 31);
+	CHECK_EQ(b.ctr.fill_joined, 14);
+	CHECK_EQ(b.disk_requests, 18);
+	CHECK_EQ(b.disk_requests, b.ctr.fill_ios - b.ctr.fill_joined);
+	CHECK(b.disk_busy_ns < none.disk_busy_ns);
+}
+
 CTEST(sim_a_request_beyond_the_disk_is_refused)
 {
 	struct trace *t = new_trace(1);

@@ -56,8 +56,9 @@ def test_exact_counters_through_the_cache_core(tmp_path):
 def test_prefetch_runs_the_kernels_read_ahead_of_streams(tmp_path):
     """A process reading 8 segments forward in 32 KiB reads, prefetch 2:
     the counts of the guest's test_a_stream_reads_the_segments_filled_ahead_of_it,
-    from the same core: one miss, 8 fills ahead, 7 of them read, each fill
-    one disk request; without prefetch, a fill per segment."""
+    from the same core: one miss, 8 fills ahead, 7 of them read, in 6 disk
+    requests (the miss, two fills ahead alone, three batches of two, each
+    one request); without prefetch, a fill per segment."""
     trace = tmp_path / "t.csv"
     trace.write_text("time_ns,pid,op,sector,sectors\n" + "".join(
         f"{i},7,R,{512 + 64 * i},64\n" for i in range(32)))
@@ -72,7 +73,8 @@ def test_prefetch_runs_the_kernels_read_ahead_of_streams(tmp_path):
         "prefetch_hits": 7, "prefetch_unused": 0, "fill_ios": 9, "fill_sectors": 9 * 256,
         "segments_valid": 9}
     assert ahead["stats"]["read_hits"] + ahead["stats"]["read_hits_waited"] == 31
-    assert ahead["disk_requests"] == 9
+    assert ahead["stats"]["fill_joined"] == 3
+    assert ahead["disk_requests"] == 6
     assert {k: plain["stats"][k] for k in keys} == {
         "reads": 32, "read_misses": 8, "read_bypassed": 0, "prefetch": 0, "prefetches": 0,
         "prefetch_hits": 0, "prefetch_unused": 0, "fill_ios": 8, "fill_sectors": 8 * 256,
