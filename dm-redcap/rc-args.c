@@ -125,6 +125,7 @@ static const struct {
 	[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, RC_BUDGET_MAX_SHARE },
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
 	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
+	[RC_TUN_PREFETCH_FORWARD] = { "prefetch_forward", 0, 1 },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)
@@ -158,6 +159,9 @@ void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
 	case RC_TUN_PREFETCH:
 		c->prefetch = value;
 		break;
+	case RC_TUN_PREFETCH_FORWARD:
+		c->prefetch_forward = value;
+		break;
 	default:
 		break;
 	}
@@ -180,6 +184,8 @@ u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
 		return (u32)rc_div64(c->budget.cap_ns, 1000000);
 	case RC_TUN_PREFETCH:
 		return c->prefetch;
+	case RC_TUN_PREFETCH_FORWARD:
+		return c->prefetch_forward;
 	default:
 		return 0;
 	}

@@ -42,7 +42,8 @@ enum rc_msg_verb {
 /* The tunables of "set <key> <value>". */
 enum rc_tunable {
 	RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DWELL, RC_TUN_DECAY_MS,
-	RC_TUN_BUDGET_SHARE, RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH, RC_TUN_NR
+	RC_TUN_BUDGET_SHARE, RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH, RC_TUN_PREFETCH_FORWARD,
+	RC_TUN_NR
 };
 
 /* The name of tunable @key ("window", ...). */

@@ -101,6 +101,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 	rc_caware_init(&c->caware, 0);
 	rc_budget_init(&c->budget);
 	rc_streams_init(&c->streams);
+	c->prefetch_forward = 1;
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
 	c->entries = (struct rc_entry *)p;
@@ -556,7 +557,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
 		return rc_read_simulate(c, seg, i);
-	if (dir && c->prefetch)
+	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward))
 		rc_prefetch_due(c, seg, dir);
 
 	if (i != RC_NONE && c->entries[i].state != RC_GHOST) {

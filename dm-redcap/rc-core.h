@@ -150,6 +150,7 @@ struct rc_cache {
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
 	u32 nr_ahead;		/* entries with ahead set */
 	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
+	u32 prefetch_forward;	/* forward streams too (else backward only) */
 	u32 pf_left;		/* what the last rc_read() left to rc_prefetch() */
 	int pf_dir;
 	bool pf_started;	/* a fill of that batch has started */

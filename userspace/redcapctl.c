@@ -95,7 +95,7 @@ static const char redcapctl_help[] =
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
 "  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
-"               budget_share, budget_cap_ms, prefetch\n"
+"               budget_share, budget_cap_ms, prefetch, prefetch_forward\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
@@ -1874,7 +1874,7 @@ static int cache_load(const char *name, struct stack *k)
 }
 
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
-			"budget_share, budget_cap_ms, prefetch"
+			"budget_share, budget_cap_ms, prefetch, prefetch_forward"
 
 /* A key of the target's "set" message. */
 static bool is_tunable(const char *key)

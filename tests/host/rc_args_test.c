@@ -153,12 +153,15 @@ CTEST(message_verbs)
 	CHECK(!message("set prefetch 8", &m));
 	CHECK_EQ(m.key, RC_TUN_PREFETCH);
 	CHECK_EQ(m.uvalue, 8);
+	CHECK(!message("set prefetch_forward 0", &m));
+	CHECK_EQ(m.key, RC_TUN_PREFETCH_FORWARD);
+	CHECK_EQ(m.uvalue, 0);
 }
 
 /* Every tunable set through the shared accessor reads back; the cap bounds the balance. */
 CTEST(tunables_set_and_read_back)
 {
-	static const u32 values[RC_TUN_NR] = { 64, 10, 3, 250, 0, 7, 5 };
+	static const u32 values[RC_TUN_NR] = { 64, 10, 3, 250, 0, 7, 5, 0 };
 	size_t sz = rc_cache_mem_size(4);
 	struct rc_cache c;
 	void *mem = malloc(sz);
@@ -170,6 +173,7 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH), 0);			/* off */
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH_FORWARD), 1);		/* both ways */
 	c.budget.balance = 50000000;
 	for (k = 0; k < RC_TUN_NR; k++)
 		rc_set_tunable(&c, k, values[k]);
@@ -180,6 +184,7 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(c.budget.cap_ns, 7000000);
 	CHECK_EQ(c.budget.balance, 7000000);
 	CHECK_EQ(c.prefetch, 5);
+	CHECK_EQ(c.prefetch_forward, 0);
 	CHECK(!strcmp(rc_tunable_name(RC_TUN_BUDGET_CAP_MS), "budget_cap_ms"));
 	CHECK(!strcmp(rc_tunable_name(RC_TUN_NR), "?"));
 	free(mem);
@@ -210,6 +215,7 @@ CTEST(message_errors)
 		{ "set budget_share 1000001", "set: budget_share must be 0..1000000" },
 		{ "set budget_cap_ms -1", "set: budget_cap_ms must be 0..3600000" },
 		{ "set prefetch 9", "set: prefetch must be 0..8" },
+		{ "set prefetch_forward 2", "set: prefetch_forward must be 0..1" },
 		{ "set margin 18446744073709551626", "set: margin must be 0..99" },
 	};
 	CHECK_REFUSALS(bad, refused_message);

@@ -89,7 +89,8 @@ CTEST(sim_configs_parse)
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
 	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,dwell=1,"
-		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,write_policy=update");
+		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,prefetch_forward=0,"
+		   "write_policy=update");
 	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(c.estimator, RC_EST_SPK);
 	CHECK_EQ(c.tun_given, (1u << RC_TUN_NR) - 1);
@@ -99,6 +100,7 @@ CTEST(sim_configs_parse)
 	CHECK_EQ(c.tun[RC_TUN_DECAY_MS], 500);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_SHARE], 0);
 	CHECK_EQ(c.tun[RC_TUN_PREFETCH], 3);
+	CHECK_EQ(c.tun[RC_TUN_PREFETCH_FORWARD], 0);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_CAP_MS], 7);
 	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
 	c = config("bare");
@@ -440,7 +442,7 @@ CTEST(sim_a_bypassed_piece_takes_the_next_with_it)
 CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 {
 	struct trace *fwd = new_trace(1024), *back = new_trace(1024);
-	struct sim_result f, b, none;
+	struct sim_result f, b, none, fb, bb;
 	size_t i;
 
 	/* 4 MiB, 32 segments of 128 KiB, read forward and backward. */
@@ -451,8 +453,16 @@ CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 	none = run(back, "64x128k:always");
 	f = run(fwd, "64x128k:always,prefetch=2");
 	b = run(back, "64x128k:always,prefetch=2");
+	/* Backward only: the forward stream is left to the page cache's read-ahead. */
+	fb = run(fwd, "64x128k:always,prefetch=2,prefetch_forward=0");
+	bb = run(back, "64x128k:always,prefetch=2,prefetch_forward=0");
 	free_trace(fwd);
 	free_trace(back);
+	CHECK_EQ(fb.ctr.prefetches, 0);
+	CHECK_EQ(fb.ctr.fill_ios, 32);
+	CHECK_EQ(fb.disk_requests, 32);
+	CHECK_EQ(bb.ctr.prefetches, b.ctr.prefetches);
+	CHECK_EQ(bb.disk_requests, b.disk_requests);
 	/* Without read-ahead: one request per segment. */
 	CHECK_EQ(none.ctr.fill_ios, 32);
 	CHECK_EQ(none.ctr.fill_joined, 0);
