@@ -902,6 +902,31 @@ static void cache_params(const struct spec *s, dev_t lower, char *params, size_t
 		 s->segment_bytes >> 9, s->ram_bytes / s->segment_bytes, nf, features);
 }
 
+/*
+ * The tunables redcapctl gives a new cache, where they are not the
+ * target's: backward streams read ahead 2 segments, forward ones left to
+ * the page cache's read-ahead (--readahead).  The measured recommended
+ * stack (docs/results/README.md); redcapctl set changes them.
+ */
+static const char * const default_tunables[] = { "set prefetch 2", "set prefetch_forward 0" };
+
+/* Give the new cache @name redcapctl's tunables.  0, or -1 with the error printed. */
+static int stack_tune(const char *name)
+{
+	const char *why;
+	char *answer;
+	struct dev d;
+
+	dev_resolve(name, &d);
+	for (size_t i = 0; i < sizeof(default_tunables) / sizeof(default_tunables[0]); i++) {
+		why = dm_send(&d, default_tunables[i], &answer);
+		if (why)
+			return fail("%s: cannot %s: %s", name, default_tunables[i], why);
+		free(answer);
+	}
+	return 0;
+}
+
 /* The target's own reason for refusing a table is only in the kernel log. */
 static const char *kernel_log_hint(void)
 {
@@ -949,6 +974,12 @@ static int stack_create(const struct spec *s)
 	stack_uuid(s->name, false, uuid, sizeof(uuid));
 	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0, readahead_of(s, &o))) {
 		fail("%s: cannot create the cache: %s%s", s->name, dm_why, kernel_log_hint());
+		layer_remove(s);
+		return -1;
+	}
+	if (stack_tune(s->name)) {
+		if (dm_remove_dev(s->name))
+			fail("%s: cannot remove the cache it made: %s", s->name, dm_why);
 		layer_remove(s);
 		return -1;
 	}
@@ -1095,6 +1126,8 @@ static int stack_upgrade(const struct spec *s)
 		layer_remove(s);
 		goto out;
 	}
+	if (stack_tune(s->name))
+		goto out;	/* the cache is in, at the target's tunables */
 	print_created(s, &o, false);
 	r = 0;
 out:

@@ -55,6 +55,13 @@ def read_ahead_kb(dev):
         return int(f.read())
 
 
+def read_ahead_tunables(name):
+    """The cache's prefetch and prefetch_forward, from its stats."""
+    st = dict(line.split("=", 1) for line in
+              sh("dmsetup", "message", name, "0", "stats").stdout.split())
+    return int(st["prefetch"]), int(st["prefetch_forward"])
+
+
 def uuid(name):
     return sh("dmsetup", "info", "-c", "--noheadings", "-o", "uuid", name).stdout.strip()
 
@@ -179,6 +186,8 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
                         f"(512 x 128 KiB), policy adaptive+caware, read-ahead 1 MiB\n")
     # auto: 1 MiB over an origin reading ahead less (the loop device: 128 KiB) ...
     assert (read_ahead_kb(loop64), read_ahead_kb(f"/dev/mapper/{name}")) == (128, 1024)
+    # and backward streams read ahead by the cache (the target's own: 0, 1)
+    assert read_ahead_tunables(name) == (2, 0)
     assert table(name) == (f"0 131072 redcap {dmtest.dm_major_minor(loop64)} 256 512 2 "
                            "policy adaptive+caware")
     assert f"{name}-vd" not in dm_devices()
@@ -716,6 +725,7 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
                             "it), cache 4 MiB (32 x 128 KiB), policy adaptive+caware, "
                             "read-ahead 2 MiB\n")
         assert read_ahead_kb(mapper) == 2048       # the new table keeps it
+        assert read_ahead_tunables(lin) == (2, 0)
         assert table(lin) == (f"0 131072 redcap {dmtest.dm_major_minor(mapper + '-vd')} 256 32 "
                               "4 policy adaptive+caware estimator vdisk")
         read_stamped(mapper, range(64), 5)
