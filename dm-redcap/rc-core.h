@@ -291,8 +291,9 @@ void rc_count_waited(struct rc_cache *c, u32 n);
  * backward.  rc_fill_runs() sorts @n fills by segment; rc_fill_run() is
  * the length of the run that starts at @f (at most @max fills, and at
  * least 1).  The caller counts each run's fills after its first with
- * rc_count_fill_joined(): then the origin's reads are fill_ios -
- * fill_joined + read_bypassed - read_joined + read_resent.
+ * rc_count_fill_joined() when they complete, as fill_ios counts them:
+ * then the origin's reads are fill_ios - fill_joined + read_bypassed -
+ * read_joined + read_resent.
  */
 struct rc_fill_item {
 	u64 seg;

@@ -328,6 +328,8 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 
 	spin_lock_irqsave(&cc->lock, flags);
 	act = rc_fill_done(cc->cache, idx, error, sectors);
+	if (k)		/* it went down in the request of the entry before */
+		rc_count_fill_joined(cc->cache, 1);
 	waiters = cc->ents[idx].waiters;
 	bio_list_init(&cc->ents[idx].waiters);
 	spin_unlock_irqrestore(&cc->lock, flags);
@@ -575,22 +577,14 @@ static void redcap_prefetch(struct redcap_c *rc, struct redcap_fills *fl, u64 no
  */
 static bool redcap_start_fills(struct redcap_c *rc, struct redcap_fills *fl, struct bio *bio)
 {
-	struct redcap_cache *cc = rc->cc;
-	u32 i, k, len, max = redcap_run_max(cc);
-	unsigned long flags;
+	u32 i, k, len, max = redcap_run_max(rc->cc);
 	bool own = true;
 
 	rc_fill_runs(fl->f, fl->nr);
 	for (i = 0; i < fl->nr; i += len) {
 		len = rc_fill_run(fl->f + i, fl->nr - i, max);
-		if (redcap_start_run(rc, fl->f + i, len)) {
-			if (len > 1) {
-				spin_lock_irqsave(&cc->lock, flags);
-				rc_count_fill_joined(cc->cache, len - 1);
-				spin_unlock_irqrestore(&cc->lock, flags);
-			}
+		if (redcap_start_run(rc, fl->f + i, len))
 			continue;
-		}
 		for (k = i; k < i + len; k++) {
 			redcap_cancel_fill(rc, fl->f[k].idx, fl->f[k].ahead ? NULL : bio);
 			own &= fl->f[k].ahead;

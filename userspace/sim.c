@@ -265,6 +265,7 @@ struct sim {
 #define NONE32	UINT32_MAX
 #define FROM_WRITE	UINT64_MAX
 #define AHEAD		(1ull << 32)
+#define JOINED		(1ull << 33)	/* in the request of the entry before */
 
 static u64 copy_ns(u32 sectors)
 {
@@ -477,11 +478,10 @@ static int start_fills(struct sim *s, struct fills *fl, u64 now)
 			sectors += seg_len(s, fl->f[k].seg * s->c->seg_sectors);
 		if (disk(s, VD_READ, start, sectors, now, &done))
 			return -1;
-		rc_count_fill_joined(s->cache, len - 1);
 		for (k = i; k < i + len; k++) {
 			start = fl->f[k].seg * s->c->seg_sectors;
-			if (push(s, done, EV_FILL_DONE, fl->f[k].idx | (fl->f[k].ahead ? AHEAD : 0),
-				 seg_len(s, start), start, now))
+			if (push(s, done, EV_FILL_DONE, fl->f[k].idx | (fl->f[k].ahead ? AHEAD : 0) |
+				 (k > i ? JOINED : 0), seg_len(s, start), start, now))
 				return -1;
 		}
 	}
@@ -571,6 +571,8 @@ static int fill_done(struct sim *s, const struct event *e)
 	if (e->c != FROM_WRITE)
 		disk_done(s, RC_DISK_FILL, e->c, (u32)e->b, e->d, now);
 	act = rc_fill_done(s->cache, idx, 0, (u32)e->b);
+	if (e->a & JOINED)
+		rc_count_fill_joined(s->cache, 1);
 	i = s->wait_head[idx];
 	s->wait_head[idx] = NONE32;
 	for (; i != NONE32; i = next) {
