@@ -191,7 +191,12 @@ struct redcap_c {
 	enum rc_write_policy write_policy;
 	enum rc_estimator estimator;
 
-	/* The latency model of the disk below (dm-vdisk), or NULL. */
+	/*
+	 * The latency model of the disk below, or NULL; when set, dm-vdisk's
+	 * API (vm_api) is held with symbol_get(): dm-redcap links to nothing
+	 * of dm-vdisk and loads without it.
+	 */
+	const struct vdisk_model_api *vm_api;
 	struct vdisk_model *vm;
 	dev_t model_dev;
 	bool model_explicit;		/* named by the model feature */
@@ -513,7 +518,7 @@ static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd
 	*ns = 0;
 	if (!rc->vm)
 		return false;
-	vdisk_model_vdisk_submit(rc->vm, v, dir, sector, sectors, now);
+	rc->vm_api->vdisk_submit(rc->vm, v, dir, sector, sectors, now);
 	*ns = v->busy_ns - busy;
 	return v->unestimated == unest;
 }
@@ -1047,8 +1052,10 @@ static void redcap_dtr(struct dm_target *ti)
 
 	if (rc->cc)
 		redcap_cache_put(rc->cc);
-	if (rc->vm)
-		vdisk_model_put(rc->vm);
+	if (rc->vm) {
+		rc->vm_api->put(rc->vm);
+		symbol_put(vdisk_model_api);
+	}
 	if (rc->origin)
 		dm_put_device(ti, rc->origin);
 	kfree(rc);
@@ -1056,7 +1063,8 @@ static void redcap_dtr(struct dm_target *ti)
 
 /*
  * The vdisk model named by the model feature, else the origin's if the
- * origin is a vdisk device; none is fine.
+ * origin is a vdisk device; none is fine.  Without dm-vdisk loaded there
+ * is no vdisk device, hence no model.
  */
 static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
 			     const char *path)
@@ -1067,7 +1075,14 @@ static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
 		ti->error = "Model device lookup failed";
 		return -ENODEV;
 	}
-	rc->vm = vdisk_model_get(dev);
+	rc->vm_api = symbol_get(vdisk_model_api);
+	if (rc->vm_api) {
+		rc->vm = rc->vm_api->get(dev);
+		if (!rc->vm) {
+			symbol_put(vdisk_model_api);
+			rc->vm_api = NULL;
+		}
+	}
 	if (path && !rc->vm) {
 		ti->error = "Model device is not a vdisk device";
 		return -EINVAL;

@@ -121,13 +121,12 @@ static void vdisk_model_release(struct kref *kref)
 	kfree(vm);
 }
 
-void vdisk_model_put(struct vdisk_model *vm)
+static void vdisk_model_put(struct vdisk_model *vm)
 {
 	kref_put_mutex(&vm->kref, vdisk_model_release, &vdisk_models_lock);
 }
-EXPORT_SYMBOL_GPL(vdisk_model_put);
 
-struct vdisk_model *vdisk_model_get(dev_t dev)
+static struct vdisk_model *vdisk_model_get(dev_t dev)
 {
 	struct vdisk_model *vm, *found = NULL;
 
@@ -141,9 +140,8 @@ struct vdisk_model *vdisk_model_get(dev_t dev)
 	mutex_unlock(&vdisk_models_lock);
 	return found;
 }
-EXPORT_SYMBOL_GPL(vdisk_model_get);
 
-bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
+static bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
 			  s64 distance, u32 sectors, u64 *ns)
 {
 	unsigned long flags;
@@ -154,9 +152,8 @@ bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return r;
 }
-EXPORT_SYMBOL_GPL(vdisk_model_estimate);
 
-u64 vdisk_model_vdisk_submit(struct vdisk_model *vm, struct vd_vdisk *v,
+static u64 vdisk_model_vdisk_submit(struct vdisk_model *vm, struct vd_vdisk *v,
 			     enum vd_dir dir, u64 sector, u32 sectors, u64 now)
 {
 	unsigned long flags;
@@ -167,7 +164,14 @@ u64 vdisk_model_vdisk_submit(struct vdisk_model *vm, struct vd_vdisk *v,
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return done;
 }
-EXPORT_SYMBOL_GPL(vdisk_model_vdisk_submit);
+
+const struct vdisk_model_api vdisk_model_api = {
+	.get = vdisk_model_get,
+	.put = vdisk_model_put,
+	.estimate = vdisk_model_estimate,
+	.vdisk_submit = vdisk_model_vdisk_submit,
+};
+EXPORT_SYMBOL_GPL(vdisk_model_api);
 
 /*
  * The registered model of @dev if its geometry matches (a reload keeps what
