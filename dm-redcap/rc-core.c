@@ -553,7 +553,6 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	c->ctr.reads++;
 	c->sim = RC_SIM_NONE;
 	c->refused_by = RC_REFUSED_NONE;
-	c->in_stream = dir != 0;
 	c->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
@@ -679,8 +678,8 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 		rc_budget_read(&c->budget, served, act == RC_READ_FILL, vd_ns, cvd_ns);
 		rc_budget_ghost(&c->budget, c->refused_by, vd_ns);
 	}
-	if (served || c->in_stream)
-		rc_adapt_local(&c->adapt);
+	if (served)
+		rc_adapt_served(&c->adapt);
 	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
 		      cvd_ns, cvd_ok);
 }

@@ -160,7 +160,6 @@ struct rc_cache {
 	enum rc_write_policy write_policy;
 	enum rc_sim sim;	/* what the last rc_read() simulated */
 	enum rc_refused refused_by; /* what it did with the segments the budget refused */
-	bool in_stream;		/* the last rc_read() went on with a stream */
 	struct rc_adapt adapt;	/* its .active is the cache's state */
 	struct rc_caware caware;
 	struct rc_budget budget; /* pays the fills of the adaptive policies */

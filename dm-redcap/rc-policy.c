@@ -67,7 +67,7 @@ static bool rc_spk_price(const struct rc_spk *mine, const struct rc_spk *other, 
 static void rc_adapt_new_window(struct rc_adapt *a)
 {
 	a->reads = 0;
-	a->local = 0;
+	a->served = 0;
 	a->unpriced = 0;
 	a->cache_ns = 0;
 	a->disk_ns = 0;
@@ -215,7 +215,7 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 static bool rc_adapt_early(const struct rc_adapt *a)
 {
 	return a->first && a->switching && a->estimator == RC_EST_VDISK &&
-	       a->active && a->local * RC_ADAPT_EARLY_LOCAL <= a->reads &&
+	       a->active && !a->served &&
 	       a->reads == a->window / RC_ADAPT_EARLY_DIV;
 }
 

@@ -62,14 +62,11 @@ enum rc_disk_kind {
 #define RC_ADAPT_WINDOW		128	/* reads per judgement */
 /*
  * The early verdict: with estimator vdisk, a cache's first window is
- * judged after a quarter of the window's reads, as any window is, if at
- * most one in RC_ADAPT_EARLY_LOCAL of them showed locality (rc_adapt_local():
- * served from RAM, or going on with a stream): a cold cache under reads
- * with no locality to find.  One read served in 32 is not locality: the
- * page cache's read-ahead of a read just before it, in the same segment.
+ * judged after a quarter of the window's reads if none of them was served
+ * from RAM (a cold cache under reads with no locality to find), as any
+ * window is.
  */
 #define RC_ADAPT_EARLY_DIV	4
-#define RC_ADAPT_EARLY_LOCAL	16
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
 #define RC_ADAPT_MAX_WINDOW	1000000u
@@ -85,7 +82,7 @@ struct rc_adapt {
 
 	/* the window being filled */
 	u32 reads;
-	u32 local;		/* reads that showed locality (rc_adapt_local()) */
+	u32 served;		/* reads served from RAM (rc_adapt_served()) */
 	bool first;		/* no window judged yet: the early verdict may come */
 	u32 unpriced;		/* reads the estimator could not price */
 	u64 cache_ns;		/* the reads' time with the cache */
@@ -115,13 +112,10 @@ void rc_adapt_reset_stats(struct rc_adapt *a);
 bool rc_spk_estimate(const struct rc_spk *s, u32 sectors, u64 *ns);
 void rc_spk_add(struct rc_spk *s, u32 sectors, u64 ns);
 
-/*
- * The read about to be judged showed locality: it was served from RAM (a
- * hit or a wait), or it went on with a stream (rc_stream_read()).
- */
-static inline void rc_adapt_local(struct rc_adapt *a)
+/* The read about to be judged was served from RAM (a hit or a wait). */
+static inline void rc_adapt_served(struct rc_adapt *a)
 {
-	a->local++;
+	a->served++;
 }
 
 /*

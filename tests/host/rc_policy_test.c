@@ -622,17 +622,16 @@ CTEST(adapt_margin_and_dwell)
 
 /*
  * @n reads, each priced @cvd ns with the cache and 1000 ns on the bare
- * disk, showing locality (served from RAM, or going on with a stream) or
- * not.  Returns the number of the read (from 1) that last switched the
- * state, or 0.
+ * disk, @served from RAM or not.  Returns the number of the read (from 1)
+ * that last switched the state, or 0.
  */
-static u32 early_reads(struct rc_adapt *a, u32 n, u64 cvd, bool local)
+static u32 early_reads(struct rc_adapt *a, u32 n, u64 cvd, bool served)
 {
 	u32 i, switched = 0;
 
 	for (i = 0; i < n; i++) {
-		if (local)
-			rc_adapt_local(a);
+		if (served)
+			rc_adapt_served(a);
 		if (rc_adapt_read(a, 0, 8, 256, RC_SIM_NONE, 1000, true, cvd, true))
 			switched = i + 1;
 	}
@@ -649,8 +648,8 @@ static void early_init(struct rc_adapt *a)
 
 /*
  * The early verdict: a cache's first window is judged after a quarter of
- * its reads (32) when at most 2 of them showed locality, by the rule of
- * any window; the windows after it are whole.
+ * its reads (32) when none was served from RAM, by the rule of any
+ * window; the windows after it are whole.
  */
 CTEST(adapt_early_verdict_after_a_quarter_window_with_nothing_served)
 {
@@ -663,13 +662,6 @@ CTEST(adapt_early_verdict_after_a_quarter_window_with_nothing_served)
 	CHECK_EQ(a.windows, 1);
 	CHECK_EQ(a.last_cache_ns, 32 * 2000);
 	CHECK_EQ(a.last_disk_ns, 32 * 1000);
-
-	/* 2 reads of 32 served (a read-ahead in the segment before): still early */
-	early_init(&a);
-	CHECK_EQ(early_reads(&a, 2, 0, true), 0);
-	CHECK_EQ(early_reads(&a, 30, 2500, false), 30);	/* the 32nd */
-	CHECK(!a.active);
-	CHECK_EQ(a.last_cache_ns, 30 * 2500);
 	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 1, 2000, false), 0);
 	CHECK_EQ(a.windows, 1);
 	CHECK_EQ(early_reads(&a, 1, 2000, false), 0);	/* whole, and the dwell */
@@ -688,21 +680,21 @@ CTEST(adapt_early_verdict_after_a_quarter_window_with_nothing_served)
 }
 
 /*
- * No early verdict once 3 reads of the first quarter showed locality, for
- * a policy that does not switch, with estimator spk, for a cache started
- * inactive, nor for a window after the first.
+ * No early verdict once a read of the first quarter was served from RAM,
+ * for a policy that does not switch, with estimator spk, for a cache
+ * started inactive, nor for a window after the first.
  */
-CTEST(adapt_no_early_verdict_after_locality_or_for_later_windows)
+CTEST(adapt_no_early_verdict_after_a_hit_or_for_later_windows)
 {
 	struct rc_adapt a;
 
 	early_init(&a);
-	CHECK_EQ(early_reads(&a, 3, 0, true), 0);	/* three hits */
-	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 4, 2000, false), 0);
+	CHECK_EQ(early_reads(&a, 1, 0, true), 0);	/* one hit */
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 2, 2000, false), 0);
 	CHECK_EQ(a.windows, 0);
 	CHECK_EQ(early_reads(&a, 1, 2000, false), 1);	/* read 128 */
 	CHECK_EQ(a.windows, 1);
-	CHECK_EQ(a.last_cache_ns, (RC_ADAPT_WINDOW - 3) * 2000);
+	CHECK_EQ(a.last_cache_ns, (RC_ADAPT_WINDOW - 1) * 2000);
 	CHECK(!a.active);
 
 	early_init(&a);
@@ -723,8 +715,8 @@ CTEST(adapt_no_early_verdict_after_locality_or_for_later_windows)
 
 	early_init(&a);
 	a.dwell = 0;
-	CHECK_EQ(early_reads(&a, 3, 0, true), 0);
-	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 3, 1000, false), 0);
+	CHECK_EQ(early_reads(&a, 1, 0, true), 0);
+	CHECK_EQ(early_reads(&a, RC_ADAPT_WINDOW - 1, 1000, false), 0);
 	CHECK_EQ(a.windows, 1);				/* whole, judged: on */
 	CHECK_EQ(early_reads(&a, 32, 2000, false), 0);	/* not early now */
 	CHECK_EQ(a.windows, 1);
@@ -1296,39 +1288,6 @@ static void adversary_check(struct rc_cache *c, const struct adversary *a, u64 r
 	CHECK_EQ(c->ctr.read_bypassed_budget, reads - a->fills - a->hits);
 	CHECK_EQ(c->ctr.read_hits, a->hits);
 	CHECK(a->fills > 0 && a->fills < reads / 100);
-}
-
-/*
- * Through rc_read() and rc_read_judge(): 32 reads of whole 128 KiB
- * segments, each a miss whose fill the model prices at twice the read.
- * Scattered, they show no locality and the first window is judged early:
- * the cache goes inactive at the 32nd.  Going backward one segment at a
- * time (16 files read from their ends at once start this way), every read
- * from the third on goes on with a stream (the second gives it its
- * direction): the window runs whole.
- */
-CTEST(early_verdict_spares_a_cold_cache_under_streams)
-{
-	struct adversary a = { 0 };
-	struct rc_cache *c;
-	u32 i;
-	int back;
-
-	for (back = 0; back <= 1; back++) {
-		c = mk(64, 8);
-		rc_set_policy(c, RC_POLICY_ADAPTIVE);
-		c->adapt.estimator = RC_EST_VDISK;
-		for (i = 0; i < 31; i++)
-			adversary_read(c, &a, back ? (u64)(1000 - i) * 256 : (u64)i * 7919 * 256,
-				       256, MS, 2 * MS);
-		CHECK_EQ(c->adapt.windows, 0);
-		CHECK_EQ(c->adapt.local, back ? 29 : 0);	/* from the third on */
-		adversary_read(c, &a, back ? 969 * 256 : 31 * 7919 * 256, 256, MS, 2 * MS);
-		CHECK_EQ(c->adapt.windows, back ? 0 : 1);
-		CHECK_EQ(rc_active(c), !!back);
-		CHECK_EQ(c->ctr.read_misses, RC_BUDGET_OVERDRAFT + 1);
-		rm(c);
-	}
 }
 
 /*
