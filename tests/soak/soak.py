@@ -88,17 +88,22 @@ INITIAL_SEED = 1
 NREADERS, NWRITERS = 4, 2
 VHOT = (4096, 128)              # a very hot 512 KiB (4 segments): (first block, blocks)
 HOT = (0, 2048)                 # a hot 8 MiB
-A_KINDS = ["policy", "write_policy", "drop_cache", "discard", "zeroout", "suspend_resume",
-           "reload_same", "reload_geometry", "recreate", "flakey"]
-B_KINDS = ["policy", "write_policy", "drop_cache", "suspend_resume", "reload_same"]
+A_KINDS = ["policy", "write_policy", "prefetch", "drop_cache", "discard", "zeroout",
+           "suspend_resume", "reload_same", "reload_geometry", "recreate", "flakey"]
+B_KINDS = ["policy", "write_policy", "prefetch", "drop_cache", "suspend_resume", "reload_same"]
+# The read-ahead of streams: segments ahead (redcapctl's default is 2, backward
+# only), and both ways or backward only.  Several fills ahead go down in one
+# request (a run), which fails or completes as a whole.
+PREFETCH = [0, 1, 2, 4, 8]
 FLAKEY_SECONDS = 8
 CMD_TIMEOUT = 600               # a dmsetup step taking longer is a hang
 STALL_SECONDS = 300             # no I/O completing on A for this long is a hang
 MAX_VERIFY_KEPT = 20
 # soak-a's counters summed over the caches it had (summary: "soak-a, all").
 CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
-              "read_bypassed_held", "read_resent", "fill_ios", "fill_errors", "fill_stale",
-              "writes", "invalidations", "updates", "write_allocs", "evictions", "switches"]
+              "read_bypassed_held", "read_resent", "fill_ios", "fill_joined", "fill_errors",
+              "fill_stale", "prefetches", "prefetch_hits", "writes", "invalidations", "updates",
+              "write_allocs", "evictions", "switches"]
 
 
 def now():
@@ -663,6 +668,12 @@ class Soak:
         bad = " FAILED" if getattr(self.tl, "failures", 0) > nfail else ""
         self.log(stack, f"{kind} {detail} ({dt:.2f} s){bad}")
 
+    def set_prefetch(self, name, rng):
+        n, fwd = rng.choice(PREFETCH), rng.choice([0, 1])
+        self.dmsetup("message", name, "0", "set", "prefetch", str(n))
+        self.dmsetup("message", name, "0", "set", "prefetch_forward", str(fwd))
+        return f"{n} {'both ways' if fwd else 'backward'}"
+
     def chaos_a(self, kind):
         st = self.a_state
         if kind == "policy":
@@ -675,6 +686,8 @@ class Soak:
             if self.dmsetup("message", "soak-a", "0", "write_policy", wp)[0]:
                 st["write_policy"] = wp
             return wp
+        if kind == "prefetch":
+            return self.set_prefetch("soak-a", self.rng_a)
         if kind == "drop_cache":
             self.dmsetup("message", "soak-a", "0", "drop_cache")
             return ""
@@ -764,6 +777,8 @@ class Soak:
             if self.dmsetup("message", "soak-b", "0", "write_policy", wp)[0]:
                 st["write_policy"] = wp
             return wp
+        if kind == "prefetch":
+            return self.set_prefetch("soak-b", self.rng_b)
         if kind == "drop_cache":
             self.dmsetup("message", "soak-b", "0", "drop_cache")
             return ""
@@ -1023,8 +1038,9 @@ class Soak:
         keys = ["state", "policy", "write_policy", "segment_sectors", "segments",
                 "segments_valid", "reads", "read_hits", "read_hits_waited", "read_misses",
                 "read_bypassed", "read_bypassed_held", "read_resent", "fill_ios",
-                "fill_errors", "fill_stale", "writes", "invalidations", "updates",
-                "write_allocs", "evictions", "switches"]
+                "fill_joined", "fill_errors", "fill_stale", "prefetches", "prefetch_hits",
+                "writes", "invalidations", "updates", "write_allocs", "evictions",
+                "switches"]
         lines += ["", "## Final redcap stats", "",
                   "soak-a's are its last cache's (a new geometry or a re-creation starts "
                   "a new one); *all caches* sums them over every cache it had (read just "
