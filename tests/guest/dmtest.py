@@ -66,6 +66,9 @@ def loop_device(size, directory="/tmp", direct_io=False):
         args.append("--direct-io=on")
     dev = sh(*args, path).stdout.strip()
     try:
+        # The attach's change event has udev's blkid read the device for a
+        # few hundred milliseconds: not in the test's counts of its reads.
+        sh("udevadm", "settle", "-t", "60")
         yield dev
     finally:
         sh("losetup", "-d", dev, check=False)
