@@ -684,8 +684,95 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 		      cvd_ns, cvd_ok);
 }
 
+/* Price a fill of segment @seg (clipped at the device's end) on the cache's disk. */
+static bool rc_price_fill(const struct rc_cache *c, const struct rc_pricer *p, u64 seg,
+			  u64 now, u64 *ns)
+{
+	u64 start = seg << c->seg_shift, left = p->capacity > start ? p->capacity - start : 0;
+	u32 len = left < (1u << c->seg_shift) ? (u32)left : 1u << c->seg_shift;
+
+	return p->price(p->ctx, RC_VD_CACHE, start, len, now, ns);
+}
+
+/* The fills ahead rc_prefetch() starts, each priced and paid for, into @plan. */
+static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 now,
+			     struct rc_read_plan *plan)
+{
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift, ns;
+	struct rc_fill_item *it;
+	bool ok;
+
+	for (; plan->nr_fills < RC_FILL_RUN_MAX; plan->nr_fills++) {
+		it = &plan->fills[plan->nr_fills];
+		it->idx = rc_prefetch(c, limit, &it->seg);
+		if (it->idx == RC_NONE)
+			break;
+		it->ahead = true;
+		ok = rc_price_fill(c, p, it->seg, now, &ns);
+		rc_prefetch_judge(c, ns, ok);
+	}
+}
+
+/*
+ * Judge the piece of @sectors at @sector rc_read() or rc_read_join() just
+ * handled with @act: its price on the bare disk, and that of what the
+ * cache sent down for it (a fill, the read itself on a bypass, nothing on
+ * a hit), or would have while inactive.  Then the fills ahead it leaves.
+ */
+static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
+			  u32 sectors, enum rc_read_action act, u64 now,
+			  struct rc_read_plan *plan)
+{
+	bool vd_ok, cvd_ok = true;
+	u64 vd_ns, cvd_ns = 0;
+
+	vd_ok = p->price(p->ctx, RC_VD_BARE, sector, sectors, now, &vd_ns);
+	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
+		cvd_ok = rc_price_fill(c, p, rc_sector_to_seg(c, sector), now, &cvd_ns);
+	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
+		cvd_ok = p->price(p->ctx, RC_VD_CACHE, sector, sectors, now, &cvd_ns);
+	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	rc_plan_prefetch(c, p, now, plan);
+}
+
+void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
+		 const struct rc_pricer *p, struct rc_read_plan *plan)
+{
+	u32 len = rc_in_seg(c, sector, sectors), n, joined;
+	enum rc_read_action act;
+
+	plan->idx = RC_NONE;
+	plan->nr_fills = 0;
+	if (rc_policy_caware(c->policy))
+		rc_caware_decay(&c->caware, now);
+	act = rc_read(c, sector, len, &plan->idx);
+	if (act == RC_READ_FILL)
+		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
+			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
+	rc_plan_piece(c, p, sector, len, act, now, plan);
+	for (joined = 1; act == RC_READ_BYPASS && len < sectors && joined < RC_JOIN_MAX;
+	     joined++) {
+		n = rc_in_seg(c, sector + len, sectors - len);
+		if (!rc_read_join(c, sector + len, n))
+			break;
+		rc_plan_piece(c, p, sector + len, n, act, now, plan);
+		len += n;
+	}
+	plan->act = act;
+	plan->sectors = len;
+	rc_fill_runs(plan->fills, plan->nr_fills);
+}
+
+void rc_read_hit_done(struct rc_cache *c, u32 idx, u32 sectors, u64 ns, u64 now)
+{
+	rc_unpin(c, idx);
+	rc_adapt_copy(&c->adapt, sectors, ns);
+	rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, ns, now);
+	rc_caware_record(&c->caware, RC_CL_CACHE_READ, ns, now);
+}
+
 enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
-				 u32 sectors)
+				 u32 sectors, bool joined)
 {
 	struct rc_entry *e;
 	bool walloc;
@@ -701,6 +788,7 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 	if (!walloc) {
 		c->ctr.fill_ios++;
 		c->ctr.fill_sectors += sectors;
+		c->ctr.fill_joined += joined;
 	}
 	c->nr_filling--;
 
@@ -753,11 +841,6 @@ u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max)
 	while (len < n && len < max && f[len].seg == f[len - 1].seg + 1)
 		len++;
 	return len;
-}
-
-void rc_count_fill_joined(struct rc_cache *c, u32 n)
-{
-	c->ctr.fill_joined += n;
 }
 
 void rc_fill_cancel(struct rc_cache *c, u32 idx)

@@ -188,6 +188,10 @@ size_t rc_cache_mem_size(u32 nr_entries);
 int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
 
 /*
+ * The steps of a read's decision, rc_read() to rc_read_judge(): the glue
+ * and the simulator call rc_map_read() (below), which takes them in order;
+ * the host tests drive them one at a time.
+ *
  * A read of @sectors at @sector arrived (a bio, or its piece in one segment).
  * Notes it in the stream table (rc_stream_read()), decides hit, wait, fill
  * or bypass and updates the counters.  On HIT and FILL the entry is pinned
@@ -272,26 +276,34 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
 
 /*
- * The fill of entry @idx finished with @error (0 or negative errno),
- * having read @sectors sectors.  Decides what happens to the waiters:
- * SERVE installs the data (entry VALID, still pinned by the fill until
- * rc_unpin()); STALE and ERROR free the entry (nothing to unpin).
- * Counts waited hits for SERVE only through rc_count_waited().
+ * The policy contract for a read: the caller (the glue, the simulator)
+ * hands each read to rc_map_read() under the cache lock, does what the
+ * plan says, and reports the outcome with rc_read_hit_done() (a hit) or,
+ * for the fills it started, rc_fill_done() and what follows it.
+ *
+ * rc_map_read() needs prices from the caller's virtual disks, in the
+ * order it asks (each call plays the request on that disk): @vd is
+ * RC_VD_BARE, the virtual disk of what the cache received, or
+ * RC_VD_CACHE, the one of what the cache sends down (or would, inactive).
+ * price() sets *ns and returns false when the model could not price the
+ * request (*ns then counts as 0); it must not sleep.  @capacity is the
+ * device's length in sectors: the last segment's fill is clipped there.
  */
-enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
-				 u32 sectors);
+enum rc_vd { RC_VD_BARE, RC_VD_CACHE };
 
-/* Count @n reads that were served after waiting on a fill. */
-void rc_count_waited(struct rc_cache *c, u32 n);
+struct rc_pricer {
+	bool (*price)(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns);
+	void *ctx;
+	u64 capacity;
+};
 
 /*
- * The fills one read bio leaves (its miss's, and those ahead of its
- * stream) go to the disk as one request per run of contiguous segments:
- * a stream's batch and the miss it follows cost one access, forward or
- * backward.  rc_fill_runs() sorts @n fills by segment; rc_fill_run() is
- * the length of the run that starts at @f (at most @max fills, and at
- * least 1).  The caller counts each run's fills after its first with
- * rc_count_fill_joined() when they complete, as fill_ios counts them:
+ * The fills one read leaves (its miss's, and those ahead of its stream)
+ * go to the disk as one request per run of contiguous segments: a
+ * stream's batch and the miss it follows cost one access, forward or
+ * backward.  rc_fill_run() is the length of the run that starts at @f (at
+ * most @max fills, and at least 1) among fills sorted by segment; each
+ * run's fills after its first complete with @joined true (rc_fill_done()):
  * then the origin's reads are fill_ios - fill_joined + read_bypassed -
  * read_joined + read_resent.
  */
@@ -303,7 +315,51 @@ struct rc_fill_item {
 #define RC_FILL_RUN_MAX		(1 + RC_PREFETCH_MAX)
 void rc_fill_runs(struct rc_fill_item *f, u32 n);
 u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
-void rc_count_fill_joined(struct rc_cache *c, u32 n);
+
+/* What rc_map_read() decided for a read. */
+struct rc_read_plan {
+	enum rc_read_action act;
+	u32 idx;		/* the entry, but on BYPASS (rc_read()) */
+	u32 sectors;		/* taken from the read: the rest is a read of its own */
+	u32 nr_fills;		/* fills to start, sorted by segment; the miss's, on FILL */
+	struct rc_fill_item fills[RC_FILL_RUN_MAX];
+};
+
+/*
+ * One decision for the read of @sectors at @sector arriving at @now:
+ * C-Aware's decay, rc_read() on its piece in its first segment, and for a
+ * bypass the pieces after it that rc_read_join() lets join (up to
+ * RC_JOIN_MAX segments); each piece judged on its prices (rc_read_judge())
+ * and followed by the fills ahead rc_prefetch() starts, each priced and
+ * paid for (rc_prefetch_judge()).  On FILL and WAIT the caller queues the
+ * read on plan->idx before the lock is dropped; on HIT it copies from it
+ * and calls rc_read_hit_done().  The caller starts plan->fills, or
+ * cancels one that cannot be set up with rc_fill_cancel().
+ */
+void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
+		 const struct rc_pricer *p, struct rc_read_plan *plan);
+
+/*
+ * A hit of rc_map_read() on entry @idx was copied: @sectors in @ns,
+ * ending at @now.  Unpins the entry and feeds the copy's time to the
+ * adaptive state and to C-Aware.
+ */
+void rc_read_hit_done(struct rc_cache *c, u32 idx, u32 sectors, u64 ns, u64 now);
+
+/*
+ * The fill of entry @idx finished with @error (0 or negative errno),
+ * having read @sectors sectors; @joined: it went down in the request of
+ * the fill before it (rc_fill_run(), counted in fill_joined).  Decides
+ * what happens to the waiters:
+ * SERVE installs the data (entry VALID, still pinned by the fill until
+ * rc_unpin()); STALE and ERROR free the entry (nothing to unpin).
+ * Counts waited hits for SERVE only through rc_count_waited().
+ */
+enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
+				 u32 sectors, bool joined);
+
+/* Count @n reads that were served after waiting on a fill. */
+void rc_count_waited(struct rc_cache *c, u32 n);
 
 /*
  * Count @n reads that waited on a fill which failed or went stale and were

@@ -332,9 +332,8 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 	u64 now;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	act = rc_fill_done(cc->cache, idx, error, sectors);
-	if (k)		/* it went down in the request of the entry before */
-		rc_count_fill_joined(cc->cache, 1);
+	/* k > 0: it went down in the request of the entry before */
+	act = rc_fill_done(cc->cache, idx, error, sectors, k > 0);
 	waiters = cc->ents[idx].waiters;
 	bio_list_init(&cc->ents[idx].waiters);
 	spin_unlock_irqrestore(&cc->lock, flags);
@@ -534,94 +533,37 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
 			    bio_sectors(bio), now, &ns);
 }
 
-/* Price a fill of segment @seg (clipped at the end) on the cache's virtual disk. */
-static bool redcap_price_fill(struct redcap_c *rc, u64 seg, u64 now, u64 *ns)
+/* rc_map_read()'s prices: a request played on one of the two virtual disks. */
+static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
-	struct redcap_cache *cc = rc->cc;
-	sector_t start = redcap_seg_start(cc, seg);
+	struct redcap_c *rc = ctx;
 
-	return redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, start,
-				   min_t(sector_t, cc->seg_sectors, cc->len - start), now, ns);
-}
-
-/* The fills one read bio leaves: its miss's, and those ahead of its stream. */
-struct redcap_fills {
-	unsigned int nr;
-	struct rc_fill_item f[RC_FILL_RUN_MAX];
-};
-
-/*
- * Take the fills ahead rc_prefetch() starts in the core, each priced on
- * the cache's virtual disk and paid for, after those already in @fl (the
- * pieces of one bio may each leave some; beyond RC_FILL_RUN_MAX fills in
- * all they are not taken).  cc->lock held.
- */
-static void redcap_prefetch(struct redcap_c *rc, struct redcap_fills *fl, u64 now)
-{
-	struct redcap_cache *cc = rc->cc;
-	u64 limit = div_u64(cc->len + cc->seg_sectors - 1, cc->seg_sectors), ns;
-	struct rc_fill_item *it;
-	bool ok;
-
-	for (; fl->nr < RC_FILL_RUN_MAX; fl->nr++) {
-		it = &fl->f[fl->nr];
-		it->idx = rc_prefetch(cc->cache, limit, &it->seg);
-		if (it->idx == RC_NONE)
-			break;
-		it->ahead = true;
-		ok = redcap_price_fill(rc, it->seg, now, &ns);
-		rc_prefetch_judge(cc->cache, ns, ok);
-	}
+	return redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &rc->cc->vdisk : &rc->cc->vdisk_cache,
+				   VD_READ, sector, sectors, now, ns);
 }
 
 /*
- * Start the fills a read bio left (any context map runs in), one request
- * per run of contiguous segments.  False if the miss's own fill (its
- * reader @bio) could not be set up: its entry is freed, and @bio is the
- * caller's to send to the origin.
+ * Start the fills of @plan (any context map runs in), one request per run
+ * of contiguous segments.  False if the miss's own fill (its reader @bio)
+ * could not be set up: its entry is freed, and @bio is the caller's to
+ * send to the origin.
  */
-static bool redcap_start_fills(struct redcap_c *rc, struct redcap_fills *fl, struct bio *bio)
+static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, struct bio *bio)
 {
 	u32 i, k, len, max = redcap_run_max(rc->cc);
+	struct rc_fill_item *f = plan->fills;
 	bool own = true;
 
-	rc_fill_runs(fl->f, fl->nr);
-	for (i = 0; i < fl->nr; i += len) {
-		len = rc_fill_run(fl->f + i, fl->nr - i, max);
-		if (redcap_start_run(rc, fl->f + i, len))
+	for (i = 0; i < plan->nr_fills; i += len) {
+		len = rc_fill_run(f + i, plan->nr_fills - i, max);
+		if (redcap_start_run(rc, f + i, len))
 			continue;
 		for (k = i; k < i + len; k++) {
-			redcap_cancel_fill(rc, fl->f[k].idx, fl->f[k].ahead ? NULL : bio);
-			own &= fl->f[k].ahead;
+			redcap_cancel_fill(rc, f[k].idx, f[k].ahead ? NULL : bio);
+			own &= f[k].ahead;
 		}
 	}
 	return own;
-}
-
-/*
- * Judge the read piece of @sectors at @sector that rc_read() or
- * rc_read_join() just handled with @act, and take the fills ahead it
- * leaves: its price on the bare disk (the virtual disk of what redcap
- * received) and the price of what the cache sent down for it, or would
- * have while inactive (the virtual disk of the cache's own stream).
- * cc->lock held.
- */
-static void redcap_judge_read(struct redcap_c *rc, u64 sector, u32 sectors,
-			      enum rc_read_action act, u64 now, struct redcap_fills *fl)
-{
-	struct redcap_cache *cc = rc->cc;
-	struct rc_cache *c = cc->cache;
-	bool vd_ok, cvd_ok = true;
-	u64 vd_ns, cvd_ns = 0;
-
-	vd_ok = redcap_vdisk_submit(rc, &cc->vdisk, VD_READ, sector, sectors, now, &vd_ns);
-	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = redcap_price_fill(rc, rc_sector_to_seg(c, sector), now, &cvd_ns);
-	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
-		cvd_ok = redcap_vdisk_submit(rc, &cc->vdisk_cache, VD_READ, sector, sectors,
-					     now, &cvd_ns);
-	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
-	redcap_prefetch(rc, fl, now);
 }
 
 /*
@@ -637,63 +579,42 @@ static void redcap_cut(struct bio *bio, u32 sectors)
 }
 
 /*
- * A read: its piece in its first segment goes to rc_read().  A bypassed
- * piece takes the pieces after it that rc_read_join() lets join it (up to
- * RC_JOIN_MAX segments), so that a read the cache does not serve goes
- * to the disk as received, not cut at every segment boundary.  What is
- * not taken comes back to map() as a bio of its own.
+ * A read goes to rc_map_read(), which takes its piece in its first
+ * segment or, for a bypass, the pieces after it that may go to the disk
+ * with it (a read the cache does not serve goes down as received, not cut
+ * at every segment boundary).  What is not taken comes back to map() as a
+ * bio of its own.
  */
 static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	sector_t sector = bio->bi_iter.bi_sector;
-	u64 seg = rc_sector_to_seg(cc->cache, sector);
-	u32 left = bio_sectors(bio), len, n, joined;
-	struct redcap_fills fl = { .nr = 0 };
-	enum rc_read_action act;
+	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len };
+	struct rc_read_plan plan;
 	unsigned long flags;
-	u32 idx = RC_NONE;
 	u64 now;
 
-	len = rc_in_seg(cc->cache, sector, left);
 	spin_lock_irqsave(&cc->lock, flags);
-	if (rc_policy_caware(cc->cache->policy))
-		rc_caware_decay(&cc->cache->caware, pb->start_ns);
-	act = rc_read(cc->cache, sector, len, &idx);
-	if (act == RC_READ_FILL)
-		fl.f[fl.nr++] = (struct rc_fill_item){ .seg = seg, .idx = idx, .ahead = false };
-	redcap_judge_read(rc, sector, len, act, pb->start_ns, &fl);
-	for (joined = 1; act == RC_READ_BYPASS && len < left && joined < RC_JOIN_MAX;
-	     joined++) {
-		n = rc_in_seg(cc->cache, sector + len, left - len);
-		if (!rc_read_join(cc->cache, sector + len, n))
-			break;
-		redcap_judge_read(rc, sector + len, n, act, pb->start_ns, &fl);
-		len += n;
-	}
+	rc_map_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), pb->start_ns, &pricer,
+		    &plan);
 	/* Before the bio is queued on a fill, which may end on another CPU. */
-	redcap_cut(bio, len);
-	if (act == RC_READ_WAIT || act == RC_READ_FILL) {
+	redcap_cut(bio, plan.sectors);
+	if (plan.act == RC_READ_WAIT || plan.act == RC_READ_FILL) {
 		pb->kind = PB_CACHE;
-		bio_list_add(&cc->ents[idx].waiters, bio);
+		bio_list_add(&cc->ents[plan.idx].waiters, bio);
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
 
-	if (!redcap_start_fills(rc, &fl, act == RC_READ_FILL ? bio : NULL))
-		act = RC_READ_BYPASS;
+	if (!redcap_start_fills(rc, &plan, plan.act == RC_READ_FILL ? bio : NULL))
+		plan.act = RC_READ_BYPASS;
 
-	switch (act) {
+	switch (plan.act) {
 	case RC_READ_HIT:
 		pb->kind = PB_CACHE;
-		redcap_copy(cc, idx, bio, bio->bi_iter, true);
+		redcap_copy(cc, plan.idx, bio, bio->bi_iter, true);
 		now = ktime_get_ns();
 		spin_lock_irqsave(&cc->lock, flags);
-		rc_unpin(cc->cache, idx);
-		rc_adapt_copy(&cc->cache->adapt, bio_sectors(bio), now - pb->start_ns);
-		rc_caware_record(&cc->cache->caware, RC_CL_DIRECT_CACHE_READ,
-				 now - pb->start_ns, now);
-		rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
+		rc_read_hit_done(cc->cache, plan.idx, bio_sectors(bio), now - pb->start_ns, now);
 		spin_unlock_irqrestore(&cc->lock, flags);
 		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;

@@ -424,141 +424,76 @@ static u32 seg_len(struct sim *s, u64 start)
 						       : s->c->seg_sectors;
 }
 
-/* Price a fill of segment @seg on the cache's virtual disk (redcap_price_fill()). */
-static bool price_fill(struct sim *s, u64 seg, u64 now, u64 *ns)
+/* rc_map_read()'s prices: a request played on one of the two virtual disks (the glue's). */
+static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
-	u64 start = seg * s->c->seg_sectors;
+	struct sim *s = ctx;
 
-	return vdisk_price(s, &s->vdisk_cache, VD_READ, start, seg_len(s, start), now, ns);
+	return vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
+			   sectors, now, ns);
 }
 
 /*
- * Judge the read piece rc_read() or rc_read_join() just handled with @act
- * (the glue's redcap_judge_read(), but the fills ahead are taken by the
- * caller): its price on the bare disk and the price of what the cache sent
- * down for it, or would have while inactive.
- */
-static void judge_read(struct sim *s, u64 sector, u32 sectors, enum rc_read_action act, u64 now)
-{
-	struct rc_cache *c = s->cache;
-	u64 vd_ns, cvd_ns = 0;
-	bool vd_ok, cvd_ok = true;
-
-	vd_ok = vdisk_price(s, &s->vdisk, VD_READ, sector, sectors, now, &vd_ns);
-	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
-		cvd_ok = price_fill(s, rc_sector_to_seg(c, sector), now, &cvd_ns);
-	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
-		cvd_ok = vdisk_price(s, &s->vdisk_cache, VD_READ, sector, sectors, now, &cvd_ns);
-	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
-}
-
-/* The fills one read request leaves: its miss's, and those ahead of its stream (the glue's). */
-struct fills {
-	u32 nr;
-	struct rc_fill_item f[RC_FILL_RUN_MAX];
-};
-
-/*
- * Start the fills of @fl at @now, one disk request per run of contiguous
+ * Start the fills of @plan at @now, one disk request per run of contiguous
  * segments (the glue's redcap_start_fills(); 4 KiB pages), each entry's
  * completion an event of its own.
  */
-static int start_fills(struct sim *s, struct fills *fl, u64 now)
+static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 {
 	u32 i, k, len, max = 256 / (s->c->seg_sectors / 8), sectors;
+	const struct rc_fill_item *f = plan->fills;
 	u64 start, done;
 
 	max = max < 1 ? 1 : max > RC_FILL_RUN_MAX ? RC_FILL_RUN_MAX : max;
-	rc_fill_runs(fl->f, fl->nr);
-	for (i = 0; i < fl->nr; i += len) {
-		len = rc_fill_run(fl->f + i, fl->nr - i, max);
-		start = fl->f[i].seg * s->c->seg_sectors;
+	for (i = 0; i < plan->nr_fills; i += len) {
+		len = rc_fill_run(f + i, plan->nr_fills - i, max);
+		start = f[i].seg * s->c->seg_sectors;
 		sectors = 0;
 		for (k = i; k < i + len; k++)
-			sectors += seg_len(s, fl->f[k].seg * s->c->seg_sectors);
+			sectors += seg_len(s, f[k].seg * s->c->seg_sectors);
 		if (disk(s, VD_READ, start, sectors, now, &done))
 			return -1;
 		for (k = i; k < i + len; k++) {
-			start = fl->f[k].seg * s->c->seg_sectors;
-			if (push(s, done, EV_FILL_DONE, fl->f[k].idx | (fl->f[k].ahead ? AHEAD : 0) |
+			start = f[k].seg * s->c->seg_sectors;
+			if (push(s, done, EV_FILL_DONE, f[k].idx | (f[k].ahead ? AHEAD : 0) |
 				 (k > i ? JOINED : 0), seg_len(s, start), start, now))
 				return -1;
 		}
 	}
-	fl->nr = 0;
 	return 0;
-}
-
-/* The fills ahead of a stream the read rc_read() just handled leaves (the glue's). */
-static void prefetch(struct sim *s, struct fills *fl, u64 now)
-{
-	u64 limit = (s->capacity + s->c->seg_sectors - 1) / s->c->seg_sectors, ns;
-	struct rc_fill_item *it;
-	bool ok;
-
-	for (; fl->nr < RC_FILL_RUN_MAX; fl->nr++) {
-		it = &fl->f[fl->nr];
-		it->idx = rc_prefetch(s->cache, limit, &it->seg);
-		if (it->idx == RC_NONE)
-			break;
-		it->ahead = true;
-		ok = price_fill(s, it->seg, now, &ns);
-		rc_prefetch_judge(s->cache, ns, ok);
-	}
 }
 
 /*
  * The read piece of a request at @sector, @sectors to the request's end, as
- * the glue's redcap_map_read(): its first segment to rc_read(), and a bypass
- * takes the segments after it that rc_read_join() lets join (up to
- * RC_JOIN_MAX).  *@len is set to the sectors it took.
+ * the glue's redcap_map_read(): rc_map_read() takes its first segment, or
+ * for a bypass the segments that join it.  *@len is set to the sectors it
+ * took.
  */
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
-	u64 seg = rc_sector_to_seg(s->cache, sector), copied;
-	struct fills fl = { .nr = 0 };
-	enum rc_read_action act;
-	u32 idx = RC_NONE, joined, n;
+	const struct rc_pricer pricer = { .price = price, .ctx = s, .capacity = s->capacity };
+	struct rc_read_plan plan;
+	u64 copied;
 
-	*len = rc_in_seg(s->cache, sector, sectors);
-	if (rc_policy_caware(s->cache->policy))
-		rc_caware_decay(&s->cache->caware, now);
-	act = rc_read(s->cache, sector, *len, &idx);
-	judge_read(s, sector, *len, act, now);
-	if (act == RC_READ_FILL) {
-		fl.f[fl.nr++] = (struct rc_fill_item){ .seg = seg, .idx = idx, .ahead = false };
-		if (add_waiter(s, idx, req, sector, *len))
-			return -1;
-	}
-	prefetch(s, &fl, now);
-	for (joined = 1; act == RC_READ_BYPASS && *len < sectors && joined < RC_JOIN_MAX;
-	     joined++) {
-		n = rc_in_seg(s->cache, sector + *len, sectors - *len);
-		if (!rc_read_join(s->cache, sector + *len, n))
-			break;
-		judge_read(s, sector + *len, n, act, now);
-		prefetch(s, &fl, now);
-		*len += n;
-	}
-	if (start_fills(s, &fl, now))
+	rc_map_read(s->cache, sector, sectors, now, &pricer, &plan);
+	*len = plan.sectors;
+	if ((plan.act == RC_READ_FILL || plan.act == RC_READ_WAIT) &&
+	    add_waiter(s, plan.idx, req, sector, plan.sectors))
 		return -1;
-	sectors = *len;
-	switch (act) {
+	if (start_fills(s, &plan, now))
+		return -1;
+	switch (plan.act) {
 	case RC_READ_HIT:
-		copied = now + copy_ns(sectors);
-		rc_unpin(s->cache, idx);
-		rc_adapt_copy(&s->cache->adapt, sectors, copied - now);
-		record(s, RC_CL_DIRECT_CACHE_READ, copied - now, copied);
-		record(s, RC_CL_CACHE_READ, copied - now, copied);
+		copied = now + copy_ns(plan.sectors);
+		rc_read_hit_done(s->cache, plan.idx, plan.sectors, copied - now, copied);
 		return part_done(s, req, copied);
 	case RC_READ_FILL:
-		return 0;
 	case RC_READ_WAIT:
-		return add_waiter(s, idx, req, sector, sectors);
+		return 0;
 	case RC_READ_BYPASS:
 		break;
 	}
-	return bypass(s, req, sector, sectors, now);
+	return bypass(s, req, sector, plan.sectors, now);
 }
 
 /* A fill (or a write's copy into an entry) completed: its waiters go. */
@@ -570,9 +505,7 @@ static int fill_done(struct sim *s, const struct event *e)
 
 	if (e->c != FROM_WRITE)
 		disk_done(s, RC_DISK_FILL, e->c, (u32)e->b, e->d, now);
-	act = rc_fill_done(s->cache, idx, 0, (u32)e->b);
-	if (e->a & JOINED)
-		rc_count_fill_joined(s->cache, 1);
+	act = rc_fill_done(s->cache, idx, 0, (u32)e->b, e->a & JOINED);
 	i = s->wait_head[idx];
 	s->wait_head[idx] = NONE32;
 	for (; i != NONE32; i = next) {

@@ -278,7 +278,7 @@ static u32 fill_seg(struct rc_cache *c, u64 seg)
 
 	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_FILL);
 	CHECK(idx < c->nr_entries);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->entries[idx].state, RC_VALID);
 	return idx;
@@ -399,7 +399,7 @@ CTEST(miss_fill_serve_then_hit)
 	CHECK(!rc_idle(c));
 	check_invariants(c);
 
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	CHECK_EQ(c->entries[idx].state, RC_VALID);
 	CHECK_EQ(c->entries[idx].pins, 1);
 	CHECK_EQ(c->nr_filling, 0);
@@ -438,7 +438,7 @@ CTEST(waiters_on_filling_entry)
 	CHECK_EQ(c->entries[idx].pins, 1);
 	CHECK_EQ(c->nr_filling, 1);
 	check_invariants(c);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_count_waited(c, 2);
 	rc_unpin(c, idx);
 	check_invariants(c);
@@ -496,7 +496,7 @@ CTEST(serving_fill_pin_blocks_eviction)
 	u32 a, idx;
 
 	CHECK_EQ(read_seg(c, 1, &a), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, a, 0, 256, false), RC_FILL_SERVE);
 	/* VALID but still pinned by the fill: not on the LRU, not a victim. */
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
 	rc_unpin(c, a);
@@ -523,8 +523,8 @@ CTEST(busy_bypass_when_all_filling)
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 4, .read_misses = 2, .read_bypassed = 1,
 		  .read_bypassed_busy = 1);
-	CHECK_EQ(rc_fill_done(c, a, 0, 8), RC_FILL_SERVE);
-	CHECK_EQ(rc_fill_done(c, b, 0, 8), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, a, 0, 8, false), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, b, 0, 8, false), RC_FILL_SERVE);
 	rc_unpin(c, a);
 	rc_unpin(c, b);
 	check_invariants(c);
@@ -552,7 +552,7 @@ CTEST(busy_bypass_when_all_pinned)
 	CHECK_EQ(c->lru_head, a);
 	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, a);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	rc_unpin(c, b);
 	check_invariants(c);
@@ -582,7 +582,7 @@ CTEST(policy_off_bypasses_everything)
 		  .write_sectors = 8, .invalidations = 1);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	rm(c);
@@ -595,7 +595,7 @@ CTEST(fill_error_frees_entry_and_next_read_refills)
 
 	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_FILL);
 	CHECK_EQ(read_seg(c, 9, &w), RC_READ_WAIT);
-	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
+	CHECK_EQ(rc_fill_done(c, idx, -5, 0, false), RC_FILL_ERROR);
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
 	CHECK_EQ(c->entries[idx].pins, 0);
 	CHECK_EQ(hashed_idx(c, 9), RC_NONE);
@@ -603,7 +603,7 @@ CTEST(fill_error_frees_entry_and_next_read_refills)
 	check_invariants(c);
 	CHECK_EQ(read_seg(c, 9, &idx2), RC_READ_FILL);
 	CHECK_EQ(idx2, idx);
-	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx2, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx2);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_misses = 2, .fill_ios = 2,
@@ -617,10 +617,10 @@ CTEST(fill_done_on_non_filling_entry_is_ignored)
 	u32 a = fill_seg(c, 1);
 
 	rc_reset_counters(c);
-	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_ERROR);	/* VALID */
-	CHECK_EQ(rc_fill_done(c, 1 - a, 0, 256), RC_FILL_ERROR); /* FREE */
-	CHECK_EQ(rc_fill_done(c, 2, 0, 256), RC_FILL_ERROR);	/* range */
-	CHECK_EQ(rc_fill_done(c, RC_NONE, 0, 256), RC_FILL_ERROR);
+	CHECK_EQ(rc_fill_done(c, a, 0, 256, false), RC_FILL_ERROR);	/* VALID */
+	CHECK_EQ(rc_fill_done(c, 1 - a, 0, 256, false), RC_FILL_ERROR); /* FREE */
+	CHECK_EQ(rc_fill_done(c, 2, 0, 256, false), RC_FILL_ERROR);	/* range */
+	CHECK_EQ(rc_fill_done(c, RC_NONE, 0, 256, false), RC_FILL_ERROR);
 	CHECK_EQ(c->entries[a].state, RC_VALID);
 	CHECK_CTR(c, 0);
 	check_invariants(c);
@@ -642,7 +642,7 @@ CTEST(unpin_of_unpinned_entry_is_ignored)
 	CHECK_EQ(c->entries[f].pins, 1);
 	CHECK_EQ(c->entries[f].state, RC_FILLING);
 	check_invariants(c);
-	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	check_invariants(c);
 	rm(c);
@@ -663,7 +663,7 @@ CTEST(write_during_fill_makes_it_stale)
 	CHECK_EQ(read_seg(c, 4, &w), RC_READ_WAIT);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
 	CHECK_EQ(hashed_idx(c, 4), RC_NONE);
 	CHECK(rc_idle(c));
@@ -674,7 +674,7 @@ CTEST(write_during_fill_makes_it_stale)
 
 	/* The write has completed: a new read refills and serves. */
 	CHECK_EQ(read_seg(c, 4, &idx2), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx2, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx2, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx2);
 	check_invariants(c);
 	rm(c);
@@ -687,12 +687,12 @@ CTEST(write_in_flight_at_fill_done_makes_it_stale)
 
 	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	cookie = rc_write_start(c, 4, 8, false);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
 	/* Still in flight: the read after the stale fill bypasses. */
 	CHECK_EQ(read_seg(c, 4, &w), RC_READ_BYPASS);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, false, &w), RC_WRITE_DONE);
 	CHECK_EQ(read_seg(c, 4, &w), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, w, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, w, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, w);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_misses = 2, .read_bypassed = 1,
@@ -710,7 +710,7 @@ CTEST(update_policy_write_during_fill_is_stale)
 	cookie = rc_write_start(c, 4, 8, true);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
 	CHECK_EQ(w, RC_NONE);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
 		  .fill_sectors = 256, .fill_stale = 1, .writes = 1,
@@ -725,7 +725,7 @@ CTEST(fill_error_wins_over_stale)
 
 	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
 	rc_write_done(c, 4, rc_write_start(c, 4, 8, true), 0, true, &w);
-	CHECK_EQ(rc_fill_done(c, idx, -5, 0), RC_FILL_ERROR);
+	CHECK_EQ(rc_fill_done(c, idx, -5, 0, false), RC_FILL_ERROR);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_ios = 1,
 		  .fill_errors = 1, .writes = 1, .write_sectors = 8);
@@ -745,7 +745,7 @@ CTEST(read_miss_during_write_bypasses)
 		  .write_sectors = 16);
 	CHECK_EQ(rc_write_done(c, 11, cookie, 0, true, &idx), RC_WRITE_DONE);
 	CHECK_EQ(read_seg(c, 11, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	rm(c);
@@ -763,7 +763,7 @@ CTEST(write_gen_wraparound_still_detects_race)
 	cookie = rc_write_start(c, 4, 8, true);
 	CHECK_EQ(cookie, 0);
 	CHECK_EQ(rc_write_done(c, 4, cookie, 0, true, &w), RC_WRITE_DONE);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
 	check_invariants(c);
 	rm(c);
 }
@@ -829,7 +829,7 @@ CTEST(write_to_pinned_entry_makes_it_dead_until_unpin)
 	check_invariants(c);
 	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_FILL);	/* reusable, no evict */
 	CHECK_EQ(idx, a);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 2,
@@ -1055,7 +1055,7 @@ CTEST(drop_all_frees_idle_and_returns_busy)
 	CHECK_CTR(c, 0);		/* dropping is not invalidation */
 	check_invariants(c);
 
-	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	rc_unpin(c, a);
 	CHECK_EQ(rc_drop_all(c), 1);	/* the dead one */
@@ -1076,7 +1076,7 @@ CTEST(idle_tracks_fills_and_pins)
 	CHECK(rc_idle(c));
 	CHECK_EQ(read_seg(c, 1, &a), RC_READ_FILL);
 	CHECK(!rc_idle(c));
-	CHECK_EQ(rc_fill_done(c, a, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, a, 0, 256, false), RC_FILL_SERVE);
 	CHECK(!rc_idle(c));
 	rc_unpin(c, a);
 	CHECK(rc_idle(c));
@@ -1188,7 +1188,7 @@ CTEST(million_entries_all_hit)
 
 	for (i = 0; i < n; i++) {
 		CHECK_EQ(read_seg(c, base + i, &idx), RC_READ_FILL);
-		CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 	}
 	CHECK_EQ(c->nr_valid, n);
@@ -1209,7 +1209,7 @@ CTEST(million_entries_all_hit)
 	CHECK_EQ(read_seg(c, base + n, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, i);
 	CHECK_EQ(c->ctr.evictions, 1);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(read_seg(c, base + 1, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
@@ -1218,7 +1218,7 @@ CTEST(million_entries_all_hit)
 	CHECK_EQ(c->entries[i].seg, base + 2);
 	CHECK_EQ(read_seg(c, base, &idx), RC_READ_FILL);
 	CHECK_EQ(idx, i);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->ctr.evictions, 2);
 	rm(c);
@@ -1425,7 +1425,7 @@ static void st_fill_done(struct st *s, u32 i)
 
 	if (!s->fill[i].read)
 		st_fill_read(s, i);
-	a = rc_fill_done(s->c, i, err, 256);
+	a = rc_fill_done(s->c, i, err, 256, false);
 	s->want.fill_ios++;
 	s->want.fill_sectors += 256;
 	if (err) {
@@ -1681,7 +1681,7 @@ static u32 cache_seg(struct rc_cache *c, u64 seg)
 	u32 idx;
 
 	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	return idx;
 }
@@ -1708,7 +1708,7 @@ CTEST(small_range_invalidates_covered_segments_only)
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = 24,
 		  .invalidations = 3);
 	CHECK_EQ(read_seg(c, 12, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 8), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 8, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	rm(c);
 }
@@ -1734,7 +1734,7 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	/* Any new fill waits for the range, even far away. */
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
 	/* The covered fill in flight must not install. */
-	CHECK_EQ(rc_fill_done(c, in_fill, 0, 8), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, in_fill, 0, 8, false), RC_FILL_STALE);
 	rc_range_done(c, first, nr);
 	CHECK_EQ(c->range_inflight, 0);
 	check_invariants(c);
@@ -1837,7 +1837,7 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_inactive = 2,
 	  .sim_hits = 1);
 	/* The fill lands; the next simulated miss evicts it (a VALID victim). */
-	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->sim, RC_SIM_MISS);
@@ -1911,7 +1911,7 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(c->entries[g8].state, RC_GHOST);	/* the other ghost is left */
 	check_invariants(c);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	hit_seg(c, 7, g7);
 	check_invariants(c);
@@ -1923,7 +1923,7 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 	CHECK_EQ(idx, g8);
 	CHECK_EQ(c->nr_ghost, 0);
 	CHECK_EQ(c->ctr.evictions, 0);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	rm(c);
@@ -2042,7 +2042,7 @@ CTEST(caware_bypass_counts_and_keeps_ghost)
 	CHECK_EQ(idx, g);
 	CHECK_EQ(c->caware.rule[6], 1);
 	CHECK_EQ(c->nr_ghost, 0);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 4, .read_bypassed = 3, .read_bypassed_inactive = 1,
@@ -2097,7 +2097,7 @@ CTEST(write_allocate_fills_from_the_write)
 	CHECK_EQ(read_seg(c, 9, &r), RC_READ_WAIT);
 	CHECK_EQ(r, idx);
 	check_invariants(c);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_count_waited(c, 1);
 	rc_unpin(c, idx);
 	hit_seg(c, 9, idx);
@@ -2141,7 +2141,7 @@ CTEST(write_allocate_raced_by_a_write_is_stale)
 	rc_set_policy(c, RC_POLICY_CAWARE);
 	CHECK(write_whole(c, 3, &idx));
 	c2 = rc_write_start(c, 3, 8, true);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
 	CHECK_EQ(rc_write_done(c, 3, c2, 0, true, &j), RC_WRITE_DONE);
 	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
 	check_invariants(c);
@@ -2166,7 +2166,7 @@ CTEST(write_allocate_when_full_follows_rules_2_and_5)
 	CHECK(write_whole(c, 7, &idx));
 	CHECK_EQ(c->caware.rule[2], 1);
 	CHECK_EQ(c->entries[idx].state, RC_FILLING);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
 	CHECK_EQ(c->ctr.evictions, 1);
@@ -2233,7 +2233,7 @@ CTEST(fill_cancel_of_a_write_fill_frees_the_entry)
 	check_invariants(c);
 	CHECK_CTR(c, .writes = 1, .write_sectors = 256);
 	CHECK(write_whole(c, 3, &idx));		/* the next one may fill */
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->ctr.write_allocs, 1);
 	check_invariants(c);
@@ -2256,7 +2256,7 @@ CTEST(held_fills_bypass_misses_and_let_fills_in_flight_finish)
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, a);
 	rc_unpin(c, a);
-	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	rc_set_policy(c, RC_POLICY_CAWARE);
 	CHECK(!write_whole(c, 7, &idx));
@@ -2337,9 +2337,9 @@ CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 			CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
 			CHECK_EQ(read_seg(c, 800000, &idx), RC_READ_BYPASS);
 			/* A fill completing before the walk reaches it is dropped later. */
-			CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+			CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 			rc_unpin(c, f);
-			CHECK_EQ(rc_fill_done(c, g, 0, 256), RC_FILL_STALE);
+			CHECK_EQ(rc_fill_done(c, g, 0, 256, false), RC_FILL_STALE);
 		}
 		i = next;
 		steps++;
@@ -2408,7 +2408,7 @@ static u32 take_ahead(struct rc_cache *c, u64 *segs, u32 *idx, u32 max)
 /* Complete the fill of entry @idx, with no read waiting on it. */
 static void fill_ahead_done(struct rc_cache *c, u32 idx)
 {
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->entries[idx].state, RC_VALID);
 }
@@ -2450,7 +2450,7 @@ static void first32k(struct rc_cache *c, u64 seg)
 	u32 idx = RC_NONE;
 
 	CHECK_EQ(rd32k(c, seg * 256, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 }
 
@@ -2501,7 +2501,7 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 
 	c->prefetch = 3;
 	CHECK_EQ(rd32k(c, 5 * 256 + 192, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	/* down from 5 * 256 + 128 to the first read of segment 1 */
 	n = walk(c, 5 * 256 + 128, 19, -1, due, at, 8);
@@ -2529,7 +2529,7 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 	idx = rc_prefetch(c, 6, &seg);
 	CHECK(idx != RC_NONE);
 	CHECK_EQ(seg, 5);
-	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 4), 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 4), 0, 256, false), RC_FILL_SERVE);
 	rc_count_waited(c, 1);
 	rc_unpin(c, hashed_idx(c, 4));
 	fill_ahead_done(c, idx);
@@ -2560,7 +2560,7 @@ static void miss_seg(struct rc_cache *c, u64 seg)
 	u32 idx = RC_NONE;
 
 	CHECK_EQ(rc_read(c, seg * 256, 256, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 }
 
@@ -2582,7 +2582,7 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);		/* degree 3 */
 	CHECK_EQ(as[0], 103);
 	CHECK_EQ(as[2], 105);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
@@ -2641,7 +2641,7 @@ static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
 	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
 	CHECK_EQ(as[0], 503);
 	CHECK_EQ(as[1], 504);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
@@ -2755,7 +2755,7 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	CHECK_EQ(rd32k(c, 31 * 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done: 32 */
 	CHECK_EQ(as[0], 32);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 
@@ -2815,7 +2815,7 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 		ai[k] = take_paid(c, 103 + k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 3, 5), 0);
 	CHECK_EQ(c->budget.balance, -9000000);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	for (k = 0; k < 3; k++)
 		fill_ahead_done(c, ai[k]);
@@ -2868,7 +2868,7 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	CHECK_EQ(take_ahead(c, as, ai, 8), 1);
 	CHECK_EQ(as[0], 9);
 	cookie = rc_write_start(c, 9, 8, true);
-	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256), RC_FILL_STALE);
+	CHECK_EQ(rc_fill_done(c, ai[0], 0, 256, false), RC_FILL_STALE);
 	CHECK_EQ(rc_write_done(c, 9, cookie, 0, true, &idx), RC_WRITE_DONE);
 	check_invariants(c);
 	CHECK_EQ(c->nr_ahead, 0);
@@ -2913,7 +2913,7 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 	CHECK_EQ(c->nr_filling, 1);
 	CHECK_CTR(c, .reads = 5, .read_misses = 2, .read_bypassed = 3, .read_bypassed_held = 2,
 		  .read_bypassed_joined = 1, .read_joined = 2, .fill_ios = 1, .fill_sectors = 256);
-	CHECK_EQ(rc_fill_done(c, f, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	check_invariants(c);
 
@@ -2998,4 +2998,129 @@ CTEST(fill_runs_sort_a_reads_fills_and_cut_them_at_gaps_and_the_bound)
 	CHECK_EQ(f[0].seg, 7);
 	rc_fill_runs(f, 0);
 	CHECK_EQ(RC_FILL_RUN_MAX, 1 + RC_PREFETCH_MAX);
+}
+
+/* --- the policy contract (rc_map_read()) ---------------------------------- */
+
+/* The prices rc_map_read() asked for, in order; each costs 1 ms. */
+struct price_log {
+	u32 n;
+	struct { enum rc_vd vd; u64 sector; u32 sectors; } at[32];
+};
+
+static bool log_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	struct price_log *l = ctx;
+
+	(void)now;
+	CHECK(l->n < ARRAY_SIZE(l->at));
+	l->at[l->n].vd = vd;
+	l->at[l->n].sector = sector;
+	l->at[l->n++].sectors = sectors;
+	*ns = 1000000;
+	return true;
+}
+
+/* The log holds exactly the @n prices of @want, in order; then it is emptied. */
+static void check_prices(struct price_log *l, const u64 (*want)[3], u32 n)
+{
+	u32 i;
+
+	CHECK_EQ(l->n, n);
+	for (i = 0; i < n; i++) {
+		CHECK_EQ(l->at[i].vd, want[i][0]);
+		CHECK_EQ(l->at[i].sector, want[i][1]);
+		CHECK_EQ(l->at[i].sectors, want[i][2]);
+	}
+	l->n = 0;
+}
+
+#define CHECK_PRICES(l, ...) do {						\
+	static const u64 want_[][3] = { __VA_ARGS__ };				\
+	check_prices(l, want_, ARRAY_SIZE(want_));				\
+} while (0)
+
+/*
+ * A bypassed read takes the pieces after it up to a segment the cache
+ * holds; each piece is priced on the bare disk, then as the cache sends
+ * it down.  What is not taken is the caller's next read.
+ */
+CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_each)
+{
+	struct rc_cache *c = mk(4);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	struct rc_read_plan plan;
+
+	fill_seg(c, 6);
+	rc_hold_fills(c, true);
+	rc_map_read(c, 4 * 256 + 128, 128 + 3 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(plan.sectors, 128 + 256);
+	CHECK_EQ(plan.nr_fills, 0);
+	CHECK_PRICES(&l, { RC_VD_BARE, 1152, 128 }, { RC_VD_CACHE, 1152, 128 },
+		     { RC_VD_BARE, 1280, 256 }, { RC_VD_CACHE, 1280, 256 });
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_held = 2,
+		  .read_joined = 1, .fill_ios = 1, .fill_sectors = 256);
+
+	/* The held segment: a hit, cut at its end; no price on the cache's disk. */
+	rc_map_read(c, 6 * 256 + 200, 100, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_HIT);
+	CHECK_EQ(plan.sectors, 56);
+	CHECK_EQ(plan.nr_fills, 0);
+	CHECK_EQ(c->entries[plan.idx].pins, 1);
+	CHECK_PRICES(&l, { RC_VD_BARE, 6 * 256 + 200, 56 });
+	rc_read_hit_done(c, plan.idx, 56, 3000, 5000);
+	CHECK_EQ(c->entries[plan.idx].pins, 0);
+	CHECK_EQ(c->lru_head, plan.idx);
+	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_misses = 1, .read_bypassed = 2,
+		  .read_bypassed_held = 2, .read_joined = 1, .fill_ios = 1, .fill_sectors = 256);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A miss that goes on with a stream plans its own fill and the batch
+ * ahead of it, sorted into one run; the fill of the device's last segment
+ * is priced as far as the device goes, and nothing is due beyond it.
+ */
+CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100 };
+	struct rc_read_plan plan;
+	u32 k;
+
+	c->prefetch = 2;
+	for (k = 100; k < 102; k++) {
+		rc_map_read(c, k * 256, 256, 0, &p, &plan);
+		CHECK_EQ(plan.act, RC_READ_FILL);
+		CHECK_EQ(plan.nr_fills, 1);
+		CHECK_EQ(rc_fill_done(c, plan.idx, 0, 256, false), RC_FILL_SERVE);
+		rc_unpin(c, plan.idx);
+	}
+	l.n = 0;
+	rc_map_read(c, 102 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.sectors, 256);
+	CHECK_EQ(plan.nr_fills, 3);
+	for (k = 0; k < 3; k++) {
+		CHECK_EQ(plan.fills[k].seg, 102 + k);
+		CHECK_EQ(plan.fills[k].ahead, k > 0);
+		CHECK_EQ(c->entries[plan.fills[k].idx].state, RC_FILLING);
+	}
+	CHECK_EQ(plan.fills[0].idx, plan.idx);
+	CHECK_EQ(rc_fill_run(plan.fills, 3, RC_FILL_RUN_MAX), 3);
+	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 102 * 256, 256 },
+		     { RC_VD_CACHE, 103 * 256, 256 }, { RC_VD_CACHE, 104 * 256, 100 });
+	for (k = 0; k < 3; k++) {
+		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, k < 2 ? 256 : 100, k > 0),
+			 RC_FILL_SERVE);
+		rc_unpin(c, plan.fills[k].idx);
+	}
+	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 5,
+		  .fill_sectors = 4 * 256 + 100, .fill_joined = 2);
+	check_invariants(c);
+	rm(c);
 }

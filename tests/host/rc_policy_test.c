@@ -42,7 +42,7 @@ static u32 fill_seg(struct rc_cache *c, u64 seg)
 
 	CHECK_EQ(read_seg(c, seg, &idx), RC_READ_FILL);
 	CHECK(idx < c->nr_entries);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 1u << c->seg_shift), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 1u << c->seg_shift, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->entries[idx].state, RC_VALID);
 	return idx;
@@ -336,7 +336,7 @@ CTEST(caware_decay_brings_starved_class_back)
 	CHECK_EQ(c->ctr.read_misses, 1);
 	CHECK_EQ(c->ctr.evictions, 1);
 	CHECK_EQ(c->ctr.read_bypassed_caware, 3);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	rm(c);
 }
@@ -377,7 +377,7 @@ CTEST(caware_slow_cache_bypasses_slow_source_caches)
 	CHECK_EQ(c->caware.rule[1], 1);
 	CHECK_EQ(c->ctr.evictions, 1);
 	CHECK_EQ(c->ctr.read_bypassed_caware, 2);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	rm(c);
 
@@ -397,7 +397,7 @@ CTEST(caware_slow_cache_bypasses_slow_source_caches)
 	CHECK_EQ(c->ctr.read_misses, 1);
 	CHECK_EQ(c->ctr.read_bypassed_caware, 1);
 	CHECK_EQ(c->ctr.read_bypassed, 1);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 
 	/* Policy always: means that say bypass place nothing and count no rule. */
@@ -407,7 +407,7 @@ CTEST(caware_slow_cache_bypasses_slow_source_caches)
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_FILL);
 	check_rules(&c->caware, 0, 0);
-	rc_fill_done(c, idx, 0, 256);
+	rc_fill_done(c, idx, 0, 256, false);
 	rc_unpin(c, idx);
 	rm(c);
 }
@@ -940,7 +940,7 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 		CHECK_EQ(c->sim, RC_SIM_NONE);
 		t = disk_read(&s->disk, start, seg_sectors);
 		rc_adapt_disk_done(&c->adapt, RC_DISK_FILL, start, seg_sectors, t);
-		CHECK_EQ(rc_fill_done(c, idx, 0, seg_sectors), RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, idx, 0, seg_sectors, false), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 		s->fills++;
 		break;
@@ -1194,7 +1194,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	rc_read_judge(c, 256, 8, RC_READ_FILL, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
 	CHECK_EQ(c->budget.red, 4);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	/* unpriced: nothing changes */
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
@@ -1267,7 +1267,7 @@ static void adversary_read(struct rc_cache *c, struct adversary *a, u64 sector, 
 	if (act == RC_READ_FILL) {
 		a->fills++;
 		a->spent += cvd - vd;
-		CHECK_EQ(rc_fill_done(c, idx, 0, 1u << c->seg_shift), RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, idx, 0, 1u << c->seg_shift, false), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 	}
 }
@@ -1484,7 +1484,7 @@ static enum rc_refused refused_read(struct rc_cache *c, u64 seg, enum rc_read_ac
 
 	CHECK_EQ(read_seg(c, seg, &idx), want);
 	if (want == RC_READ_FILL) {
-		CHECK_EQ(rc_fill_done(c, idx, 0, 256), RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 	}
 	return c->refused_by;
