@@ -301,8 +301,9 @@ struct rc_pricer {
  * The fills one read leaves (its miss's, and those ahead of its stream)
  * go to the disk as one request per run of contiguous segments: a
  * stream's batch and the miss it follows cost one access, forward or
- * backward.  rc_fill_run() is the length of the run that starts at @f (at
- * most @max fills, and at least 1) among fills sorted by segment; each
+ * backward.  rc_fill_runs() sorts @n fills by segment (rc_map_read()
+ * sorts its plan's); rc_fill_run() is the length of the run that starts
+ * at @f (at most @max fills, and at least 1) among sorted fills; each
  * run's fills after its first complete with @joined true (rc_fill_done()):
  * then the origin's reads are fill_ios - fill_joined + read_bypassed -
  * read_joined + read_resent.
