@@ -165,6 +165,7 @@ SETS = {
 DATA_MIB = 16			# IOR-R, TAC and the strided reads: p files of DATA_MIB/p
 RANDOM_MIB = 128		# one file all random readers share (16 x the cache)
 RANDOM_IOS = 256		# 4 KiB random reads, shared out among the processes
+RANDOM_SEED = 1000	# the random readers' seeds: RANDOM_SEED + process (--random-seed)
 LKR_UNITS = 16			# copies of LKR_DIRS, shared out among the processes
 LKR_DIRS = ["ipc"]		# of Debian's linux-source-6.1
 PART_SHARE = 4			# in row and mix, each part has 1/4 of its data
@@ -179,6 +180,12 @@ def set_scale(n):
     global LKR_UNITS, DATA_MIB
     LKR_UNITS, DATA_MIB = LKR_UNITS * n, DATA_MIB * n
     MAX_PROCS.update(lkr=LKR_UNITS, row=LKR_UNITS // PART_SHARE, mix=LKR_UNITS // PART_SHARE)
+
+
+def set_random_seed(n):
+    """--random-seed: the first random reader's seed."""
+    global RANDOM_SEED
+    RANDOM_SEED = n
 
 
 def log(msg):
@@ -543,7 +550,8 @@ def part_cmds(part, procs, io, share):
                 f"-type f -exec {BUSYBOX} cat {{}} \\; >/dev/null" for i in range(procs)]
     if part == "random":
         n = RANDOM_IOS // procs // share
-        return [f"{RDPAT} {d}{RANDOM_FILE} random 4096 {n} {1000 + i}" for i in range(procs)]
+        return [f"{RDPAT} {d}{RANDOM_FILE} random 4096 {n} {RANDOM_SEED + i}"
+                for i in range(procs)]
     pattern = {"ior-r": "seq 65536", "tac": "back 65536", "4k-sr": "stride 4096 4096",
                "8k-sr": "stride 4096 8192"}
     cmds = []
@@ -822,8 +830,12 @@ def main():
     ap.add_argument("--scale", type=int, default=1, metavar="N",
                     help="N times the LKR copies and the IOR-R/TAC/strided data (LKR's "
                     "16 copies fit in the caches' 8 MiB; --scale 8 makes them 4.5 times it)")
+    ap.add_argument("--random-seed", type=int, default=RANDOM_SEED, metavar="N",
+                    help="the random readers' seeds are N, N + 1, ... (default %(default)s): "
+                    "other offsets, the same pattern")
     args = ap.parse_args()
     set_scale(args.scale)
+    set_random_seed(args.random_seed)
     spec = SETS[args.set]
     if not args.configs and "rapiddisk-brd" in spec["configs"] and not rapiddisk_built():
         # RapidDisk 9.0.0 does not build for every kernel (6.12): a set
@@ -881,7 +893,7 @@ def run_suite(args, files, units):
         f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
 
     extra = {"scale": data, "icount": args.icount, "model": base.model,
-             "model_learning": base.learning}
+             "model_learning": base.learning, "random_seed": RANDOM_SEED}
     records = []
     total = len(runs) * (len(args.configs) * args.reps + (not args.no_bound))
     done = 0
