@@ -3,12 +3,14 @@
 segments after its own filled ahead, forward and backward, with the
 origin's data, and exact counts of what was filled ahead and read; what
 is filled ahead never outlives a write."""
+import os
 import threading
 import time
 
 import pytest
 
-from dmtest import BLOCK, Dm, dev_sectors, read_blocks, read_pattern, write_stamped
+from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, read_blocks, read_pattern,
+                    write_stamped)
 
 SEG = 256                           # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -111,3 +113,30 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
     assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
     assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
         st["read_bypassed"] + st["read_resent"] == st["reads"], st
+
+
+def test_a_run_of_fills_is_one_bio_that_the_origin_may_split(loop64, dmname):
+    """A forward stream of 32 KiB reads through 16 segments, prefetch 4,
+    over a measuring vdisk on a loop device whose requests take 128 KiB
+    (one segment).  20 fills: the miss, the 15 segments after it and 4
+    past the stream's end, filled ahead.  A run of contiguous fills goes
+    down as one bio, whatever the origin takes: the counters say what
+    redcap sent (fills less those joined to the one before: 8 bios, as the
+    vdisk counts them), and the loop device splits each into its own
+    128 KiB requests (20).  The data read is the origin's."""
+    write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=3)
+    n = dev_sectors(loop64)
+    name = os.path.basename(os.path.realpath(loop64))
+    with open(f"/sys/block/{name}/queue/max_sectors_kb", "w") as f:
+        f.write("128")
+    with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "4")
+        bios0, requests0 = meas.stats()["read_samples"], disk_reads(loop64)[0]
+        read_pattern(rc.path, stream(0, 16, False), seed=3, bs=READ)
+        st = settle(rc)
+        bios, requests = meas.stats()["read_samples"], disk_reads(loop64)[0]
+    assert (st["reads"], st["read_bypassed"], st["read_resent"]) == (64, 0, 0), st
+    assert (st["fill_ios"], st["fill_joined"]) == (20, 12), st
+    assert (bios - bios0, requests - requests0) == (8, 20), st
