@@ -266,6 +266,17 @@ def test_rdpat_io_errors(rdpat, tmp_path):
                                         "No such file or directory\n")
 
 
+def test_random_seed_moves_every_random_readers_seed(monkeypatch):
+    monkeypatch.setattr(suite, "RANDOM_SEED", suite.RANDOM_SEED)
+    M, R = "/tmp/redcap-bench", suite.RDPAT
+    suite.set_random_seed(4000)
+    assert suite.commands("random", 2, "direct") == [
+        f"{R} -d {M}/random random 4096 128 {4000 + i}" for i in range(2)]
+    # mix's random part too: the same file, its own processes' seeds
+    seeds = [re.search(r"random 4096 \d+ (\d+)", c) for c in suite.commands("mix", 2, "buffered")]
+    assert sorted(int(m.group(1)) for m in seeds if m) == [4000, 4001]
+
+
 def test_scale_multiplies_the_lkr_copies_and_the_data(monkeypatch):
     for name in ("LKR_UNITS", "DATA_MIB"):
         monkeypatch.setattr(suite, name, getattr(suite, name))
