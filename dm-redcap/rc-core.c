@@ -810,6 +810,19 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 	return RC_FILL_SERVE;
 }
 
+void rc_fill_waiters_done(struct rc_cache *c, u32 idx, enum rc_fill_action act, u32 n,
+			  u32 own)
+{
+	u32 others = n > own ? n - own : 0;
+
+	if (act != RC_FILL_SERVE) {
+		rc_count_resent(c, others);
+		return;
+	}
+	rc_count_waited(c, others);
+	rc_unpin(c, idx);
+}
+
 void rc_count_waited(struct rc_cache *c, u32 n)
 {
 	c->ctr.read_hits_waited += n;

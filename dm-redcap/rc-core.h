@@ -353,11 +353,21 @@ void rc_read_hit_done(struct rc_cache *c, u32 idx, u32 sectors, u64 ns, u64 now)
  * the fill before it (rc_fill_run(), counted in fill_joined).  Decides
  * what happens to the waiters:
  * SERVE installs the data (entry VALID, still pinned by the fill until
- * rc_unpin()); STALE and ERROR free the entry (nothing to unpin).
- * Counts waited hits for SERVE only through rc_count_waited().
+ * rc_fill_waiters_done()); STALE and ERROR free the entry.
  */
 enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 				 u32 sectors, bool joined);
+
+/*
+ * The @n reads queued on entry @idx when its fill finished with @act have
+ * gone: copied from the entry (SERVE: counted in read_hits_waited, and the
+ * fill's pin dropped) or sent to the origin (STALE, ERROR: counted in
+ * read_resent; the entry is free already and not touched).  @own, 0 or 1,
+ * of them is the miss that started the fill, counted in read_misses when
+ * it was decided.
+ */
+void rc_fill_waiters_done(struct rc_cache *c, u32 idx, enum rc_fill_action act, u32 n,
+			  u32 own);
 
 /* Count @n reads that were served after waiting on a fill. */
 void rc_count_waited(struct rc_cache *c, u32 n);

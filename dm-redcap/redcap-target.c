@@ -343,36 +343,30 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 		 * Stale: the origin has newer data.  Error: one bad block must
 		 * not fail reads of the good ones in its segment; each reader
 		 * gets the origin's own answer.  The entry is free again and
-		 * may already be another fill's: only @f is used from here.
+		 * may already be another fill's: only @f is used from here
+		 * (rc_fill_waiters_done() does not touch the entry).
 		 */
 		redcap_fi_finish_delay();
 		while ((bio = bio_list_pop(&waiters))) {
 			redcap_resend(f->bdev, bio);
 			n++;
 		}
-		if (n > own) {
+	} else {
+		while ((bio = bio_list_pop(&waiters))) {
+			struct redcap_pb *pb = redcap_pb(bio);
+
+			redcap_copy(cc, idx, bio, bio->bi_iter, true);
+			now = ktime_get_ns();
 			spin_lock_irqsave(&cc->lock, flags);
-			rc_count_resent(cc->cache, n - own);
+			rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ,
+					 now - pb->start_ns, now);
 			spin_unlock_irqrestore(&cc->lock, flags);
+			bio_endio(bio);
+			n++;
 		}
-		return;
-	}
-
-	while ((bio = bio_list_pop(&waiters))) {
-		struct redcap_pb *pb = redcap_pb(bio);
-
-		redcap_copy(cc, idx, bio, bio->bi_iter, true);
-		now = ktime_get_ns();
-		spin_lock_irqsave(&cc->lock, flags);
-		rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ, now - pb->start_ns, now);
-		spin_unlock_irqrestore(&cc->lock, flags);
-		bio_endio(bio);
-		n++;
 	}
 	spin_lock_irqsave(&cc->lock, flags);
-	if (n > own)
-		rc_count_waited(cc->cache, n - own);
-	rc_unpin(cc->cache, idx);
+	rc_fill_waiters_done(cc->cache, idx, act, n, own);
 	spin_unlock_irqrestore(&cc->lock, flags);
 }
 

@@ -524,13 +524,7 @@ static int fill_done(struct sim *s, const struct event *e)
 		s->free_w = i;
 		n++;
 	}
-	if (act == RC_FILL_SERVE) {
-		if (n > own)
-			rc_count_waited(s->cache, n - own);
-		rc_unpin(s->cache, idx);
-	} else if (n > own) {
-		rc_count_resent(s->cache, n - own);
-	}
+	rc_fill_waiters_done(s->cache, idx, act, n, own);
 	return 0;
 }
 

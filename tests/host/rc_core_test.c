@@ -447,6 +447,49 @@ CTEST(waiters_on_filling_entry)
 	rm(c);
 }
 
+/*
+ * A finished fill's waiters: served, they count as waited hits and the
+ * fill's pin goes (the entry to the LRU head); re-sent after an error,
+ * they count as re-sent and the freed entry, already another fill's, is
+ * left alone.  The miss that started a fill is neither.
+ */
+CTEST(fill_waiters_done_counts_the_waiters_but_the_miss)
+{
+	struct rc_cache *c = mk(2);
+	u32 idx, w, idx2;
+
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 3, &w), RC_READ_WAIT);
+	CHECK_EQ(read_seg(c, 3, &w), RC_READ_WAIT);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	CHECK_EQ(c->entries[idx].pins, 1);
+	rc_fill_waiters_done(c, idx, RC_FILL_SERVE, 3, 1);
+	CHECK_EQ(c->entries[idx].pins, 0);
+	CHECK_EQ(c->entries[idx].state, RC_VALID);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_hits_waited = 2,
+		  .fill_ios = 1, .fill_sectors = 256);
+
+	/* An error: the entry is free and filled again before the waiters go. */
+	CHECK_EQ(read_seg(c, 7, &idx2), RC_READ_FILL);
+	CHECK_EQ(read_seg(c, 7, &w), RC_READ_WAIT);
+	CHECK_EQ(rc_fill_done(c, idx2, -5, 0, false), RC_FILL_ERROR);
+	CHECK_EQ(read_seg(c, 9, &w), RC_READ_FILL);
+	CHECK_EQ(w, idx2);
+	rc_fill_waiters_done(c, idx2, RC_FILL_ERROR, 2, 1);
+	CHECK_EQ(c->entries[idx2].state, RC_FILLING);
+	CHECK_EQ(c->entries[idx2].pins, 1);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 6, .read_misses = 3, .read_hits_waited = 2, .read_resent = 1,
+		  .fill_ios = 2, .fill_sectors = 256, .fill_errors = 1);
+	/* A fill ahead has no miss of its own; no waiter, nothing counted. */
+	rc_fill_waiters_done(c, idx2, RC_FILL_STALE, 0, 1);
+	CHECK_CTR(c, .reads = 6, .read_misses = 3, .read_hits_waited = 2, .read_resent = 1,
+		  .fill_ios = 2, .fill_sectors = 256, .fill_errors = 1);
+	CHECK_EQ(c->entries[idx2].pins, 1);
+	rm(c);
+}
+
 CTEST(count_waited_accumulates)
 {
 	struct rc_cache *c = mk(1);
