@@ -688,10 +688,8 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 static bool rc_price_fill(const struct rc_cache *c, const struct rc_pricer *p, u64 seg,
 			  u64 now, u64 *ns)
 {
-	u64 start = seg << c->seg_shift, left = p->capacity > start ? p->capacity - start : 0;
-	u32 len = left < (1u << c->seg_shift) ? (u32)left : 1u << c->seg_shift;
-
-	return p->price(p->ctx, RC_VD_CACHE, start, len, now, ns);
+	return p->price(p->ctx, RC_VD_CACHE, seg << c->seg_shift, rc_seg_len(c, seg, p->capacity),
+			now, ns);
 }
 
 /* The fills ahead rc_prefetch() starts, each priced and paid for, into @plan. */

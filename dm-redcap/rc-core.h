@@ -531,6 +531,14 @@ static inline u64 rc_sector_to_seg(const struct rc_cache *c, u64 sector)
 	return sector >> c->seg_shift;
 }
 
+/* Segment @seg's sectors on a device of @capacity sectors: the last one may be short. */
+static inline u32 rc_seg_len(const struct rc_cache *c, u64 seg, u64 capacity)
+{
+	u64 start = seg << c->seg_shift, left = capacity > start ? capacity - start : 0;
+
+	return left < (1u << c->seg_shift) ? (u32)left : 1u << c->seg_shift;
+}
+
 /* Sectors from @sector to the end of its segment, at most @sectors. */
 static inline u32 rc_in_seg(const struct rc_cache *c, u64 sector, u32 sectors)
 {

@@ -418,12 +418,6 @@ static int add_waiter(struct sim *s, u32 idx, u32 req, u64 sector, u32 sectors)
 	return 0;
 }
 
-static u32 seg_len(struct sim *s, u64 start)
-{
-	return s->capacity - start < s->c->seg_sectors ? (u32)(s->capacity - start)
-						       : s->c->seg_sectors;
-}
-
 /* rc_map_read()'s prices: a request played on one of the two virtual disks (the glue's). */
 static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
@@ -450,13 +444,14 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 		start = f[i].seg * s->c->seg_sectors;
 		sectors = 0;
 		for (k = i; k < i + len; k++)
-			sectors += seg_len(s, f[k].seg * s->c->seg_sectors);
+			sectors += rc_seg_len(s->cache, f[k].seg, s->capacity);
 		if (disk(s, VD_READ, start, sectors, now, &done))
 			return -1;
 		for (k = i; k < i + len; k++) {
 			start = f[k].seg * s->c->seg_sectors;
 			if (push(s, done, EV_FILL_DONE, f[k].idx | (f[k].ahead ? AHEAD : 0) |
-				 (k > i ? JOINED : 0), seg_len(s, start), start, now))
+				 (k > i ? JOINED : 0), rc_seg_len(s->cache, f[k].seg, s->capacity), start,
+				 now))
 				return -1;
 		}
 	}

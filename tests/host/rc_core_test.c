@@ -383,6 +383,20 @@ CTEST(sector_to_seg_uses_shift)
 	rm(c);
 }
 
+/* The last segment of a device that is not a multiple of segments is short. */
+CTEST(seg_len_clips_the_last_segment_at_the_device_end)
+{
+	struct rc_cache *c = mk(1);
+
+	CHECK_EQ(rc_seg_len(c, 0, 1000), 256);
+	CHECK_EQ(rc_seg_len(c, 2, 1000), 256);
+	CHECK_EQ(rc_seg_len(c, 3, 1000), 1000 - 768);
+	CHECK_EQ(rc_seg_len(c, 3, 1024), 256);
+	CHECK_EQ(rc_seg_len(c, 4, 1000), 0);	/* past the end */
+	CHECK_EQ(rc_seg_len(c, 9, 1000), 0);
+	rm(c);
+}
+
 /* --- reads ---------------------------------------------------------------- */
 
 CTEST(miss_fill_serve_then_hit)
