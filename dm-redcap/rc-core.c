@@ -510,34 +510,35 @@ static bool rc_refused_lately(const struct rc_cache *c, u64 seg, u32 *slot)
 }
 
 /*
- * The budget refuses a fill of @seg: remember it.  Refused lately, it is
- * read again (a fill then would still serve it: no segment more asked
- * for); otherwise a new refusal, which a fill would have taken an entry for.
+ * The budget refuses a fill of @seg (@lately: refused lately, in slot @s).
+ * Refused lately, it is read again (a fill then would still serve it: no
+ * segment more asked for); otherwise a new refusal, which a fill would
+ * have taken an entry for: remember it.
  */
-static enum rc_refused rc_refuse(struct rc_cache *c, u64 seg)
+static enum rc_refused rc_refuse(struct rc_cache *c, u64 seg, bool lately, u32 s)
 {
 	struct rc_refused_tab *t = &c->refused;
-	bool again;
-	u32 s;
 
-	again = rc_refused_lately(c, seg, &s);
-	t->seg[s] = seg + 1;
 	t->at[s] = rc_refused_clock(c);
-	if (again)
+	if (lately) {
+		if (t->reread[s])
+			return RC_REFUSED_LATER;
+		t->reread[s] = 1;
 		return RC_REFUSED_AGAIN;
+	}
+	t->seg[s] = seg + 1;
+	t->reread[s] = 0;
 	t->refusals++;
 	return RC_REFUSED_NEW;
 }
 
-/* A demand fill of @seg starts: the last read of a segment refused lately. */
-static enum rc_refused rc_refused_filled(struct rc_cache *c, u64 seg)
+/* A demand fill starts (@lately, @s: rc_refuse()): the last read of a segment refused lately. */
+static enum rc_refused rc_refused_filled(struct rc_cache *c, bool lately, u32 s)
 {
-	u32 s;
-
-	if (!rc_refused_lately(c, seg, &s))
+	if (!lately)
 		return RC_REFUSED_NONE;
 	c->refused.seg[s] = 0;
-	return RC_REFUSED_AGAIN;
+	return c->refused.reread[s] ? RC_REFUSED_LATER : RC_REFUSED_FILLED;
 }
 
 /* rc_read(), and rc_read_join() with @join: bypass where a fill would start. */
@@ -547,8 +548,8 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	u64 seg = sector >> c->seg_shift;
 	/* Only the budget and the read-ahead look at streams. */
 	int dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
-	bool streamed = rc_stream_room(c, sector, sectors, dir), plain;
-	u32 i, b;
+	bool streamed = rc_stream_room(c, sector, sectors, dir), plain, lately, reread;
+	u32 i, b, slot = 0;
 
 	c->ctr.reads++;
 	c->sim = RC_SIM_NONE;
@@ -583,11 +584,14 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
+	lately = rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
+	reread = lately && !rc_budget_allows_reread(&c->budget);
 	plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
-	if (!plain && !(streamed && rc_budget_allows(&c->budget, true))) {
+	if (reread || (!plain && !(streamed && rc_budget_allows(&c->budget, true)))) {
 		c->ctr.read_bypassed_budget++;
+		c->ctr.read_bypassed_reread += reread;
 		if (!join)	/* a joining piece would not have filled */
-			c->refused_by = rc_refuse(c, seg);
+			c->refused_by = rc_refuse(c, seg, lately, slot);
 		goto bypass;
 	}
 	if (join) {
@@ -603,8 +607,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	c->ctr.read_misses++;
 	if (!plain)
 		c->ctr.read_misses_streamed++;
-	if (rc_budgeted(c))
-		c->refused_by = rc_refused_filled(c, seg);
+	c->refused_by = rc_refused_filled(c, lately, slot);
 	*idx = i;
 	return RC_READ_FILL;
 

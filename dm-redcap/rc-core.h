@@ -79,6 +79,7 @@ struct rc_counters {
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
+	u64 read_bypassed_reread; /* ... of those, re-reads of refused segments (reread_ns) */
 	u64 read_bypassed_joined; /* ... of which to go down with the piece before */
 	u64 read_joined;	/* bypassed pieces sent down with the piece before */
 	u64 read_misses_streamed; /* misses the budget let fill for their stream only */
@@ -128,6 +129,7 @@ struct rc_entry {
 struct rc_refused_tab {
 	u64 seg[RC_REFUSED_SLOTS];	/* segment + 1; 0: empty */
 	u32 at[RC_REFUSED_SLOTS];	/* the clock when refused or read since */
+	u8 reread[RC_REFUSED_SLOTS];	/* read again since refused */
 	u32 refusals;			/* with demand_takes, the clock (wraps) */
 };
 

@@ -303,6 +303,7 @@ void rc_budget_cold(struct rc_budget *b)
 	b->balance = 0;
 	b->red = 0;
 	b->ghost_ns = 0;
+	b->reread_ns = 0;
 }
 
 /* Add @earn to the balance, up to the cap. */
@@ -345,15 +346,31 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 
 void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns)
 {
+	s64 cap = (s64)b->cap_ns;
+
 	if (!b->share || r == RC_REFUSED_NONE)
 		return;
-	if (r == RC_REFUSED_NEW) {
+	vd_ns = rc_clamp_ns(vd_ns);
+	switch (r) {
+	case RC_REFUSED_NEW:
 		b->ghost_ns -= (s64)b->extra_ns;
-		if (b->ghost_ns < -(s64)b->cap_ns)
-			b->ghost_ns = -(s64)b->cap_ns;
+		if (b->ghost_ns < -cap)
+			b->ghost_ns = -cap;
 		return;
+	case RC_REFUSED_AGAIN:
+		b->reread_ns -= (s64)b->extra_ns;
+		if (b->reread_ns < -cap)
+			b->reread_ns = -cap;
+		break;
+	case RC_REFUSED_LATER:
+		b->reread_ns += (s64)vd_ns;
+		if (b->reread_ns > cap)
+			b->reread_ns = cap;
+		break;
+	default:
+		break;
 	}
-	b->ghost_ns += (s64)rc_clamp_ns(vd_ns);
+	b->ghost_ns += (s64)vd_ns;
 	if (b->ghost_ns > 0) {
 		b->ghost_earned_ns += b->ghost_ns;
 		rc_budget_earn(b, b->ghost_ns);

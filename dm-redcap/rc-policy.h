@@ -206,14 +206,22 @@ struct rc_budget {
 	s64 ghost_ns;		/* what the refused fills would have made, net, not yet earned */
 	u64 extra_ns;		/* a fill's cost beyond its read, averaged (RC_BUDGET_EXTRA_SHIFT) */
 	u64 ghost_earned_ns;	/* total earned from ghost_ns (in earned_ns too) */
+	s64 reread_ns;		/* what fills at refused segments' re-reads would have made */
 };
 
 /*
  * What a read did with the segments the budget refused (rc_budget_ghost()):
- * nothing, refused a segment not remembered (REFUSED), or read a remembered
- * one (AGAIN: refused again, or filled at last).
+ * nothing, refused a segment not remembered (NEW), or read a remembered
+ * one: its first re-read since refused, refused again (AGAIN) or filled at
+ * last (FILLED), or a later re-read, refused again or filled (LATER).
  */
-enum rc_refused { RC_REFUSED_NONE, RC_REFUSED_NEW, RC_REFUSED_AGAIN };
+enum rc_refused {
+	RC_REFUSED_NONE,
+	RC_REFUSED_NEW,
+	RC_REFUSED_AGAIN,
+	RC_REFUSED_FILLED,
+	RC_REFUSED_LATER,
+};
 
 /*
  * The refused fills' ghosts: a fill the budget refused is charged to
@@ -227,6 +235,24 @@ enum rc_refused { RC_REFUSED_NONE, RC_REFUSED_NEW, RC_REFUSED_AGAIN };
  */
 #define RC_BUDGET_EXTRA_SHIFT	3	/* extra_ns moves 1/8 of the way per fill */
 void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns);
+
+/*
+ * The ghosts say whether a fill at a segment's first read would have paid;
+ * a re-read of a refused segment is a different bet: a fill then pays only
+ * if the segment is read yet again (a strided reader's last pass comes
+ * back to every segment once, and fills there earn nothing).  So the
+ * re-reads keep a balance of their own, reread_ns: a first re-read refused
+ * again is charged extra_ns, what a fill then would have cost beyond its
+ * read, and each later re-read credits its bare price, what that fill
+ * would have saved.  While reread_ns is below 0 the budget refuses every
+ * re-read of a remembered segment (read_bypassed_reread), whatever its
+ * balance.  reread_ns stays within plus and minus the cap, and starts from
+ * zero with the cache.
+ */
+static inline bool rc_budget_allows_reread(const struct rc_budget *b)
+{
+	return !b->share || b->reread_ns >= 0;
+}
 
 void rc_budget_init(struct rc_budget *b);
 

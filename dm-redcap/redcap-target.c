@@ -1262,6 +1262,7 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	DMEMIT("budget_ghost_us=%lld\nbudget_ghost_earned_us=%llu\nbudget_fill_extra_us=%llu\n",
 	       div_s64(b->ghost_ns, NSEC_PER_USEC), redcap_us(b->ghost_earned_ns),
 	       redcap_us(b->extra_ns));
+	DMEMIT("budget_reread_us=%lld\n", div_s64(b->reread_ns, NSEC_PER_USEC));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
 	DMEMIT("caware_decays=%llu\n", w->decays);
@@ -1317,8 +1318,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
 	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
-	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
-	       c.read_bypassed_inactive, c.read_bypassed_budget);
+	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\nread_bypassed_reread=%llu\n",
+	       c.read_bypassed_inactive, c.read_bypassed_budget, c.read_bypassed_reread);
 	DMEMIT("read_bypassed_joined=%llu\nread_joined=%llu\n", c.read_bypassed_joined,
 	       c.read_joined);
 	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);

@@ -239,6 +239,8 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_inactive);
 	check_ctr_field(line, "read_bypassed_budget", g->read_bypassed_budget,
 			w->read_bypassed_budget);
+	check_ctr_field(line, "read_bypassed_reread", g->read_bypassed_reread,
+			w->read_bypassed_reread);
 	check_ctr_field(line, "read_bypassed_joined", g->read_bypassed_joined,
 			w->read_bypassed_joined);
 	check_ctr_field(line, "read_joined", g->read_joined, w->read_joined);
@@ -264,7 +266,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 31 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 32 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */

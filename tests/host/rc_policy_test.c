@@ -1345,6 +1345,10 @@ CTEST(budget_bound_holds_when_every_third_miss_continues_a_stream)
 	for (i = 0; i < 200000; i++) {
 		sector = (u64)(i / 3) * 256 + (i % 3) * 8;
 		vd = 1000 + ctest_rand(20 * MS);
+		/* The third read re-reads a refused segment, and such fills
+		 * never pay here: the re-reads' gate would close.  It only
+		 * ever refuses more; held open, the streams' worst case. */
+		c->budget.reread_ns = 0;
 		adversary_read(c, &a, sector, 8, vd, vd + ctest_rand(10 * vd));
 		CHECK(c->budget.balance >=
 		      -(s64)(c->budget.cap_ns + (RC_BUDGET_OVERDRAFT + 1) * a.max_spend));
@@ -1471,6 +1475,57 @@ CTEST(budget_ghost_charges_a_refusal_and_credits_a_reread)
 	CHECK_EQ(b.ghost_ns, 0);
 }
 
+/*
+ * The re-reads' balance: a first re-read of a refused segment, refused
+ * again, is charged extra_ns; a later re-read credits its bare price; a
+ * first re-read that fills at last, and a new refusal, leave it.  Within
+ * plus and minus the cap; 0 again with the cache; no budget, no gate.
+ */
+CTEST(budget_reread_charges_a_refused_first_reread_and_credits_the_later_ones)
+{
+	struct rc_budget b;
+	int i;
+
+	rc_budget_init(&b);
+	b.extra_ns = 2 * MS;
+	CHECK(rc_budget_allows_reread(&b));
+	rc_budget_ghost(&b, RC_REFUSED_NEW, 3 * MS);
+	CHECK_EQ(b.reread_ns, 0);
+	rc_budget_ghost(&b, RC_REFUSED_AGAIN, 3 * MS);
+	CHECK_EQ(b.reread_ns, -2 * (s64)MS);
+	CHECK(!rc_budget_allows_reread(&b));
+	/* the ghosts credit every re-read, as before */
+	CHECK_EQ(b.ghost_ns, 0);
+	CHECK_EQ(b.ghost_earned_ns, 1 * MS);
+	rc_budget_ghost(&b, RC_REFUSED_FILLED, 3 * MS);
+	CHECK_EQ(b.reread_ns, -2 * (s64)MS);
+	CHECK_EQ(b.ghost_earned_ns, 4 * MS);
+	rc_budget_ghost(&b, RC_REFUSED_LATER, 1 * MS);
+	CHECK_EQ(b.reread_ns, -1 * (s64)MS);
+	CHECK(!rc_budget_allows_reread(&b));
+	rc_budget_ghost(&b, RC_REFUSED_LATER, 1 * MS);
+	CHECK_EQ(b.reread_ns, 0);
+	CHECK(rc_budget_allows_reread(&b));
+	rc_budget_ghost(&b, RC_REFUSED_NONE, 1 * MS);
+	CHECK_EQ(b.reread_ns, 0);
+
+	for (i = 0; i < 40; i++)	/* 120 ms of later re-reads: the cap */
+		rc_budget_ghost(&b, RC_REFUSED_LATER, 3 * MS);
+	CHECK_EQ(b.reread_ns, (s64)b.cap_ns);
+	for (i = 0; i < 101; i++)	/* 202 ms of charges: minus the cap */
+		rc_budget_ghost(&b, RC_REFUSED_AGAIN, 3 * MS);
+	CHECK_EQ(b.reread_ns, -(s64)b.cap_ns);
+	rc_budget_reset_stats(&b);
+	CHECK_EQ(b.reread_ns, -(s64)b.cap_ns);
+	rc_budget_cold(&b);
+	CHECK_EQ(b.reread_ns, 0);
+	b.share = 0;			/* no budget: the gate is open, nothing counted */
+	b.reread_ns = -1;
+	CHECK(rc_budget_allows_reread(&b));
+	rc_budget_ghost(&b, RC_REFUSED_AGAIN, 3 * MS);
+	CHECK_EQ(b.reread_ns, -1);
+}
+
 /* Refuse the next miss: the budget in the red, its overdraft spent. */
 static void budget_red(struct rc_cache *c)
 {
@@ -1493,7 +1548,8 @@ static enum rc_refused refused_read(struct rc_cache *c, u64 seg, enum rc_read_ac
 /*
  * A segment the budget refused is remembered while a fill of it would
  * still be cached: fewer than nr_entries segments asked for (demand fills
- * and refusals) since it was refused or read.  A fill of it at last is its
+ * and refusals) since it was refused or read.  Its first re-read is AGAIN
+ * (FILLED if it fills at last), the later ones LATER; a fill of it is its
  * last re-read; emptying the cache forgets them all.
  */
 CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
@@ -1509,7 +1565,7 @@ CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
 	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_AGAIN);
 	for (s = 11; s <= 13; s++)
 		CHECK_EQ(refused_read(c, s, RC_READ_BYPASS), RC_REFUSED_NEW);
-	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_AGAIN);	/* 3 since */
+	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_LATER);	/* 3 since */
 	for (s = 14; s <= 17; s++)
 		CHECK_EQ(refused_read(c, s, RC_READ_BYPASS), RC_REFUSED_NEW);
 	CHECK_EQ(refused_read(c, 10, RC_READ_BYPASS), RC_REFUSED_NEW);	/* 4: gone */
@@ -1517,7 +1573,7 @@ CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
 
 	/* a fill of a refused segment is its re-read, and counts on the clock */
 	c->budget.balance = 0;
-	CHECK_EQ(refused_read(c, 17, RC_READ_FILL), RC_REFUSED_AGAIN);	/* 2 since */
+	CHECK_EQ(refused_read(c, 17, RC_READ_FILL), RC_REFUSED_FILLED);	/* 2 since */
 	CHECK_EQ(refused_read(c, 17, RC_READ_HIT), RC_REFUSED_NONE);
 	CHECK_EQ(refused_read(c, 16, RC_READ_FILL), RC_REFUSED_NONE);	/* 4 since */
 	budget_red(c);
@@ -1533,6 +1589,64 @@ CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
 	CHECK(rc_drop_some(c, 8));
 	budget_red(c);
 	CHECK_EQ(refused_read(c, 40, RC_READ_BYPASS), RC_REFUSED_NEW);
+	rm(c);
+}
+
+/*
+ * While the re-reads' balance is below 0, a re-read of a refused segment
+ * goes to the origin even when the budget's balance would let a miss fill
+ * (read_bypassed_reread); a segment not refused lately still fills.  Its
+ * later re-reads credit the balance, and once it is back at 0 the next
+ * re-read fills.
+ */
+CTEST(budget_refuses_rereads_of_refused_segments_until_later_rereads_pay)
+{
+	struct rc_cache *c = mk(64, 8);
+	struct adversary a = { 0 };
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	adversary_read(c, &a, 1 * 256, 8, 3 * MS, 5 * MS);	/* a fill: 2 ms beyond */
+	CHECK_EQ(c->budget.extra_ns, 2 * MS);
+	budget_red(c);
+	c->budget.balance = -1 * (s64)MS;
+	adversary_read(c, &a, 10 * 256, 8, 3 * MS, 5 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_NEW);
+	adversary_read(c, &a, 10 * 256 + 8, 8, 3 * MS, 5 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_AGAIN);
+	CHECK_EQ(c->budget.reread_ns, -2 * (s64)MS);
+	/* the ghost's credit took the balance out of the red ... */
+	CHECK(c->budget.balance >= 0);
+	CHECK(rc_budget_allows(&c->budget, false));
+	/* ... but segment 10's third read is a re-read: the origin */
+	adversary_read(c, &a, 10 * 256 + 16, 8, 1 * MS, 5 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(c->ctr.read_bypassed_reread, 1);
+	CHECK_EQ(c->budget.reread_ns, -1 * (s64)MS);
+	CHECK_EQ(a.fills, 1);
+	/* a segment not refused lately fills */
+	adversary_read(c, &a, 11 * 256, 8, 3 * MS, 3 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK_EQ(a.fills, 2);
+	adversary_read(c, &a, 10 * 256 + 24, 8, 1 * MS, 5 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(c->budget.reread_ns, 0);
+	CHECK_EQ(c->ctr.read_bypassed_reread, 2);
+	/* back at 0: the next re-read fills, its last */
+	adversary_read(c, &a, 10 * 256 + 32, 8, 1 * MS, 3 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(a.fills, 3);
+	CHECK_EQ(c->budget.reread_ns, 1 * (s64)MS);
+	adversary_read(c, &a, 10 * 256 + 40, 8, 1 * MS, 3 * MS);
+	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK_EQ(a.hits, 1);
+	CHECK_EQ(c->ctr.reads, 8);
+	CHECK_EQ(c->ctr.read_hits, 1);
+	CHECK_EQ(c->ctr.read_misses, 3);
+	CHECK_EQ(c->ctr.read_bypassed, 4);
+	CHECK_EQ(c->ctr.read_bypassed_budget, 4);
+	CHECK_EQ(c->ctr.read_bypassed_reread, 2);
 	rm(c);
 }
 
@@ -1578,7 +1692,8 @@ CTEST(budget_ghost_credit_lets_the_next_miss_fill)
  * Random 4 KiB reads over 1024 segments through 64 (a re-read within the
  * cache's reach 1 time in 16), a fill 2.2 ms beyond a 5 ms read: a
  * refused fill would pay less than it costs, the ghosts sink to minus the
- * cap and earn nothing; the fills made are paid by their own hits.
+ * cap and earn nothing, and so do the re-reads'; the fills made are paid by
+ * their own hits.
  */
 CTEST(budget_ghosts_earn_nothing_on_random_reads)
 {
@@ -1593,8 +1708,13 @@ CTEST(budget_ghosts_earn_nothing_on_random_reads)
 	for (i = 0; i < 100000; i++)
 		adversary_read(c, &a, ctest_rand(1024) * 256 + ctest_rand(32) * 8, 8,
 			       5 * MS, 7200000);
-	CHECK_EQ(c->budget.ghost_ns, -(s64)c->budget.cap_ns);
+	/* at the end a few re-reads lift it from minus the cap, never above 0 */
+	CHECK(c->budget.ghost_ns < -(s64)c->budget.cap_ns / 2);
 	CHECK_EQ(c->budget.ghost_earned_ns, 0);
+	/* a refused segment is seldom read twice more: the re-reads' gate
+	 * shuts and stays shut */
+	CHECK_EQ(c->budget.reread_ns, -(s64)c->budget.cap_ns);
+	CHECK(c->ctr.read_bypassed_reread > 0);
 	/* the budget's bound, without the ghosts' help */
 	CHECK_EQ(c->budget.spent_ns, a.spent);
 	CHECK(a.spent <= c->budget.earned_ns + (RC_BUDGET_OVERDRAFT + 1) * a.max_spend);
