@@ -296,6 +296,24 @@ def data_needed(runs):
     return files, units
 
 
+def set_runs(spec, workloads=None, procs=None, ios=None):
+    """The (workload, processes, I/O mode) runs of set @spec, those of
+    @workloads, @procs (in place of the set's) and @ios if given."""
+    return [(w, p, io) for ws, ps, io in spec["groups"] for w in ws
+            for p in (procs or ps)
+            if (not workloads or w in workloads) and (not ios or io in ios) and
+            p <= MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
+
+
+def set_data(spec, runs):
+    """data_needed() for @runs of set @spec: the whole set's data, written
+    in its order, whatever part of it runs (then what @runs add).  A cell's
+    files lie where they lie in a full run of the set (a strided reader's
+    segments, a tree's blocks), so a subset measures the same layout."""
+    whole = set_runs(spec)
+    return data_needed(whole + [r for r in runs if r not in whole])
+
+
 def install_programs(rdpat):
     """rdpat, busybox (for find, cat, sh, mount, blockdev), dmsetup and
     vdiskctl with their libraries (run through the copied dynamic loader)
@@ -844,12 +862,8 @@ def main():
         spec = dict(spec, configs=[c for c in spec["configs"] if c != "rapiddisk-brd"])
     args.configs = args.configs or spec["configs"]
     args.reps = args.reps or spec["reps"]
-    args.runs = [(w, p, io) for ws, ps, io in spec["groups"] for w in ws
-                 for p in (args.procs or ps)
-                 if (not args.workloads or w in args.workloads) and
-                 (not args.io or io in args.io) and
-                 p <= MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
-    files, units = data_needed(args.runs)
+    args.runs = set_runs(spec, args.workloads, args.procs, args.io)
+    files, units = set_data(spec, args.runs)
     if args.part:
         j, n = map(int, args.part.split("/"))
         args.runs = args.runs[j::n]

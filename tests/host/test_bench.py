@@ -137,6 +137,20 @@ def test_data_needed_is_what_the_commands_read():
         {suite.RANDOM_FILE: suite.RANDOM_MIB << 10}, 0)
 
 
+def test_a_subset_writes_its_whole_sets_data_in_the_sets_order():
+    full = suite.SETS["full"]
+    runs = suite.set_runs(full, ["512k-sr"], [1], ["buffered"])
+    assert runs == [("512k-sr", 1, "buffered")]
+    assert suite.set_data(full, runs) == suite.data_needed(suite.set_runs(full))
+    assert len(suite.set_runs(full)) == 49
+    # a process count the set has not: its files come after the set's
+    runs = suite.set_runs(full, ["tac"], [3], ["buffered"])
+    files, units = suite.set_data(full, runs)
+    whole, whole_units = suite.data_needed(suite.set_runs(full))
+    assert list(files)[:len(whole)] == list(whole) and units == whole_units
+    assert list(files)[len(whole):] == [suite.data_path("tac", 3, 1, i) for i in range(3)]
+
+
 def test_rapiddisk_brd_is_an_alternative_with_the_same_ram(monkeypatch):
     """rapiddisk-brd: in the full set, the report's alternatives, its
     table at the budget of the other caches, its status read as counters."""
