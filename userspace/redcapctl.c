@@ -920,8 +920,9 @@ static int stack_tune(const char *name)
 	dev_resolve(name, &d);
 	for (size_t i = 0; i < sizeof(default_tunables) / sizeof(default_tunables[0]); i++) {
 		why = dm_send(&d, default_tunables[i], &answer);
-		if (why)
-			return fail("%s: cannot %s: %s", name, default_tunables[i], why);
+		if (why)	/* EINVAL: the target said why in the kernel log */
+			return fail("%s: cannot %s: %s%s", name, default_tunables[i], why,
+				    strstr(why, strerror(EINVAL)) ? " (the kernel log says why)" : "");
 		free(answer);
 	}
 	return 0;

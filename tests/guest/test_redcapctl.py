@@ -2,6 +2,7 @@
 """redcapctl on real stacks: every command, every refusal with its exact
 message and exit status, nothing left behind after a failure, the JSON
 against its schema, and stats --watch in a real terminal (tmux)."""
+import contextlib
 import json
 import os
 import re
@@ -97,6 +98,21 @@ def udev_rule():
     yield
     os.unlink(dst)
     sh("udevadm", "control", "--reload")
+
+
+@contextlib.contextmanager
+def udev_rule_for_test(name, text):
+    """udev rule @text in /run/udev/rules.d/@name for the with block."""
+    rule = f"/run/udev/rules.d/{name}"
+    os.makedirs(os.path.dirname(rule), exist_ok=True)
+    with open(rule, "w") as f:
+        f.write(text)
+    sh("udevadm", "control", "--reload")
+    try:
+        yield
+    finally:
+        os.unlink(rule)
+        sh("udevadm", "control", "--reload")
 
 
 def read_stamped(dev, blocks, seed):
@@ -317,22 +333,48 @@ def test_failed_create_removes_the_model_layer_it_made(dmname, loop64, cleanup):
     layer goes too."""
     name = dmname()
     cleanup.append(name)
-    rule = "/run/udev/rules.d/90-redcap-test-squat.rules"
-    os.makedirs(os.path.dirname(rule), exist_ok=True)
-    with open(rule, "w") as f:
-        f.write(f'ACTION=="change", SUBSYSTEM=="block", ENV{{DM_NAME}}=="{name}-vd", '
-                f'RUN+="/sbin/dmsetup create {name} --noudevsync --table \'0 8 zero\'"\n')
-    sh("udevadm", "control", "--reload")
-    try:
+    with udev_rule_for_test(
+            "90-redcap-test-squat.rules",
+            f'ACTION=="change", SUBSYSTEM=="block", ENV{{DM_NAME}}=="{name}-vd", '
+            f'RUN+="/sbin/dmsetup create {name} --noudevsync --table \'0 8 zero\'"\n'):
         r = rctl("create", name, loop64)
-    finally:
-        os.unlink(rule)
-        sh("udevadm", "control", "--reload")
     assert (r.returncode, r.stderr) == (1, f"redcapctl: {name}: cannot create the cache: "
                                            f"device-mapper: create ioctl on {name} "
                                            f"REDCAP-{name} failed: Device or resource busy\n")
     assert f"{name}-vd" not in dm_devices()
     assert table(name) == "0 8 zero"            # the other tool's device, untouched
+
+
+def test_a_cache_that_refuses_its_tunables_is_removed_with_its_model_layer(dmname, loop64,
+                                                                         cleanup):
+    """The cache is made, but it will not take redcapctl's tunables (another
+    tool put a zero table in while udev handled the new device, once, from
+    a rule: deterministic): create fails, naming the message, and removes
+    both devices it made."""
+    name = dmname()
+    cleanup.append(name)
+    n = dmtest.dev_sectors(loop64)
+    script, flag = "/run/redcap-test-swap.sh", f"/run/redcap-test-swapped-{name}"
+    with open(script, "w") as f:
+        f.write(f"[ -e {flag} ] && exit 0\n: > {flag}\n"
+                f"/sbin/dmsetup load {name} --table '0 {n} zero'\n"
+                f"/sbin/dmsetup resume --noudevsync {name}\n")
+    try:
+        with udev_rule_for_test("90-redcap-test-swap.rules",
+                                f'ACTION=="change", SUBSYSTEM=="block", '
+                                f'ENV{{DM_NAME}}=="{name}", RUN+="/bin/sh {script}"\n'), \
+                dmtest.kmsg() as k:
+            r = rctl("create", name, loop64)
+            kernel = k.lines()
+    finally:
+        os.unlink(script)
+    assert os.path.exists(flag), "the rule did not run"
+    os.unlink(flag)
+    assert (r.returncode, r.stdout, r.stderr) == \
+        (1, "", f"redcapctl: {name}: cannot set prefetch 2: Invalid argument "
+                "(the kernel log says why)\n")
+    assert "device-mapper: ioctl: Target type does not support messages" in kernel, kernel
+    assert name not in dm_devices() and f"{name}-vd" not in dm_devices()
 
 
 # --- remove --keep-device, set, drop-cache, reset-stats --------------------
