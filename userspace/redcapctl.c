@@ -910,6 +910,16 @@ static void cache_params(const struct spec *s, dev_t lower, char *params, size_t
  */
 static const char * const default_tunables[] = { "set prefetch 2", "set prefetch_forward 0" };
 
+/*
+ * The target's own reason for refusing a table or a message (EINVAL: the
+ * ioctl's @err, or in @why) is only in the kernel log: say so.
+ */
+static const char *kernel_log_hint(int err, const char *why)
+{
+	return err == EINVAL || strstr(why, strerror(EINVAL)) ?
+	       " (the kernel log says why)" : "";
+}
+
 /* Give the new cache @name redcapctl's tunables.  0, or -1 with the error printed. */
 static int stack_tune(const char *name)
 {
@@ -920,19 +930,12 @@ static int stack_tune(const char *name)
 	dev_resolve(name, &d);
 	for (size_t i = 0; i < sizeof(default_tunables) / sizeof(default_tunables[0]); i++) {
 		why = dm_send(&d, default_tunables[i], &answer);
-		if (why)	/* EINVAL: the target said why in the kernel log */
+		if (why)
 			return fail("%s: cannot %s: %s%s", name, default_tunables[i], why,
-				    strstr(why, strerror(EINVAL)) ? " (the kernel log says why)" : "");
+				    kernel_log_hint(0, why));
 		free(answer);
 	}
 	return 0;
-}
-
-/* The target's own reason for refusing a table is only in the kernel log. */
-static const char *kernel_log_hint(void)
-{
-	return dm_errno == EINVAL || strstr(dm_why, strerror(EINVAL)) ?
-	       " (the kernel log says why)" : "";
 }
 
 /*
@@ -974,7 +977,8 @@ static int stack_create(const struct spec *s)
 	cache_params(s, lower, params, sizeof(params));
 	stack_uuid(s->name, false, uuid, sizeof(uuid));
 	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0, readahead_of(s, &o))) {
-		fail("%s: cannot create the cache: %s%s", s->name, dm_why, kernel_log_hint());
+		fail("%s: cannot create the cache: %s%s", s->name, dm_why,
+		     kernel_log_hint(dm_errno, dm_why));
 		layer_remove(s);
 		return -1;
 	}
@@ -1123,7 +1127,8 @@ static int stack_upgrade(const struct spec *s)
 		goto out;
 	cache_params(s, lower, params, sizeof(params));
 	if (dm_swap_table(s->name, k.sectors, "redcap", params, readahead_of(s, &o))) {
-		fail("%s: cannot swap the cache in: %s%s", s->name, dm_why, kernel_log_hint());
+		fail("%s: cannot swap the cache in: %s%s", s->name, dm_why,
+		     kernel_log_hint(dm_errno, dm_why));
 		layer_remove(s);
 		goto out;
 	}
