@@ -359,3 +359,41 @@ def test_goals_table_checks_each_goal_on_the_recommended_stack():
     assert report.table_goals(report.group(records), "hdd7200")[3] == \
         "| random 4 KiB | ≤ +1 % | missed in 2 of 2: random ×1 +1.5, random ×4 +3.0 |"
     assert report.table_goals(report.group(recs("lkr", 1, {"bare": 1.0})), "hdd15k") == []
+
+
+def test_goals_table_prices_the_virtual_disk_against_the_bare_runs_busy_time():
+    """The virtual disk's goal: the recommended stack's price of the reads
+    it received (vdisk_time_us) within 10 % of the bare run's drive busy
+    time (emu_busy_us), medians of the repetitions, every cell."""
+    rec = report.RECOMMENDED
+
+    def recs(w, p, bare_busy, priced):
+        out = []
+        for rep, (b, v) in enumerate(zip(bare_busy, priced)):
+            out += [{"workload": w, "procs": p, "io": "buffered", "config": "bare",
+                     "app_time_s": 1.0, "rep": rep, "disk_stats": {"emu_busy_us": b}},
+                    {"workload": w, "procs": p, "io": "buffered", "config": rec,
+                     "app_time_s": 0.5, "rep": rep, "redcap_stats": {"vdisk_time_us": v},
+                     "disk_stats": {"emu_busy_us": 1}}]
+        return out
+    records = (recs("lkr", 1, [100, 200, 100], [108, 130, 109]) +   # +9.0: met
+               recs("tac", 4, [1000, 1000, 1000], [800, 850, 700]) +  # -20.0
+               recs("8k-sr", 1, [400, 400, 400], [480, 480, 440]))   # +20.0
+    # a configuration that is neither, and a bare run without the drive's counters
+    records += [{"workload": "lkr", "procs": 1, "io": "buffered", "config": "readahead",
+                 "app_time_s": 1.0, "rep": 0, "redcap_stats": {"vdisk_time_us": 1}},
+                {"workload": "random", "procs": 1, "io": "buffered", "config": "bare",
+                 "app_time_s": 1.0, "rep": 0, "disk_stats": {}},
+                {"workload": "random", "procs": 1, "io": "buffered", "config": rec,
+                 "app_time_s": 1.0, "rep": 0, "redcap_stats": {"vdisk_time_us": 5}}]
+    priced = report.prices(records)
+    assert priced == pytest.approx({("lkr", 1, "buffered"): 9.0, ("tac", 4, "buffered"): -20.0,
+                                    ("8k-sr", 1, "buffered"): 20.0})
+    def vdisk_row(priced):
+        return [r for r in report.table_goals(report.group(records), "hdd7200", priced)
+                if r.startswith("| virtual disk")]
+    assert vdisk_row(priced) == [("| virtual disk vs bare run | within ±10 % | "
+                        "missed in 2 of 3: tac ×4 -20.0, 8k-sr ×1 +20.0 |")]
+    assert vdisk_row({("lkr", 1, "buffered"): 9.0, ("tac", 4, "buffered"): -9.5}) == \
+        ["| virtual disk vs bare run | within ±10 % | met; worst tac ×4 -9.5 |"]
+    assert vdisk_row(None) == []
