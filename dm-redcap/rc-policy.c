@@ -344,28 +344,29 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 	rc_budget_earn(b, earn);
 }
 
-void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns)
+/* @v + @delta, kept within the budget's cap either way. */
+static s64 rc_budget_within(const struct rc_budget *b, s64 v, s64 delta)
 {
 	s64 cap = (s64)b->cap_ns;
 
+	v += delta;
+	return v < -cap ? -cap : v > cap ? cap : v;
+}
+
+void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns)
+{
 	if (!b->share || r == RC_REFUSED_NONE)
 		return;
 	vd_ns = rc_clamp_ns(vd_ns);
 	switch (r) {
 	case RC_REFUSED_NEW:
-		b->ghost_ns -= (s64)b->extra_ns;
-		if (b->ghost_ns < -cap)
-			b->ghost_ns = -cap;
+		b->ghost_ns = rc_budget_within(b, b->ghost_ns, -(s64)b->extra_ns);
 		return;
 	case RC_REFUSED_AGAIN:
-		b->reread_ns -= (s64)b->extra_ns;
-		if (b->reread_ns < -cap)
-			b->reread_ns = -cap;
+		b->reread_ns = rc_budget_within(b, b->reread_ns, -(s64)b->extra_ns);
 		break;
 	case RC_REFUSED_LATER:
-		b->reread_ns += (s64)vd_ns;
-		if (b->reread_ns > cap)
-			b->reread_ns = cap;
+		b->reread_ns = rc_budget_within(b, b->reread_ns, (s64)vd_ns);
 		break;
 	default:
 		break;
