@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, fio, read_pattern, sh, write_stamped
+from dmtest import (Dm, brd_device, dev_sectors, fio, read_blocks, read_pattern, sh,
+                    write_stamped)
 
 BRD_MIB = 256
 SEG, NSEGS = 256, 64            # 64 x 128 KiB, the paper's best LKR geometry
@@ -173,6 +174,66 @@ def test_budget_keeps_a_cold_cache_from_filling_random_misses(disk15k, dmname):
     assert -6 * fill_us <= st["budget_us"] <= 100000
     assert runs[128] < runs[0]
     assert runs[128] <= 1.03 * bare
+
+
+def test_budget_refuses_rereads_of_refused_segments_until_later_rereads_pay(disk15k, dmname):
+    """16 segments across the disk, 4 KiB of each read forward, backward,
+    then forward until the gate opens, the cache adaptive on the vdisk
+    estimator with no verdict within the run.  The first pass fills five
+    (the overdraft: one, then four more in the red) and the budget refuses
+    the other eleven.  Backward, the first re-read of a refused segment is
+    refused again by the balance, and charged what its fill would have cost
+    beyond its read (budget_reread_us); the re-reads' balance below zero,
+    the other ten are refused whatever the budget's balance
+    (read_bypassed_reread).  Each later re-read credits its bare price, so
+    the gate refuses only until they have paid the charges back, and then
+    no more.  What is read through the cache is what the disk holds."""
+    emu, meas = disk15k
+    segs = [(97 + 1237 * i) % 2048 for i in range(16)]  # 41 segments apart at least
+    step = SEG * 512
+
+    def read_all(dev, order):
+        return [read_blocks(dev, s * step, 4096) for s in order]
+    want = read_all(meas.path, segs)
+    with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
+            "4 policy adaptive estimator vdisk") as rc:
+        rc.message("set", "window", "100000")
+        rc.cold()
+        assert read_all(rc.path, segs) == want
+        st = rc.stats()
+        assert (st["read_misses"], st["read_bypassed_budget"], st["read_bypassed_reread"],
+                st["budget_reread_us"]) == (5, 11, 0, 0)
+        extra_us = st["budget_fill_extra_us"]
+        assert extra_us > 0
+
+        assert read_all(rc.path, segs[::-1]) == want[::-1]
+        st = rc.stats()
+        assert (st["read_hits"], st["read_misses"], st["read_bypassed_budget"],
+                st["read_bypassed_reread"]) == (5, 5, 22, 10)
+        assert st["budget_fill_extra_us"] == extra_us
+        # eleven charges of the fill's extra (each rounded down to µs apart)
+        assert -11 * extra_us - 11 <= st["budget_reread_us"] <= -11 * extra_us
+
+        passes = []
+        while st["budget_reread_us"] < 0:
+            assert len(passes) < 4, f"the re-reads never paid back: {passes}"
+            before = st
+            assert read_all(rc.path, segs) == want
+            st = rc.stats()
+            # every re-read of a refused segment credits: the balance rises
+            assert st["budget_reread_us"] > before["budget_reread_us"]
+            passes.append((st["read_bypassed_reread"] - before["read_bypassed_reread"],
+                           st["budget_reread_us"]))
+        assert passes[0][0] >= 1
+        assert st["budget_reread_us"] <= st["budget_cap_ms"] * 1000
+        # open: no re-read is refused for the re-reads' sake any more
+        gated = st["read_bypassed_reread"]
+        assert read_all(rc.path, segs) == want
+        st = rc.stats()
+        assert st["read_bypassed_reread"] == gated
+        assert st["state"] == "active" and st["windows"] == 0
+        assert st["read_bypassed_reread"] <= st["read_bypassed_budget"]
+        print(f"extra {extra_us} us; gated and balance by pass {passes}")
 
 
 @pytest.mark.parametrize("estimator", ["spk", "vdisk"])
