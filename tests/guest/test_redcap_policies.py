@@ -190,7 +190,7 @@ def test_budget_refuses_rereads_of_refused_segments_until_later_rereads_pay(disk
     price, so the gate refuses only until they have paid the charges back,
     and then no more.  What is read through the cache is what the disk
     holds."""
-    emu, meas = disk15k
+    meas = disk15k[1]
     segs = [(97 + 1237 * i) % 2048 for i in range(16)]  # 41 segments apart at least
     step = SEG * 512
 
