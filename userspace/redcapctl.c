@@ -73,7 +73,7 @@ static const char redcapctl_usage[] =
 "       redcapctl stop NAME|--all [--tab FILE]\n"
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
-"       redcapctl simulate --trace FILE [--format blkparse|csv] [--disk PROFILE]\n"
+"       redcapctl simulate --trace FILE [--warm FILE] [--format blkparse|csv] [--disk PROFILE]\n"
 "                          [--model FILE] [--save-model FILE] [--no-train] [--capacity SECTORS]\n"
 "                          --config SPEC... [--json]\n"
 "       redcapctl -h|--help\n";

@@ -257,6 +257,7 @@ struct sim {
 	u32 free_w;
 	u32 *wait_head, *wait_tail;	/* entry -> its waiters */
 	u64 capacity;
+	u64 t0;				/* when the trace's time 0 is (after the warm-up) */
 	u64 last_done;
 	u64 completed;			/* requests */
 	char *err;
@@ -665,7 +666,7 @@ static int link_processes(struct sim *s)
 		if (i + 1 < t->nr && t->req[order[i + 1]].pid == t->req[order[i]].pid)
 			s->rs[order[i]].next = order[i + 1];
 		if ((!i || t->req[order[i - 1]].pid != t->req[order[i]].pid) &&
-		    push(s, t->req[order[i]].time_ns, EV_ISSUE, order[i], 0, 0, 0)) {
+		    push(s, s->t0 + t->req[order[i]].time_ns, EV_ISSUE, order[i], 0, 0, 0)) {
 			free(order);
 			return -1;
 		}
@@ -775,6 +776,45 @@ static int cache_setup(struct sim *s)
 	return 0;
 }
 
+/* Every request of @t through @s, its time 0 at @t0, until nothing is left to do. */
+static int replay(struct sim *s, const struct trace *t, u64 t0)
+{
+	free(s->rs);
+	s->t = t;
+	s->t0 = t0;
+	s->last_done = t0;
+	s->completed = 0;
+	s->rs = calloc(t->nr ? t->nr : 1, sizeof(*s->rs));
+	if (!s->rs)
+		return oom(s);
+	if (link_processes(s))
+		return -1;
+	while (s->h.nr) {
+		struct event e = heap_pop(&s->h);
+
+		if (step(s, &e))
+			return -1;
+	}
+	return 0;
+}
+
+/* After the warm-up: the bench's vdisk "reset" and redcap "reset_stats". */
+static void warm_done(struct sim *s)
+{
+	if (s->model_is_disk)
+		vd_vdisk_init(&s->mdisk);
+	else
+		vd_drive_reset(&s->drive);
+	if (s->cache)
+		rc_reset_counters(s->cache);
+	s->vdisk.requests = 0;
+	s->vdisk.busy_ns = 0;
+	s->vdisk.unestimated = 0;
+	s->vdisk_cache.requests = 0;
+	s->vdisk_cache.busy_ns = 0;
+	s->vdisk_cache.unestimated = 0;
+}
+
 int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
 	    struct sim_result *r, char *err)
 {
@@ -792,19 +832,15 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		snprintf(err, SIM_ERR_MAX, "the drive's parameters cannot drive an emulation");
 		return -1;
 	}
-	s.rs = calloc(t->nr ? t->nr : 1, sizeof(*s.rs));
-	if (!s.rs) {
-		oom(&s);
+	if (model_setup(&s, d->model) || (!c->bare && cache_setup(&s)))
 		goto out;
-	}
-	if (model_setup(&s, d->model) || (!c->bare && cache_setup(&s)) || link_processes(&s))
-		goto out;
-	while (s.h.nr) {
-		struct event e = heap_pop(&s.h);
-
-		if (step(&s, &e))
+	if (d->warm) {
+		if (replay(&s, d->warm, 0))
 			goto out;
+		warm_done(&s);
 	}
+	if (replay(&s, t, s.last_done))
+		goto out;
 	if (d->learnt) {
 		learn(&s, UINT64_MAX);
 		if (model_copy(d->learnt, s.model)) {
@@ -812,7 +848,7 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 			goto out;
 		}
 	}
-	r->app_ns = s.last_done;
+	r->app_ns = s.last_done - s.t0;
 	if (s.model_is_disk) {
 		r->disk_busy_ns = s.mdisk.busy_ns;
 		r->disk_requests = s.mdisk.requests;

@@ -115,6 +115,15 @@ struct sim_disk {
 	bool frozen;				/* the model does not learn ("train off") */
 	u64 capacity;				/* sectors */
 	/*
+	 * If set, replayed first, through the same disk, model and cache, as
+	 * the bench's mount before a run: then the drive is made cold (the
+	 * vdisk "reset" message: idle, its cache empty) and the counters
+	 * zeroed (redcap's "reset_stats": the cache's contents, the budget's
+	 * balance and the policy's state stay), and @t starts when the last
+	 * of it completed.  The result counts @t alone.
+	 */
+	const struct trace *warm;
+	/*
 	 * If set, gets what the model holds at the end of the run; it must
 	 * have the geometry of @model, else VD_DEFAULT_ROWS over @capacity.
 	 */

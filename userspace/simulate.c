@@ -255,7 +255,7 @@ static u64 extent(const struct trace *t)
 
 /* The command line. */
 struct sim_args {
-	const char *path, *disk, *model_file, *save_file;
+	const char *path, *warm_path, *disk, *model_file, *save_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
 	bool json, frozen;
@@ -271,6 +271,9 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	switch (c) {
 	case 't':
 		a->path = arg;
+		break;
+	case 'w':
+		a->warm_path = arg;
 		break;
 	case 'f':
 		if (trace_format_parse(arg) < 0)
@@ -311,6 +314,7 @@ int redcapctl_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, 't' },
+		{ "warm", required_argument, NULL, 'w' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "disk", required_argument, NULL, 'd' },
 		{ "model", required_argument, NULL, 'm' },
@@ -330,7 +334,7 @@ int redcapctl_simulate(int argc, char **argv)
 	struct vd_model *model = NULL;
 	void *model_mem = NULL, *learnt_mem = NULL;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
-	struct trace t = { 0 };
+	struct trace t = { 0 }, warm = { 0 };
 	int i, first;
 
 	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
@@ -352,13 +356,19 @@ int redcapctl_simulate(int argc, char **argv)
 
 	if (trace_open(a.path, a.fmt, &t, err, sizeof(err)))
 		die("simulate: %s", err);
+	if (a.warm_path) {
+		if (trace_open(a.warm_path, a.fmt, &warm, err, sizeof(err)))
+			die("simulate: --warm: %s", err);
+		sd.warm = &warm;
+	}
 	if (a.model_file) {
 		model = read_model(a.model_file, a.capacity, &model_mem);
 		if (!a.capacity)
 			a.capacity = model->capacity;
 	}
 	if (!a.capacity)
-		a.capacity = (extent(&t) + GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
+		a.capacity = ((extent(&t) > extent(&warm) ? extent(&t) : extent(&warm)) +
+			      GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
 	sd.model = model;
 	sd.frozen = a.frozen;
 	sd.capacity = a.capacity;
@@ -387,6 +397,9 @@ int redcapctl_simulate(int argc, char **argv)
 
 		json_object_object_add(top, "trace", json_object_new_string(a.path));
 		json_object_object_add(top, "requests", json_object_new_int64((int64_t)t.nr));
+		json_object_object_add(top, "warm", a.warm_path ?
+				       json_object_new_string(a.warm_path) : NULL);
+		json_object_object_add(top, "warm_requests", json_object_new_int64((int64_t)warm.nr));
 		json_object_object_add(top, "disk", a.disk ? json_object_new_string(a.disk) : NULL);
 		json_object_object_add(top, "model", a.model_file ?
 				       json_object_new_string(a.model_file) : NULL);
@@ -402,6 +415,7 @@ int redcapctl_simulate(int argc, char **argv)
 		print_table(a.disk ? a.disk : a.model_file, a.capacity, &t, configs, results, a.n);
 	}
 	trace_free(&t);
+	trace_free(&warm);
 	free(model_mem);
 	free(model);
 	free(learnt_mem);

@@ -8,7 +8,9 @@ is replayed by `redcapctl simulate` on the suite's disk profile and capacity,
 starting from the model the suite's "vd" layer was loaded with
 (DIR/model-<profile>.tables), through the bare disk and every redcap
 configuration the suite measured, its processes first joined into one per
-workload process (lanes(): DIR/<case>.forks) and also as traced.  Each
+workload process (lanes(): DIR/<case>.forks) and also as traced, after
+the mount's requests (DIR/<case>.mount.blkparse, simulate --warm) where the
+suite kept them.  Each
 (case, configuration) is a cell:
 predicted application time and disk busy time against the measured ones
 (median of the repetitions), and redcap's counters against the target's.
@@ -248,9 +250,12 @@ def main():
         joined = trace[:-len(".blkparse")] + ".lanes.blkparse"
         nlanes, npids, how = lanes(trace, joined, trace[:-len(".blkparse")] + ".forks")
 
+        mount = trace[:-len(".blkparse")] + ".mount.blkparse"
+        warm = ["--warm", mount] if os.path.exists(mount) else []
+
         def simulate(t):
             cmd = [args.redcapctl, "simulate", "--trace", t, "--format", "blkparse",
-                   "--disk", profile, "--model", model, "--capacity", str(capacity)]
+                   "--disk", profile, "--model", model, "--capacity", str(capacity), *warm]
             for s in specs.values():
                 cmd += ["--config", s]
             cmd.append("--json")

@@ -23,7 +23,8 @@ CPU-only floor); "bound" is not a run but the I/O time the best possible
 prefetch would need for the bare run's block trace (BENCH-NOTES.md).
 With --traces DIR, that traced run also leaves its whole block trace in DIR
 (blkparse's default text, queues and completions: what "redcapctl simulate
---format blkparse" reads), which process forked which (.forks) and the
+--format blkparse" reads), the mount's requests before it (.mount.blkparse:
+what "simulate --warm" replays first), which process forked which (.forks) and the
 trained tables of "vd" as model-<profile>.tables
 (tests/bench/sim-validate.py replays them).
 
@@ -627,27 +628,49 @@ def forks_stop(path):
         f.write(f"# root {os.getpid()}\n" + "".join(f"{a} {b}\n" for a, b in forks))
 
 
+def blktrace_start(dev, complete):
+    """blktrace on @dev into a new directory; (process, directory).
+    dm devices are bio-based: a request shows as Q (queued), never D; with
+    @complete the completions too (a replay needs the think time)."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    tdir = tempfile.mkdtemp(prefix="bench-trace-")
+    acts = ["-a", "queue"] + (["-a", "complete"] if complete else [])
+    bt = subprocess.Popen(["blktrace", "-d", dev, *acts, "-D", tdir, "-o", "t"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1)
+    return bt, tdir
+
+
+def blktrace_stop(bt):
+    bt.terminate()
+    bt.wait()
+
+
+def cold_traced(stack, keep):
+    """cold(), with the mount's requests to @keep (blkparse's default text):
+    what the stack does before a run, for redcapctl simulate --warm."""
+    bt, tdir = blktrace_start(stack.disk, True)
+    try:
+        cold(stack)
+    finally:
+        blktrace_stop(bt)
+    sh("blkparse", "-q", "-D", tdir, "-i", "t", "-o", keep)
+    sh("rm", "-rf", tdir)
+
+
 def trace_extents(dev, cmds, keep=None):
     """Run @cmds under blktrace on @dev; the (sector, sectors) reads issued.
     With @keep, the whole trace (queues and completions) also goes there as
     blkparse's default text, and the processes' forks to @keep's name with
     .forks for .blkparse."""
-    if not os.path.ismount("/sys/kernel/debug"):
-        sh("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
-    tdir = tempfile.mkdtemp(prefix="bench-trace-")
-    # dm devices are bio-based: a request shows as Q (queued), never D
-    # (the completions too when the trace is kept: a replay needs the think time)
-    acts = ["-a", "queue"] + (["-a", "complete"] if keep else [])
-    bt = subprocess.Popen(["blktrace", "-d", dev, *acts, "-D", tdir, "-o", "t"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1)
+    bt, tdir = blktrace_start(dev, bool(keep))
     if keep:
         forks_start()
     try:
         run_procs(cmds)
     finally:
-        bt.terminate()
-        bt.wait()
+        blktrace_stop(bt)
         if keep:
             forks_stop(keep[:-len(".blkparse")] + ".forks")
     if keep:
@@ -779,9 +802,12 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
 def bound_record(args, base, workload, procs, io, extra):
     stack = Stack(args, base, "bare")
     try:
-        cold(stack)
         keep = (os.path.join(args.traces, f"{workload}-{procs}-{io}.blkparse")
                 if args.traces else None)
+        if keep:
+            cold_traced(stack, keep[:-len(".blkparse")] + ".mount.blkparse")
+        else:
+            cold(stack)
         ext = trace_extents(stack.disk, commands(workload, procs, io), keep)
         sh(BUSYBOX, "umount", MNT)
     finally:

@@ -295,6 +295,44 @@ CTEST(sim_same_input_same_output)
 	free_trace(t);
 }
 
+/*
+ * A warm-up trace (the bench's mount) goes through the same cache first:
+ * what it filled is there for the trace, but nothing of it is counted,
+ * and the trace's time starts when it is over.
+ */
+CTEST(sim_a_warm_up_fills_the_cache_and_counts_nothing)
+{
+	struct trace *warm = new_trace(2), *t = new_trace(2);
+	struct sim_config c = config("64x128k:always"), b = config("bare");
+	struct sim_disk d = *hdd();
+	struct sim_result cold, r, bare;
+
+	put(warm, 0, TRACE_READ, 1 * 256, 8, 7, 0, TRACE_NO_TIME);
+	put(warm, 1, TRACE_READ, 2 * 256, 8, 7, 1000, TRACE_NO_TIME);
+	put(t, 0, TRACE_READ, 1 * 256 + 8, 8, 1, 0, TRACE_NO_TIME);
+	put(t, 1, TRACE_READ, 3 * 256, 8, 1, 1000, TRACE_NO_TIME);
+	CHECK_EQ(sim_run(t, &d, &c, &cold, err), 0);
+	CHECK_EQ(cold.ctr.read_misses, 2);
+	d.warm = warm;
+	CHECK_EQ(sim_run(t, &d, &c, &r, err), 0);
+	CHECK_EQ(r.requests, 2);
+	CHECK_EQ(r.ctr.reads, 2);
+	CHECK_EQ(r.ctr.read_hits, 1);		/* segment 1, the warm-up's */
+	CHECK_EQ(r.ctr.read_misses, 1);
+	CHECK_EQ(r.ctr.fill_ios, 1);
+	CHECK_EQ(r.disk_requests, 1);		/* the drive was reset */
+	CHECK_EQ(r.segments_valid, 3);
+	CHECK(r.app_ns > 0 && r.app_ns < cold.app_ns);
+	/* the hit's copy, then the miss's fill and its copy */
+	CHECK_EQ(r.app_ns, r.disk_busy_ns + 2 * 4 * SIM_COPY_NS_PER_KIB);
+	/* bare: the warm-up's two requests are not the run's */
+	CHECK_EQ(sim_run(t, &d, &b, &bare, err), 0);
+	CHECK_EQ(bare.disk_requests, 2);
+	CHECK_EQ(bare.requests, 2);
+	free_trace(warm);
+	free_trace(t);
+}
+
 CTEST(sim_think_time_is_kept_after_a_completion)
 {
 	/* The second request came 5 ms after the first completed in the trace. */

@@ -425,3 +425,34 @@ def test_no_train_keeps_the_model_and_bare_is_priced_on_it(tmp_path):
                  "--save-model", kept, "--config", "bare")
     assert r.returncode == 0
     assert kept.read_text().splitlines()[1:] != model.read_text().splitlines()[1:]
+
+
+def test_warm_replays_the_mount_first_and_counts_only_the_trace(tmp_path):
+    """--warm: its requests go through the same cache first (segment 0
+    filled there is a hit for the trace), then the drive is made cold and
+    the counters zeroed, as the bench does after its mount."""
+    warm, trace = tmp_path / "mount.csv", tmp_path / "t.csv"
+    warm.write_text("time_ns,pid,op,sector,sectors\n0,3,R,0,8\n1,3,R,512,8\n")
+    trace.write_text(CSV)
+    r = simulate("--trace", trace, "--warm", warm, "--format", "csv", "--config", "bare",
+                 "--config", "64x128k:always", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    out = json.loads(r.stdout)
+    assert (out["requests"], out["warm"], out["warm_requests"]) == (6, str(warm), 2)
+    bare, cached = out["results"]
+    assert bare["disk_requests"] == 6
+    st = cached["stats"]
+    # as test_exact_counters_through_the_cache_core, but segment 0 was filled
+    assert {k: st[k] for k in ("reads", "read_hits", "read_misses", "fill_ios",
+                               "segments_valid")} == {
+        "reads": 6, "read_hits": 4, "read_misses": 2, "fill_ios": 2, "segments_valid": 3}
+    assert cached["disk_requests"] == 3
+    # no --warm: no warm-up
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare", "--json")
+    assert (json.loads(r.stdout)["warm"], json.loads(r.stdout)["warm_requests"]) == (None, 0)
+    # a bad warm-up line is named, with its file
+    warm.write_text("time_ns,pid,op,sector,sectors\n0,3,Q,0,8\n")
+    r = simulate("--trace", trace, "--warm", warm, "--format", "csv", "--config", "bare")
+    assert r.returncode == 1
+    assert r.stderr == (f'redcapctl: simulate: --warm: {warm}: line 2: op: "Q" is not R, W '
+                        'or D\n')
