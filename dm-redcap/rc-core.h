@@ -243,8 +243,10 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
  * the segment's bucket is in flight, nor beyond half the entries filled
  * ahead and not yet read (nr_ahead): streams never take more than half
  * the cache.  With rc_budgeted(), a batch starts only with the budget's
- * balance at 0 or above, and then goes down whole (its fills go down
- * together): fills ahead take the balance at most one batch below 0.
+ * balance above minus its cap, as a stream's miss may fill (many streams
+ * starting at once would otherwise wait on one another's hits), and then
+ * goes down whole (its fills go down together): fills ahead take the
+ * balance at most one batch below minus the cap.
  *
  * Probation: a segment filled ahead waits, until it is read, on a list of
  * its own.  Its oldest goes first, before the LRU's tail, once

@@ -183,8 +183,10 @@ int rc_estimator_parse(const char *name);
  * (rc_stream_read()) is the likeliest fill to pay: its stream's next reads
  * fall in the segment.  Such a miss may also fill while the balance is
  * above minus the cap, so that many streams starting at once are not
- * starved by the RC_BUDGET_OVERDRAFT fills the first of them took.  The
- * bound above becomes twice the cap.
+ * starved by the RC_BUDGET_OVERDRAFT fills the first of them took; a
+ * stream's batch of fills ahead may start then too (rc_prefetch()).  The
+ * bound above becomes twice the cap, and a batch (at most
+ * RC_PREFETCH_MAX fills) where that is more than the overdraft.
  *
  * On by default (share 128) since the bench showed TAC keeping its gain
  * with it, once the model priced seek direction and streams paid their own

@@ -2834,7 +2834,8 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	CHECK_EQ(c->budget.spent_ns, 3000000);
 	CHECK_EQ(rd32k(c, 41 * 256, &ai[0]), RC_READ_WAIT);
 	CHECK_EQ(ai[0], idx);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 42: in the red */
+	c->budget.balance = -(s64)c->budget.cap_ns;
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 42: at minus the cap */
 	rm(c);
 }
 
@@ -2852,9 +2853,10 @@ static u32 take_paid(struct rc_cache *c, u64 want, u64 ns)
 
 /*
  * With the budget (adaptive, estimator vdisk), a batch starts only with
- * the balance at 0 or above, and then goes down whole though its first
- * fill takes the balance below 0; the next waits until reads earned the
- * balance back.
+ * the balance above minus the cap, and then goes down whole though its
+ * first fill takes the balance lower; in the red, a stream's next batch
+ * still goes (16 streams starting at once would otherwise wait on one
+ * another's hits).
  */
 CTEST(prefetch_budget_admits_a_batch_whole)
 {
@@ -2883,14 +2885,13 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
 	CHECK_EQ(rc_read(c, 104 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 106 on are due: in the red */
-	rc_budget_read(&c->budget, true, false, 9000000, 0);	/* a hit earns it back */
-	CHECK(c->budget.balance >= 0);
-	CHECK_EQ(rc_read(c, 105 * 256, 256, &idx), RC_READ_HIT);
-	rc_unpin(c, idx);
+	/* 106 on are due: 9 ms in the red, above minus the cap: they go */
 	for (k = 0; k < 4; k++)
 		ai[k] = take_paid(c, 106 + k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
+	CHECK_EQ(c->budget.balance, -21000000);
+	CHECK_EQ(rc_read(c, 105 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
 	CHECK_EQ(c->nr_ahead, 4);
 	CHECK_CTR(c, .reads = 6, .read_hits = 3, .read_misses = 3, .prefetches = 7,
 		  .prefetch_hits = 3, .fill_ios = 6, .fill_sectors = 6 * 256);
@@ -3181,5 +3182,72 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 5,
 		  .fill_sectors = 4 * 256 + 100, .fill_joined = 2);
 	check_invariants(c);
+	rm(c);
+}
+
+#define MS 1000000ull
+
+/* The adversary's prices: 5 ms a read on the bare disk, 7 ms a whole segment on the cache's. */
+static bool adversary_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now,
+			    u64 *ns)
+{
+	(void)ctx;
+	(void)sector;
+	(void)now;
+	*ns = vd == RC_VD_BARE ? 5 * MS : (u64)sectors * 7 * MS / 256;
+	return true;
+}
+
+/*
+ * Read-ahead that never pays: 300 forward streams of 8 whole segments,
+ * far apart, prefetch 8 both ways, through rc_map_read() as the glue
+ * goes.  Each stream ramps up and leaves its last batch unread.  The
+ * batches start in the red, as a stream's miss fills, but none below
+ * minus the cap: the balance never falls further than one batch and the
+ * fills a stream's miss may take beyond it.
+ */
+CTEST(budget_bounds_read_ahead_that_never_pays)
+{
+	struct rc_cache *c = mk(64);
+	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32 };
+	const s64 cap = RC_BUDGET_CAP_MS * (s64)MS;
+	struct rc_read_plan plan;
+	s64 low = 0, before;
+	u64 base;
+	u32 s, k, f, red = 0;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	c->prefetch = RC_PREFETCH_MAX;
+	c->prefetch_forward = 1;
+	CHECK(rc_budgeted(c));
+	for (s = 0; s < 300; s++) {
+		base = (u64)(s * 7919 % 4096) * 64;
+		for (k = 0; k < 8; k++) {
+			before = c->budget.balance;
+			rc_map_read(c, (base + k) * 256, 256, 0, &p, &plan);
+			/* a batch ahead though a hit's 5 ms could not bring it to 0 */
+			if (before < -10 * (s64)MS && plan.nr_fills > 1)
+				red++;
+			if (plan.act == RC_READ_HIT)
+				rc_read_hit_done(c, plan.idx, 256, MS / 10, 0);
+			for (f = 0; f < plan.nr_fills; f++) {
+				CHECK_EQ(rc_fill_done(c, plan.fills[f].idx, 0, 256,
+						      plan.fills[f].ahead), RC_FILL_SERVE);
+				rc_unpin(c, plan.fills[f].idx);
+			}
+			if (c->budget.balance < low)
+				low = c->budget.balance;
+		}
+	}
+	check_invariants(c);
+	/* batches went in the red, where they used to stop at 0 ... */
+	CHECK(red > 0);
+	CHECK(low < -cap);
+	/* ... down to minus the cap, give or take a batch and a miss's fills */
+	CHECK(low > -cap - (s64)((RC_PREFETCH_MAX + RC_BUDGET_OVERDRAFT + 1) * 7 * MS));
+	/* and there the budget refused the rest */
+	CHECK(c->ctr.read_bypassed_budget > 2000);
 	rm(c);
 }
