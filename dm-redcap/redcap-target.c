@@ -1348,12 +1348,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 static void redcap_msg_reset_stats(struct redcap_cache *cc)
 {
 	rc_reset_counters(cc->cache);
-	cc->vdisk.requests = 0;
-	cc->vdisk.busy_ns = 0;
-	cc->vdisk.unestimated = 0;
-	cc->vdisk_cache.requests = 0;
-	cc->vdisk_cache.busy_ns = 0;
-	cc->vdisk_cache.unestimated = 0;
+	vd_vdisk_reset_stats(&cc->vdisk);
+	vd_vdisk_reset_stats(&cc->vdisk_cache);
 }
 
 static int redcap_msg_drop_cache(struct redcap_c *rc)

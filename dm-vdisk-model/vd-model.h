@@ -198,6 +198,14 @@ static inline void vd_vdisk_init(struct vd_vdisk *v)
 	memset(v, 0, sizeof(*v));
 }
 
+/* Zeroes the counters; the queue and the recent request ends stay. */
+static inline void vd_vdisk_reset_stats(struct vd_vdisk *v)
+{
+	v->requests = 0;
+	v->busy_ns = 0;
+	v->unestimated = 0;
+}
+
 /*
  * Queues a request arriving at @now (ns) and returns its virtual completion
  * time.  The model is read, not changed.

@@ -807,12 +807,8 @@ static void warm_done(struct sim *s)
 		vd_drive_reset(&s->drive);
 	if (s->cache)
 		rc_reset_counters(s->cache);
-	s->vdisk.requests = 0;
-	s->vdisk.busy_ns = 0;
-	s->vdisk.unestimated = 0;
-	s->vdisk_cache.requests = 0;
-	s->vdisk_cache.busy_ns = 0;
-	s->vdisk_cache.unestimated = 0;
+	vd_vdisk_reset_stats(&s->vdisk);
+	vd_vdisk_reset_stats(&s->vdisk_cache);
 }
 
 int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
