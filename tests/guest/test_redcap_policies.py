@@ -215,8 +215,14 @@ def test_budget_refuses_rereads_of_refused_segments_until_later_rereads_pay(disk
         assert (st["read_hits"], st["read_misses"], st["read_bypassed_budget"],
                 st["read_bypassed_reread"]) == (filled, filled, 2 * r, r - 1), st
         assert st["budget_fill_extra_us"] == extra_us, st
-        # r charges of the fill's extra (each rounded down to µs apart)
-        assert -r * extra_us - r <= st["budget_reread_us"] <= -r * extra_us, st
+        # r charges of the fill's extra (each rounded down to µs apart), the
+        # balance kept within minus the cap (a model trained under load can
+        # price a fill's extra at 12 ms: 11 charges pass the cap)
+        cap_us = st["budget_cap_ms"] * 1000
+        if r * extra_us < cap_us:
+            assert -r * extra_us - r <= st["budget_reread_us"] <= -r * extra_us, st
+        else:
+            assert st["budget_reread_us"] == -cap_us, st
 
         passes = []
         while st["budget_reread_us"] < 0:
