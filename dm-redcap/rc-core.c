@@ -647,10 +647,14 @@ u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
 		if (i != RC_NONE && c->entries[i].state != RC_GHOST)
 			continue;	/* cached, or on its way */
 		b = rc_wb_bucket(c, s);
-		/* The budget admits a batch as a whole, by its first fill, as a stream's miss. */
+		/*
+		 * The budget admits a batch as a whole, by its first fill,
+		 * down to minus its cap as it does a stream's miss.
+		 */
 		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
 		    2 * (c->nr_ahead + 1) > c->nr_entries ||
-		    (!c->pf_started && rc_budgeted(c) && c->budget.share && c->budget.balance <= -(s64)c->budget.cap_ns))
+		    (!c->pf_started && rc_budgeted(c) && c->budget.share &&
+		     c->budget.balance <= -(s64)c->budget.cap_ns))
 			break;
 		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
 		if (i == RC_NONE)
