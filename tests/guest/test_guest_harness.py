@@ -14,7 +14,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, join_or_report, loop_device, read_blocks,
-                    sh, slow_down)
+                    SLOW, sh, slow_down)
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -72,24 +72,27 @@ def test_a_test_past_its_timeout_in_a_command_kills_the_command_and_the_next_run
 
 def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path, loop64, dmname):
     """A read dm-delay holds 8 s, in the test's main thread: the SIGALRM at
-    1 s cannot end it; the watchdog does, 2 s later."""
+    1 s cannot end it; the watchdog does, 2 s later.  (Each time six times
+    longer on the debug kernel, where the test took more than 1 s to reach
+    its read and failed on the timeout before it.)"""
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
+    timeout, grace = 1 * SLOW, 2 * SLOW
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow:
-        with slow_down(slow, loop64, n, 8000):
-            r = run_nested(tmp_path, """
+        with slow_down(slow, loop64, n, 8000 * SLOW):
+            r = run_nested(tmp_path, f"""
                 import os
                 import pytest
                 from dmtest import aligned
 
-                @pytest.mark.timeout(1)
+                @pytest.mark.timeout({timeout})
                 def test_stuck():
                     fd = os.open(os.environ["STUCK_DEV"], os.O_RDONLY | os.O_DIRECT)
                     os.preadv(fd, [aligned(4096)], 0)
-            """, env={"STUCK_DEV": slow.path, "REDCAP_STUCK_GRACE": "2"})
+            """, env={"STUCK_DEV": slow.path, "REDCAP_STUCK_GRACE": str(grace)})
     assert r.returncode == 3, r.stdout + r.stderr
-    assert "test_nested.py::test_stuck: still running 3 s after it started, in a wait " \
-           "no signal ends" in r.stderr, r.stderr
+    assert f"test_nested.py::test_stuck: still running {timeout + grace} s after it started, " \
+           "in a wait no signal ends" in r.stderr, r.stderr
     assert "Show Blocked State" in r.stderr, r.stderr
     assert f"{slow.name}: 0 {n} delay " in r.stderr, r.stderr
     assert 'test_nested.py", line 9 in test_stuck' in r.stderr, r.stderr
