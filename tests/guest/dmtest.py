@@ -133,6 +133,17 @@ class Dm:
         out = self.query("stats")
         return {k: _num(v) for k, v in (line.split("=", 1) for line in out.split())}
 
+    def settled(self, timeout=30):
+        """redcap: the stats once no fill is in flight (fills ahead and
+        write fills complete on their own)."""
+        end = time.monotonic() + timeout * SLOW
+        while True:
+            st = self.stats()
+            if not st["segments_filling"]:
+                return st
+            assert time.monotonic() < end, f"fills still in flight: {st}"
+            time.sleep(0.02)
+
     def cold(self):
         """redcap: forget what udev's probe cached and counted at creation."""
         self.message("drop_cache")

@@ -521,7 +521,7 @@ def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
                     read_pattern(rc.path, [b], 5, bs=read_blocks * BLOCK)
                 except OSError as e:
                     failed.append((b, e.errno))
-            wait_for(lambda: rc.stats()["segments_filling"] == 0, "the fills ahead")
+            rc.settled()
             lines = k.lines()
         assert failed == [(bad_block // read_blocks * read_blocks, 5)]
         errors = redcap_errors(lines)

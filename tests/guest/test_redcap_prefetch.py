@@ -5,7 +5,6 @@ origin's data, and exact counts of what was filled ahead and read; what
 is filled ahead never outlives a write."""
 import os
 import threading
-import time
 
 import pytest
 
@@ -16,17 +15,6 @@ SEG = 256                           # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
 READ_BLOCKS = 8                     # 32 KiB reads: four per segment
 READ = READ_BLOCKS * BLOCK
-
-
-def settle(rc):
-    """The stats once no fill is in flight (fills ahead finish on their own)."""
-    end = time.monotonic() + 30
-    while True:
-        st = rc.stats()
-        if st["segments_filling"] == 0:
-            return st
-        assert time.monotonic() < end, f"fills still in flight: {st}"
-        time.sleep(0.05)
 
 
 def stream(first_seg, nsegs, backward):
@@ -53,7 +41,7 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
         rc.message("set", "prefetch", "2")
         before = meas.stats()["read_samples"]
         read_pattern(rc.path, stream(first, nsegs, backward), seed=3, bs=READ)
-        st = settle(rc)
+        st = rc.settled()
         assert st["prefetch"] == 2
         assert (st["reads"], st["read_misses"], st["read_bypassed"], st["read_resent"]) == \
             (32, 1, 0, 0), st
@@ -108,7 +96,7 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
             assert not errors, errors[0]
             read_pattern(rc.path, range(blocks), seed=rnd)
             assert read_blocks(rc.path, 0, blocks * BLOCK) == read_blocks(loop64, 0, blocks * BLOCK)
-        st = settle(rc)
+        st = rc.settled()
     assert st["prefetches"] > 0 and st["writes"] > 0, st
     assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
     assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
@@ -135,7 +123,7 @@ def test_a_run_of_fills_is_one_bio_that_the_origin_may_split(loop64, dmname):
         rc.message("set", "prefetch", "4")
         bios0, requests0 = meas.stats()["read_samples"], disk_reads(loop64)[0]
         read_pattern(rc.path, stream(0, 16, False), seed=3, bs=READ)
-        st = settle(rc)
+        st = rc.settled()
         bios, requests = meas.stats()["read_samples"], disk_reads(loop64)[0]
     assert (st["reads"], st["read_bypassed"], st["read_resent"]) == (64, 0, 0), st
     assert (st["fill_ios"], st["fill_joined"]) == (20, 12), st
