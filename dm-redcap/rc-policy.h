@@ -197,7 +197,7 @@ int rc_estimator_parse(const char *name);
 #define RC_BUDGET_MAX_SHARE	1000000u
 #define RC_BUDGET_CAP_MS	100
 #define RC_BUDGET_MAX_CAP_MS	3600000u
-#define RC_BUDGET_OVERDRAFT	3
+#define RC_BUDGET_OVERDRAFT	4
 
 struct rc_budget {
 	s64 balance;		/* ns */
