@@ -254,8 +254,8 @@ def test_a_stream_reads_ahead_while_the_budget_is_in_the_red(disk15k, dmname):
     and the next segment's first, draw the balance down: the second read
     gives the stream the first began its direction, and the third goes on
     with it, with room left in its segment, and fills on credit (the first
-    two are refused once the overdraft is spent).  Once the balance is below half the
-    (negative) cap, a forward stream of 32 KiB reads through 8 segments
+    two are refused once the overdraft is spent).  Once the balance is
+    below half the (negative) cap, a forward stream of 32 KiB reads through 8 segments
     starts batches ahead: at the read that starts the first, the balance
     before it plus what that read earned is still below zero (the old bar,
     a balance not negative, let none start).  What is read through the
@@ -279,7 +279,7 @@ def test_a_stream_reads_ahead_while_the_budget_is_in_the_red(disk15k, dmname):
             st = rc.settled()
             if st["budget_us"] < -cap_us // 2:
                 break
-        assert -cap_us < st["budget_us"] < -cap_us // 2, f"{st}"
+        assert -cap_us < st["budget_us"] < -cap_us // 2, f"{st}"  # whole, not elided
         assert st["prefetches"] == 0 and st["read_misses_streamed"] > 0, st
         drained = st
         for k, off in enumerate(range(1800 * step, 1808 * step, 32768)):
