@@ -382,6 +382,7 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->walloc = walloc;
 	e->ahead = ahead;
 	e->pfill = ahead;
+	e->along = 0;
 	e->wgen = wgen;
 	rc_hash_add(c, i);
 	c->nr_filling++;
@@ -713,8 +714,48 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
 		if (it->idx == RC_NONE)
 			break;
 		it->ahead = true;
+		it->along = false;
 		ok = rc_price_fill(c, p, it->seg, now, &ns);
 		rc_prefetch_judge(c, ns, ok);
+	}
+}
+
+/*
+ * The segments the rest of a miss's read covers, the @sectors at @sector:
+ * filled along with the miss's, in its request, so that the read costs the
+ * disk one access, as it would without the cache; the rest comes back
+ * (rc_map_read()) and waits on them.  They follow the miss's decision (the
+ * budget admits the read as a whole, by its first fill, as it does a
+ * stream's batch) and are paid as fills ahead are.  A segment cached or
+ * filling, or held off by a write or a range in flight, ends the run; a
+ * forward stream's batch starts after it.
+ */
+static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
+			  u32 sectors, u64 now, struct rc_read_plan *plan)
+{
+	u64 seg = rc_sector_to_seg(c, sector), ns;
+	u64 last = sectors ? rc_sector_to_seg(c, sector + sectors - 1) : 0;
+	struct rc_fill_item *it;
+	u32 i, b;
+	bool ok;
+
+	for (; sectors && seg <= last && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
+		i = rc_lookup(c, seg);
+		b = rc_wb_bucket(c, seg);
+		if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
+		    c->range_inflight)
+			break;
+		i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+		if (i == RC_NONE)
+			break;
+		c->entries[i].along = 1;
+		c->ctr.fill_along++;
+		it = &plan->fills[plan->nr_fills++];
+		*it = (struct rc_fill_item){ .seg = seg, .idx = i, .along = true };
+		ok = rc_price_fill(c, p, seg, now, &ns);
+		rc_prefetch_judge(c, ns, ok);
+		if (c->pf_left && c->pf_dir > 0 && c->pf_seg < seg)
+			c->pf_seg = seg;
 	}
 }
 
@@ -722,10 +763,11 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
  * Judge the piece of @sectors at @sector rc_read() or rc_read_join() just
  * handled with @act: its price on the bare disk, and that of what the
  * cache sent down for it (a fill, the read itself on a bypass, nothing on
- * a hit), or would have while inactive.  Then the fills ahead it leaves.
+ * a hit), or would have while inactive.  Then, for a fill, the fills along
+ * the @rest sectors of the read after it, and the fills ahead it leaves.
  */
 static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
-			  u32 sectors, enum rc_read_action act, u64 now,
+			  u32 sectors, u32 rest, enum rc_read_action act, u64 now,
 			  struct rc_read_plan *plan)
 {
 	bool vd_ok, cvd_ok = true;
@@ -737,6 +779,8 @@ static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
 		cvd_ok = p->price(p->ctx, RC_VD_CACHE, sector, sectors, now, &cvd_ns);
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	if (act == RC_READ_FILL)
+		rc_plan_along(c, p, sector + sectors, rest, now, plan);
 	rc_plan_prefetch(c, p, now, plan);
 }
 
@@ -754,13 +798,13 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	if (act == RC_READ_FILL)
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
 			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
-	rc_plan_piece(c, p, sector, len, act, now, plan);
+	rc_plan_piece(c, p, sector, len, sectors - len, act, now, plan);
 	for (joined = 1; act == RC_READ_BYPASS && len < sectors && joined < RC_JOIN_MAX;
 	     joined++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, sector + len, n))
 			break;
-		rc_plan_piece(c, p, sector + len, n, act, now, plan);
+		rc_plan_piece(c, p, sector + len, n, 0, act, now, plan);
 		len += n;
 	}
 	plan->act = act;
@@ -790,6 +834,7 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 	walloc = e->walloc;
 	e->walloc = 0;
 	e->pfill = 0;
+	e->along = 0;
 	if (!walloc) {
 		c->ctr.fill_ios++;
 		c->ctr.fill_sectors += sectors;
@@ -870,7 +915,8 @@ void rc_fill_cancel(struct rc_cache *c, u32 idx)
 		return;
 	e = &c->entries[idx];
 	/* A write's fill only caches nothing; one ahead was never started. */
-	miss = !e->walloc && !e->pfill;
+	miss = !e->walloc && !e->pfill && !e->along;
+	c->ctr.fill_along -= e->along;
 	if (e->pfill) {
 		c->ctr.prefetches--;
 		if (e->ahead)
@@ -880,6 +926,7 @@ void rc_fill_cancel(struct rc_cache *c, u32 idx)
 	}
 	e->ahead = 0;
 	e->pfill = 0;
+	e->along = 0;
 	e->walloc = 0;
 	c->nr_filling--;
 	rc_fill_release(c, idx);

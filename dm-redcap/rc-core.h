@@ -91,6 +91,7 @@ struct rc_counters {
 	u64 sim_misses;		/* inactive: reads that would have filled */
 	u64 fill_ios;		/* fills completed (success or error) */
 	u64 fill_joined;	/* ... sent down in the request of the fill before */
+	u64 fill_along;		/* segments filled for the rest of a miss's read */
 	u64 fill_sectors;	/* sectors read by fills */
 	u64 fill_errors;	/* fills that failed */
 	u64 fill_stale;		/* fills dropped because a write raced them */
@@ -110,13 +111,15 @@ struct rc_entry {
 	u32 wgen;		/* write-bucket generation when the fill started */
 	u32 born;		/* on probation: c->demand_takes when it went on */
 	u8 state;		/* enum rc_state */
-	u8 on_list;		/* linked on the LRU, probation or free list */
-	u8 on_prob;		/* ... on probation */
-	u8 updating;		/* an update copy was handed out; cleared at last unpin */
-	u8 stale;		/* FILLING: a range write overlapped the fill */
-	u8 walloc;		/* FILLING: from a write (rc_write_allocate()) */
-	u8 pfill;		/* FILLING: started by rc_prefetch() */
-	u8 ahead;		/* filled by rc_prefetch() and not read since */
+	/* flags, changed under the cache's lock */
+	u8 on_list:1;		/* linked on the LRU, probation or free list */
+	u8 on_prob:1;		/* ... on probation */
+	u8 updating:1;		/* an update copy was handed out; cleared at last unpin */
+	u8 stale:1;		/* FILLING: a range write overlapped the fill */
+	u8 walloc:1;		/* FILLING: from a write (rc_write_allocate()) */
+	u8 pfill:1;		/* FILLING: started by rc_prefetch() */
+	u8 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
+	u8 ahead:1;		/* filled by rc_prefetch() and not read since */
 };
 
 /*
@@ -302,10 +305,10 @@ struct rc_pricer {
 };
 
 /*
- * The fills one read leaves (its miss's, and those ahead of its stream)
- * go to the disk as one request per run of contiguous segments: a
- * stream's batch and the miss it follows cost one access, forward or
- * backward.  rc_fill_runs() sorts @n fills by segment (rc_map_read()
+ * The fills one read leaves (its miss's, those along the rest of the read,
+ * and those ahead of its stream) go to the disk as one request per run of
+ * contiguous segments: a read over several segments, and a stream's batch
+ * and the miss it follows, cost one access, forward or backward.  rc_fill_runs() sorts @n fills by segment (rc_map_read()
  * sorts its plan's); rc_fill_run() is the length of the run that starts
  * at @f (at most @max fills, and at least 1) among sorted fills; each
  * run's fills after its first complete with @joined true (rc_fill_done()):
@@ -315,8 +318,16 @@ struct rc_pricer {
 struct rc_fill_item {
 	u64 seg;
 	u32 idx;
-	bool ahead;		/* from rc_prefetch(); else the miss's own */
+	bool ahead;		/* from rc_prefetch() */
+	bool along;		/* for the rest of the miss's read */
 };
+
+/* The miss's own fill: its read waits on it (else no read does yet). */
+static inline bool rc_fill_own(const struct rc_fill_item *f)
+{
+	return !f->ahead && !f->along;
+}
+
 #define RC_FILL_RUN_MAX		(1 + RC_PREFETCH_MAX)
 void rc_fill_runs(struct rc_fill_item *f, u32 n);
 u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
@@ -334,9 +345,12 @@ struct rc_read_plan {
  * One decision for the read of @sectors at @sector arriving at @now:
  * C-Aware's decay, rc_read() on its piece in its first segment, and for a
  * bypass the pieces after it that rc_read_join() lets join (up to
- * RC_JOIN_MAX segments); each piece judged on its prices (rc_read_judge())
- * and followed by the fills ahead rc_prefetch() starts, each priced and
- * paid for (rc_prefetch_judge()).  On FILL and WAIT the caller queues the
+ * RC_JOIN_MAX segments), for a fill the segments the rest of the read
+ * covers (filled along, in the same request: the rest comes back as a read
+ * of its own and waits on them); each piece judged on its prices
+ * (rc_read_judge()) and followed by the fills ahead rc_prefetch() starts,
+ * each priced and paid for (rc_prefetch_judge()), as the fills along are.
+ * On FILL and WAIT the caller queues the
  * read on plan->idx before the lock is dropped; on HIT it copies from it
  * and calls rc_read_hit_done().  The caller starts plan->fills, or
  * cancels one that cannot be set up with rc_fill_cancel().

@@ -453,7 +453,7 @@ static bool redcap_start_run(struct redcap_c *rc, const struct rc_fill_item *it,
 		struct page **pages = cc->pages + (size_t)it[k].idx * cc->pages_per_seg;
 
 		f->idx[k] = it[k].idx;
-		if (!it[k].ahead)
+		if (rc_fill_own(&it[k]))
 			f->own = k;
 		for (i = 0; bytes && i < cc->pages_per_seg; i++) {
 			unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
@@ -472,8 +472,8 @@ static bool redcap_start_run(struct redcap_c *rc, const struct rc_fill_item *it,
 }
 
 /*
- * No fill could be set up on entry @idx for the miss @bio, or ahead of a
- * stream (@bio NULL): free the entry and send @bio and whatever queued on
+ * No fill could be set up on entry @idx for the miss @bio, or along the
+ * rest of its read or ahead of a stream (@bio NULL): free the entry and send @bio and whatever queued on
  * it meanwhile to the origin.
  */
 static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
@@ -553,8 +553,8 @@ static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, s
 		if (redcap_start_run(rc, f + i, len))
 			continue;
 		for (k = i; k < i + len; k++) {
-			redcap_cancel_fill(rc, f[k].idx, f[k].ahead ? NULL : bio);
-			own &= f[k].ahead;
+			redcap_cancel_fill(rc, f[k].idx, rc_fill_own(&f[k]) ? bio : NULL);
+			own &= !rc_fill_own(&f[k]);
 		}
 	}
 	return own;
@@ -1328,7 +1328,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);
-	DMEMIT("fill_joined=%llu\n", c.fill_joined);
+	DMEMIT("fill_joined=%llu\nfill_along=%llu\n", c.fill_joined, c.fill_along);
 	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
 	DMEMIT("write_allocs=%llu\n", c.write_allocs);

@@ -129,7 +129,7 @@ enum ev_kind {
 	EV_BYPASS_DONE,		/* a read piece the disk served: a = request, b = sector,
 				 * c = sectors, d = when it went to the disk */
 	EV_FILL_DONE,		/* a fill completed: a = entry (| AHEAD: no read
-				 * started it), b = sectors read, c = its first
+				 * started it: along or ahead), b = sectors read, c = its first
 				 * sector (FROM_WRITE: a write's copy),
 				 * d = when it went to the disk */
 	EV_WRITE_DONE,		/* a write piece completed: a = request, b = sector,
@@ -450,7 +450,7 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 			return -1;
 		for (k = i; k < i + len; k++) {
 			start = f[k].seg * s->c->seg_sectors;
-			if (push(s, done, EV_FILL_DONE, f[k].idx | (f[k].ahead ? AHEAD : 0) |
+			if (push(s, done, EV_FILL_DONE, f[k].idx | (rc_fill_own(&f[k]) ? 0 : AHEAD) |
 				 (k > i ? JOINED : 0), rc_seg_len(s->cache, f[k].seg, s->capacity), start,
 				 now))
 				return -1;

@@ -39,7 +39,7 @@
 	X(prefetches, prefetches) X(prefetch_hits, prefetch_hits)		\
 	X(prefetch_unused, prefetch_unused)					\
 	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
-	X(fill_joined, fill_joined)						\
+	X(fill_joined, fill_joined) X(fill_along, fill_along)			\
 	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \
 	X(invalidations, invalidations) X(updates, updates)			\

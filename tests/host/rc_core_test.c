@@ -254,6 +254,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
 	check_ctr_field(line, "fill_joined", g->fill_joined, w->fill_joined);
+	check_ctr_field(line, "fill_along", g->fill_along, w->fill_along);
 	check_ctr_field(line, "fill_sectors", g->fill_sectors, w->fill_sectors);
 	check_ctr_field(line, "fill_errors", g->fill_errors, w->fill_errors);
 	check_ctr_field(line, "fill_stale", g->fill_stale, w->fill_stale);
@@ -266,7 +267,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 32 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 33 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -3185,6 +3186,162 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 	rm(c);
 }
 
+/* Complete the fills of @plan (served), dropping each one's pin; @own: its miss waited. */
+static void serve_plan(struct rc_cache *c, const struct rc_read_plan *plan, u32 own)
+{
+	u32 k;
+
+	for (k = 0; k < plan->nr_fills; k++) {
+		CHECK_EQ(rc_fill_done(c, plan->fills[k].idx, 0, 256, k > 0), RC_FILL_SERVE);
+		rc_fill_waiters_done(c, plan->fills[k].idx, RC_FILL_SERVE,
+				     rc_fill_own(&plan->fills[k]) ? own : 0,
+				     rc_fill_own(&plan->fills[k]) ? own : 0);
+	}
+}
+
+/*
+ * A miss whose read goes on over three more segments fills them along
+ * with its own, in one run: each priced as a fill right after the miss's,
+ * none of them the miss's (its read waits on the first only).  The rest of
+ * the read comes back, waits on the next segment's fill and hits the
+ * others; they were asked for, so they go on the LRU, not on probation.
+ */
+CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	struct rc_read_plan plan, rest;
+	u32 k, idx[4];
+
+	rc_map_read(c, 10 * 256 + 128, 128 + 2 * 256 + 64, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.sectors, 128);
+	CHECK_EQ(plan.nr_fills, 4);
+	for (k = 0; k < 4; k++) {
+		idx[k] = plan.fills[k].idx;
+		CHECK_EQ(plan.fills[k].seg, 10 + k);
+		CHECK_EQ(plan.fills[k].along, k > 0);
+		CHECK(!plan.fills[k].ahead);
+		CHECK_EQ(rc_fill_own(&plan.fills[k]), k == 0);
+		CHECK_EQ(c->entries[idx[k]].state, RC_FILLING);
+	}
+	CHECK_EQ(idx[0], plan.idx);
+	CHECK_EQ(rc_fill_run(plan.fills, 4, RC_FILL_RUN_MAX), 4);
+	CHECK_PRICES(&l, { RC_VD_BARE, 10 * 256 + 128, 128 }, { RC_VD_CACHE, 10 * 256, 256 },
+		     { RC_VD_CACHE, 11 * 256, 256 }, { RC_VD_CACHE, 12 * 256, 256 },
+		     { RC_VD_CACHE, 13 * 256, 256 });
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_along = 3);
+
+	/* The rest, as dm sends it back: it waits on segment 11's fill. */
+	rc_map_read(c, 11 * 256, 2 * 256 + 64, 0, &p, &rest);
+	CHECK_EQ(rest.act, RC_READ_WAIT);
+	CHECK_EQ(rest.idx, idx[1]);
+	CHECK_EQ(rest.sectors, 256);
+	CHECK_EQ(rest.nr_fills, 0);
+	CHECK_PRICES(&l, { RC_VD_BARE, 11 * 256, 256 });
+	for (k = 0; k < 4; k++) {
+		CHECK_EQ(rc_fill_done(c, idx[k], 0, 256, k > 0), RC_FILL_SERVE);
+		rc_fill_waiters_done(c, idx[k], RC_FILL_SERVE, k < 2, k == 0);
+	}
+	for (k = 2; k < 4; k++) {
+		rc_map_read(c, (10 + k) * 256, k == 2 ? 256 + 64 : 64, 0, &p, &rest);
+		CHECK_EQ(rest.act, RC_READ_HIT);
+		CHECK_EQ(rest.idx, idx[k]);
+		rc_read_hit_done(c, idx[k], rest.sectors, 1000, 0);
+	}
+	for (k = 0; k < 4; k++)
+		CHECK(c->entries[idx[k]].on_list && !c->entries[idx[k]].on_prob);
+	CHECK_CTR(c, .reads = 4, .read_hits = 2, .read_hits_waited = 1, .read_misses = 1,
+		  .fill_ios = 4, .fill_sectors = 4 * 256, .fill_joined = 3, .fill_along = 3);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * The run along a read ends at a segment the cache holds and before one a
+ * write in flight holds off; a bypassed read fills nothing along.  A fill
+ * along that cannot be set up counts nothing: no miss, no bypass.
+ */
+CTEST(map_read_fills_along_up_to_a_segment_held_or_written)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	struct rc_read_plan plan;
+	u32 cookie, w;
+
+	fill_seg(c, 12);
+	rc_map_read(c, 10 * 256, 4 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 2);
+	CHECK(plan.fills[1].along && plan.fills[1].seg == 11);
+	serve_plan(c, &plan, 1);
+
+	cookie = rc_write_start(c, 21, 8, true);
+	rc_map_read(c, 20 * 256, 2 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 1);
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(rc_write_done(c, 21, cookie, 0, true, &w), RC_WRITE_DONE);
+
+	rc_map_read(c, 30 * 256, 3 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.nr_fills, 3);
+	rc_fill_cancel(c, plan.fills[2].idx);
+	CHECK_EQ(c->ctr.fill_along, 2);
+	CHECK_EQ(c->ctr.read_misses, 4);
+	CHECK_EQ(c->ctr.read_bypassed, 0);
+	plan.nr_fills = 2;
+	serve_plan(c, &plan, 1);
+	check_invariants(c);
+
+	rc_hold_fills(c, true);
+	rc_map_read(c, 40 * 256, 3 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(plan.sectors, 3 * 256);
+	CHECK_EQ(plan.nr_fills, 0);
+	CHECK_CTR(c, .reads = 7, .read_misses = 4, .read_bypassed = 3, .read_bypassed_held = 3,
+		  .read_joined = 2, .fill_ios = 6, .fill_sectors = 6 * 256, .fill_joined = 2,
+		  .fill_along = 2, .writes = 1, .write_sectors = 8);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A forward stream's batch starts after the segments filled along its
+ * miss's read: the read's own segments do not take the batch's places.
+ */
+CTEST(map_read_batch_ahead_starts_after_the_fills_along)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	struct rc_read_plan plan;
+	u32 k;
+
+	c->prefetch = 2;
+	c->prefetch_forward = 1;
+	for (k = 100; k < 102; k++) {
+		rc_map_read(c, k * 256, 256, 0, &p, &plan);
+		CHECK_EQ(plan.nr_fills, 1);
+		serve_plan(c, &plan, 1);
+	}
+	rc_map_read(c, 102 * 256, 2 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 4);
+	for (k = 0; k < 4; k++) {
+		CHECK_EQ(plan.fills[k].seg, 102 + k);
+		CHECK_EQ(plan.fills[k].along, k == 1);
+		CHECK_EQ(plan.fills[k].ahead, k > 1);
+	}
+	CHECK_EQ(rc_fill_run(plan.fills, 4, RC_FILL_RUN_MAX), 4);
+	serve_plan(c, &plan, 1);
+	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 6,
+		  .fill_sectors = 6 * 256, .fill_joined = 3, .fill_along = 1);
+	check_invariants(c);
+	rm(c);
+}
+
 #define MS 1000000ull
 
 /* The adversary's prices: 5 ms a read on the bare disk, 7 ms a whole segment on the cache's. */
@@ -3249,5 +3406,58 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 	CHECK(low > -cap - (s64)((RC_PREFETCH_MAX + RC_BUDGET_OVERDRAFT + 1) * 7 * MS));
 	/* and there the budget refused the rest */
 	CHECK(c->ctr.read_bypassed_budget > 2000);
+	rm(c);
+}
+
+/*
+ * The fills along a read are paid as fills ahead are: what they cost on
+ * the cache's disk, at once; the rest of the read earns its bare price
+ * back as it is served.  Reads of 8 segments at new places whose fills
+ * never pay (7 ms a segment, 5 ms a piece on the bare disk): the budget
+ * admits each read as a whole, by its first fill, so the balance never
+ * falls below RC_BUDGET_OVERDRAFT + 1 reads' fills, and then it refuses.
+ */
+CTEST(budget_pays_the_fills_along_a_read_and_bounds_them)
+{
+	struct rc_cache *c = mk(64);
+	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32 };
+	const s64 read_cost = 2 * MS + 7 * 7 * MS;
+	struct rc_read_plan plan, rest;
+	u64 sector, end;
+	s64 low = 0;
+	u32 r, k;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	CHECK(rc_budgeted(c));
+	for (r = 0; r < 2000; r++) {
+		sector = (u64)r * 16 * 256;
+		end = sector + 8 * 256;
+		rc_map_read(c, sector, 8 * 256, 0, &p, &plan);
+		if (r == 0)	/* the miss's fill beyond its read, and 7 fills along */
+			CHECK_EQ(c->budget.spent_ns, read_cost);
+		if (c->budget.balance < low)
+			low = c->budget.balance;
+		CHECK_EQ(plan.nr_fills, plan.act == RC_READ_FILL ? 8 : 0);
+		for (sector += plan.sectors; sector < end; sector += rest.sectors) {
+			rc_map_read(c, sector, end - sector, 0, &p, &rest);
+			CHECK_EQ(rest.act, RC_READ_WAIT);
+		}
+		for (k = 0; k < plan.nr_fills; k++) {
+			CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, 256, k > 0), RC_FILL_SERVE);
+			rc_fill_waiters_done(c, plan.fills[k].idx, RC_FILL_SERVE, 1, k == 0);
+		}
+	}
+	check_invariants(c);
+	CHECK(low < -read_cost);
+	CHECK(low >= -(RC_BUDGET_OVERDRAFT + 1) * read_cost);
+	CHECK_EQ(c->ctr.fill_along, 7 * c->ctr.read_misses);
+	CHECK_EQ(c->ctr.read_hits_waited, 7 * c->ctr.read_misses);
+	/* the others went down whole, refused by their first piece */
+	CHECK_EQ(c->ctr.read_bypassed, 8 * (2000 - c->ctr.read_misses));
+	CHECK_EQ(c->ctr.read_joined, 7 * (2000 - c->ctr.read_misses));
+	CHECK(c->ctr.read_bypassed_budget >= 2000 - c->ctr.read_misses);
+	CHECK(c->ctr.read_misses > 5 && c->ctr.read_misses < 200);
 	rm(c);
 }

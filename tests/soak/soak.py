@@ -101,7 +101,8 @@ STALL_SECONDS = 300             # no I/O completing on A for this long is a hang
 MAX_VERIFY_KEPT = 20
 # soak-a's counters summed over the caches it had (summary: "soak-a, all").
 CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
-              "read_bypassed_held", "read_resent", "fill_ios", "fill_joined", "fill_errors",
+              "read_bypassed_held", "read_resent", "fill_ios", "fill_joined", "fill_along",
+              "fill_errors",
               "fill_stale", "prefetches", "prefetch_hits", "writes", "invalidations", "updates",
               "write_allocs", "evictions", "switches"]
 
@@ -1038,7 +1039,8 @@ class Soak:
         keys = ["state", "policy", "write_policy", "segment_sectors", "segments",
                 "segments_valid", "reads", "read_hits", "read_hits_waited", "read_misses",
                 "read_bypassed", "read_bypassed_held", "read_resent", "fill_ios",
-                "fill_joined", "fill_errors", "fill_stale", "prefetches", "prefetch_hits",
+                "fill_joined", "fill_along", "fill_errors", "fill_stale", "prefetches",
+                "prefetch_hits",
                 "writes", "invalidations", "updates", "write_allocs", "evictions",
                 "switches"]
         lines += ["", "## Final redcap stats", "",
