@@ -88,6 +88,8 @@ POLICIES = {
     "adaptive+caware-ra1024": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-ra1024-prefetch2": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-ra1024-prefetch2back": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-ra1024-prefetch2back-decay250":
+        "4 policy adaptive+caware estimator vdisk",
 }
 # What a configuration sets after its table is loaded ("set <key> <value>").
 TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
@@ -99,22 +101,27 @@ TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
             "adaptive+caware-window16": [("window", "16")],
             "adaptive+caware-ra1024-prefetch2": [("prefetch", "2")],
             "adaptive+caware-ra1024-prefetch2back": [("prefetch", "2"),
-                                                     ("prefetch_forward", "0")]}
+                                                     ("prefetch_forward", "0")],
+            "adaptive+caware-ra1024-prefetch2back-decay250": [
+                ("prefetch", "2"), ("prefetch_forward", "0"), ("decay_ms", "250")]}
 # The redcap device's read-ahead (KiB) a configuration sets, if any (the
 # others keep the kernel's, 128 KiB).  redcapctl's readahead=auto gives
 # 1024 here: the larger of 1 MiB and the origin's 128 KiB.
 READAHEAD_OF = {"adaptive+caware-ra1024": 1024,
                 "adaptive+caware-ra1024-prefetch2": 1024,
-                "adaptive+caware-ra1024-prefetch2back": 1024}
+                "adaptive+caware-ra1024-prefetch2back": 1024,
+                "adaptive+caware-ra1024-prefetch2back-decay250": 1024}
 # Configurations --configs takes that the full set leaves out: the
 # read-ahead's deeper degrees, with and without the budget and the
 # verdicts, and windows of 16 reads (docs/results/README.md, "Read-ahead
-# of streams").
+# of streams"); the recommended stack with C-Aware's means halved after
+# 250 ms unrefreshed instead of 1 s (README, eighth stop: rule 5 starving
+# its own evidence).
 EXTRA_CONFIGS = [f"redcap-64x128k-{p}" for p in (
     "adaptive+caware", "adaptive+caware-prefetch4", "adaptive+caware-prefetch8",
     "adaptive+caware-prefetch4-nobudget", "always-prefetch4", "adaptive+caware-window16",
     "adaptive+caware-ra1024", "adaptive+caware-ra1024-prefetch2",
-    "adaptive+caware-ra1024-prefetch2back")]
+    "adaptive+caware-ra1024-prefetch2back", "adaptive+caware-ra1024-prefetch2back-decay250")]
 # The stack redcap recommends, which issue 17's goals are measured on:
 # redcapctl's defaults at the bench's RAM: 128 KiB segments,
 # adaptive+caware with the vdisk estimator, backward streams read ahead
