@@ -3200,11 +3200,13 @@ static void serve_plan(struct rc_cache *c, const struct rc_read_plan *plan, u32 
 }
 
 /*
- * A miss whose read goes on over three more segments fills them along
- * with its own, in one run: each priced as a fill right after the miss's,
- * none of them the miss's (its read waits on the first only).  The rest of
- * the read comes back, waits on the next segment's fill and hits the
- * others; they were asked for, so they go on the LRU, not on probation.
+ * A miss whose read goes on over two more segments whole and into a third
+ * fills the two along with its own, in one run: each priced as a fill
+ * right after the miss's, none of them the miss's (its read waits on the
+ * first only).  The segment the read only enters is left to the rest's
+ * own decision.  The rest of the read comes back, waits on the next
+ * segment's fill, hits the one after and misses in the last; the segments
+ * filled along were asked for, so they go on the LRU, not on probation.
  */
 CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 {
@@ -3212,13 +3214,13 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 	struct price_log l = { 0 };
 	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
 	struct rc_read_plan plan, rest;
-	u32 k, idx[4];
+	u32 k, idx[3];
 
 	rc_map_read(c, 10 * 256 + 128, 128 + 2 * 256 + 64, 0, &p, &plan);
 	CHECK_EQ(plan.act, RC_READ_FILL);
 	CHECK_EQ(plan.sectors, 128);
-	CHECK_EQ(plan.nr_fills, 4);
-	for (k = 0; k < 4; k++) {
+	CHECK_EQ(plan.nr_fills, 3);
+	for (k = 0; k < 3; k++) {
 		idx[k] = plan.fills[k].idx;
 		CHECK_EQ(plan.fills[k].seg, 10 + k);
 		CHECK_EQ(plan.fills[k].along, k > 0);
@@ -3227,11 +3229,10 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 		CHECK_EQ(c->entries[idx[k]].state, RC_FILLING);
 	}
 	CHECK_EQ(idx[0], plan.idx);
-	CHECK_EQ(rc_fill_run(plan.fills, 4, RC_FILL_RUN_MAX), 4);
+	CHECK_EQ(rc_fill_run(plan.fills, 3, RC_FILL_RUN_MAX), 3);
 	CHECK_PRICES(&l, { RC_VD_BARE, 10 * 256 + 128, 128 }, { RC_VD_CACHE, 10 * 256, 256 },
-		     { RC_VD_CACHE, 11 * 256, 256 }, { RC_VD_CACHE, 12 * 256, 256 },
-		     { RC_VD_CACHE, 13 * 256, 256 });
-	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_along = 3);
+		     { RC_VD_CACHE, 11 * 256, 256 }, { RC_VD_CACHE, 12 * 256, 256 });
+	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_along = 2);
 
 	/* The rest, as dm sends it back: it waits on segment 11's fill. */
 	rc_map_read(c, 11 * 256, 2 * 256 + 64, 0, &p, &rest);
@@ -3240,20 +3241,24 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 	CHECK_EQ(rest.sectors, 256);
 	CHECK_EQ(rest.nr_fills, 0);
 	CHECK_PRICES(&l, { RC_VD_BARE, 11 * 256, 256 });
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 3; k++) {
 		CHECK_EQ(rc_fill_done(c, idx[k], 0, 256, k > 0), RC_FILL_SERVE);
 		rc_fill_waiters_done(c, idx[k], RC_FILL_SERVE, k < 2, k == 0);
 	}
-	for (k = 2; k < 4; k++) {
-		rc_map_read(c, (10 + k) * 256, k == 2 ? 256 + 64 : 64, 0, &p, &rest);
-		CHECK_EQ(rest.act, RC_READ_HIT);
-		CHECK_EQ(rest.idx, idx[k]);
-		rc_read_hit_done(c, idx[k], rest.sectors, 1000, 0);
-	}
-	for (k = 0; k < 4; k++)
+	rc_map_read(c, 12 * 256, 256 + 64, 0, &p, &rest);
+	CHECK_EQ(rest.act, RC_READ_HIT);
+	CHECK_EQ(rest.idx, idx[2]);
+	rc_read_hit_done(c, idx[2], rest.sectors, 1000, 0);
+	for (k = 0; k < 3; k++)
 		CHECK(c->entries[idx[k]].on_list && !c->entries[idx[k]].on_prob);
-	CHECK_CTR(c, .reads = 4, .read_hits = 2, .read_hits_waited = 1, .read_misses = 1,
-		  .fill_ios = 4, .fill_sectors = 4 * 256, .fill_joined = 3, .fill_along = 3);
+	/* the last 64 sectors: a miss of their own */
+	rc_map_read(c, 13 * 256, 64, 0, &p, &rest);
+	CHECK_EQ(rest.act, RC_READ_FILL);
+	CHECK_EQ(rest.nr_fills, 1);
+	CHECK(rc_fill_own(&rest.fills[0]));
+	serve_plan(c, &rest, 1);
+	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_hits_waited = 1, .read_misses = 2,
+		  .fill_ios = 4, .fill_sectors = 4 * 256, .fill_joined = 2, .fill_along = 2);
 	check_invariants(c);
 	rm(c);
 }
