@@ -473,8 +473,8 @@ static bool redcap_start_run(struct redcap_c *rc, const struct rc_fill_item *it,
 
 /*
  * No fill could be set up on entry @idx for the miss @bio, or along the
- * rest of its read or ahead of a stream (@bio NULL): free the entry and send @bio and whatever queued on
- * it meanwhile to the origin.
+ * rest of its read or ahead of a stream (@bio NULL): free the entry and
+ * send @bio and whatever queued on it meanwhile to the origin.
  */
 static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
 {
