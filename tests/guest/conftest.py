@@ -79,6 +79,9 @@ def _stuck(item, limit):
     sys.stderr.write(dmtest.blocked_report() + "\n")
     sys.stderr.flush()
     faulthandler.dump_traceback(all_threads=True)
+    # once more, last: a log cut to its tail still names the test
+    sys.stderr.write(f"\n{item.nodeid}: still running {limit} s after it started\n")
+    sys.stderr.flush()
     os._exit(3)
 
 

@@ -19,6 +19,8 @@ SECTOR = 512
 # steps (fio's runtime, a wait for progress) scales it by SLOW; no test
 # asserts on a duration.
 SLOW = 6 if os.uname().release.endswith("-redcap-debug") else 1
+# How long udev may take over a device's events (dmsetup's cookie, a settle).
+UDEV_WAIT = 120 * SLOW
 
 
 def sh(*args, check=True, input=None, timeout=300 * SLOW, report=True):
@@ -115,9 +117,16 @@ class Dm:
     def __exit__(self, *exc):
         self.remove()
 
-    def remove(self):
+    def remove(self, timeout=UDEV_WAIT):
         if os.path.exists(self.path) or self.exists():
-            sh("dmsetup", "remove", "--retry", self.name)
+            try:
+                sh("dmsetup", "remove", "--retry", self.name, timeout=timeout)
+            except AssertionError:
+                # dmsetup waits on its udev cookie, which udev never
+                # completed: release every cookie so that the devices the
+                # test still holds come down, and fail this test, not the run
+                sh("dmsetup", "--yes", "udevcomplete_all", check=False, report=False)
+                raise
 
     def exists(self):
         return sh("dmsetup", "info", self.name, check=False).returncode == 0
@@ -267,6 +276,11 @@ def udev_held():
         yield
     finally:
         sh("udevadm", "control", "--start-exec-queue")
+        # the held events run now, not under the test's next dmsetup
+        r = sh("udevadm", "settle", f"--timeout={UDEV_WAIT}", check=False)
+        if r.returncode:
+            raise AssertionError(f"udev's queue did not drain within {UDEV_WAIT} s of "
+                                 f"--start-exec-queue:\n{udev_tasks()}")
 
 
 @contextlib.contextmanager

@@ -96,6 +96,28 @@ def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path,
     assert "Show Blocked State" in r.stderr, r.stderr
     assert f"{slow.name}: 0 {n} delay " in r.stderr, r.stderr
     assert 'test_nested.py", line 9 in test_stuck' in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith(
+        f"test_nested.py::test_stuck: still running {timeout + grace} s after it started"), \
+        r.stderr[-2000:]
+
+
+def test_a_remove_udev_never_completes_fails_its_test_and_releases_the_cookie(loop64, dmname):
+    """udev's exec queue held: dmsetup's remove waits on a cookie nothing
+    completes.  The remove fails after its limit, with udev's processes in
+    the message, and the cookie is released: the device is gone and no
+    dmsetup is left waiting."""
+    dm = Dm(dmname(), f"0 {dev_sectors(loop64)} linear {loop64} 0")
+    sh("udevadm", "control", "--stop-exec-queue")
+    try:
+        with pytest.raises(AssertionError) as e:
+            dm.remove(timeout=3 * SLOW)
+        assert sh("dmsetup", "udevcookies").stdout.count("\n") <= 1   # the header only
+    finally:
+        sh("udevadm", "control", "--start-exec-queue")
+        sh("udevadm", "settle")
+    assert f"dmsetup remove --retry {dm.name}: still running after {3 * SLOW} s" in str(e.value)
+    assert "udev and dmsetup processes" in str(e.value)
+    assert not dm.exists()
 
 
 def test_a_read_still_in_the_kernel_fails_its_test_with_the_kernels_view(loop64, dmname):
