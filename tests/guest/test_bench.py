@@ -21,6 +21,10 @@ def test_tiny_bench_case(tmp_path):
         # the suite stops udev's exec queue while it runs; if it was
         # killed, the tests after this one still need udev
         subprocess.run(["udevadm", "control", "--start-exec-queue"], check=True)
+    # the events the suite held run now, not under the next test's dmsetup;
+    # a queue that never drains (dmtest.udev_held) fails here, not there
+    s = subprocess.run(["udevadm", "settle", "--timeout=120"], capture_output=True, text=True)
+    assert s.returncode == 0, f"udev's queue did not drain after the bench: {s.stderr}"
     assert r.returncode == 0, r.stderr
     recs = json.loads(out.read_text())
     assert [(x["config"], x["workload"], x["procs"], x["io"], x["rep"]) for x in recs] == [

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, join_or_report, loop_device, read_blocks,
-                    SLOW, sh, slow_down)
+                    remove_udev_rule, SLOW, sh, slow_down, udev_rule)
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -102,19 +102,20 @@ def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path,
 
 
 def test_a_remove_udev_never_completes_fails_its_test_and_releases_the_cookie(loop64, dmname):
-    """udev's exec queue held: dmsetup's remove waits on a cookie nothing
-    completes.  The remove fails after its limit, with udev's processes in
-    the message, and the cookie is released: the device is gone and no
-    dmsetup is left waiting."""
+    """A rule drops the udev cookie from the device's remove event, so
+    95-dm-notify never completes it and dmsetup's remove waits for good.
+    The remove fails after its limit, with udev's processes in the message,
+    and the cookie is released: the device is gone and no dmsetup waits."""
     dm = Dm(dmname(), f"0 {dev_sectors(loop64)} linear {loop64} 0")
-    sh("udevadm", "control", "--stop-exec-queue")
+    kname = sh("dmsetup", "info", "-c", "--noheadings", "-o", "blkdevname", dm.name).stdout.strip()
+    rules = "/run/udev/rules.d/00-redcap-tests-nocookie.rules"
+    udev_rule(rules, f'ACTION=="remove", KERNEL=="{kname}", ENV{{DM_COOKIE}}=""\n')
     try:
         with pytest.raises(AssertionError) as e:
             dm.remove(timeout=3 * SLOW)
         assert sh("dmsetup", "udevcookies").stdout.count("\n") <= 1   # the header only
     finally:
-        sh("udevadm", "control", "--start-exec-queue")
-        sh("udevadm", "settle")
+        remove_udev_rule(rules)
     assert f"dmsetup remove --retry {dm.name}: still running after {3 * SLOW} s" in str(e.value)
     assert "udev and dmsetup processes" in str(e.value)
     assert not dm.exists()
