@@ -101,9 +101,9 @@ TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
             "adaptive+caware-window16": [("window", "16")],
             "adaptive+caware-ra1024-prefetch2": [("prefetch", "2")],
             "adaptive+caware-ra1024-prefetch2back": [("prefetch", "2"),
-                                                     ("prefetch_forward", "0")],
-            "adaptive+caware-ra1024-prefetch2back-decay250": [
-                ("prefetch", "2"), ("prefetch_forward", "0"), ("decay_ms", "250")]}
+                                                     ("prefetch_forward", "0")]}
+TUNABLES["adaptive+caware-ra1024-prefetch2back-decay250"] = \
+    TUNABLES["adaptive+caware-ra1024-prefetch2back"] + [("decay_ms", "250")]
 # The redcap device's read-ahead (KiB) a configuration sets, if any (the
 # others keep the kernel's, 128 KiB).  redcapctl's readahead=auto gives
 # 1024 here: the larger of 1 MiB and the origin's 128 KiB.
