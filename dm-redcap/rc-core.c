@@ -727,19 +727,18 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
  * without the cache; the rest comes back (rc_map_read()) and waits on
  * them.  Nothing in them is speculation.  A segment the read only enters
  * is left to the rest's own decision (LKR's small files read across a
- * boundary lost 5 points on the hdd15k when filled along).  They follow the miss's decision (the
- * budget admits the read as a whole, by its first fill, as it does a
- * stream's batch) and are paid as fills ahead are.  A segment cached or
- * filling, or held off by a write or a range in flight, ends the run; a
- * forward stream's batch starts after it.
+ * boundary lost 5 points on the hdd15k when filled along).  They follow
+ * the miss's decision (the budget admits the read as a whole, by its
+ * first fill, as it does a stream's batch) and are paid as fills ahead
+ * are.  A segment cached or filling, or held off by a write or a range in
+ * flight, ends the run.  A forward stream's batch starts after the last.
  */
 static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
 			  u32 sectors, u64 now, struct rc_read_plan *plan)
 {
 	u64 seg = rc_sector_to_seg(c, sector), ns;
 	u64 end = (sector + sectors) >> c->seg_shift;
-	struct rc_fill_item *it;
-	u32 i, b;
+	u32 i, b, first = plan->nr_fills;
 	bool ok;
 
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
@@ -753,13 +752,16 @@ static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 			break;
 		c->entries[i].along = 1;
 		c->ctr.fill_along++;
-		it = &plan->fills[plan->nr_fills++];
-		*it = (struct rc_fill_item){ .seg = seg, .idx = i, .along = true };
+		plan->fills[plan->nr_fills++] =
+			(struct rc_fill_item){ .seg = seg, .idx = i, .along = true };
 		ok = rc_price_fill(c, p, seg, now, &ns);
 		rc_prefetch_judge(c, ns, ok);
-		if (c->pf_left && c->pf_dir > 0 && c->pf_seg < seg)
-			c->pf_seg = seg;
 	}
+	if (plan->nr_fills == first)
+		return;
+	seg = plan->fills[plan->nr_fills - 1].seg;
+	if (c->pf_left && c->pf_dir > 0 && c->pf_seg < seg)
+		c->pf_seg = seg;
 }
 
 /*
