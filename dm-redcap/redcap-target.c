@@ -1277,7 +1277,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 {
 	struct rc_counters c;
 	struct rc_budget b;
-	struct vd_vdisk v;
+	u64 vd_requests, vd_busy_ns, vd_unestimated;
 	struct rc_adapt *a;
 	struct rc_caware *w;
 	u32 valid, filling, ghost, tun[RC_TUN_NR];
@@ -1298,7 +1298,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	valid = rc->cc->cache->nr_valid;
 	filling = rc->cc->cache->nr_filling;
 	ghost = rc->cc->cache->nr_ghost;
-	v = rc->cc->vdisk;
+	vd_requests = rc->cc->vdisk.requests;
+	vd_busy_ns = rc->cc->vdisk.busy_ns;
+	vd_unestimated = rc->cc->vdisk.unestimated;
 	*a = rc->cc->cache->adapt;
 	*w = rc->cc->cache->caware;
 	b = rc->cc->cache->budget;
@@ -1338,7 +1340,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	else
 		DMEMIT("model=none\n");
 	DMEMIT("vdisk_requests=%llu\nvdisk_time_us=%llu\nvdisk_unestimated=%llu\n",
-	       v.requests, redcap_us(v.busy_ns), v.unestimated);
+	       vd_requests, redcap_us(vd_busy_ns), vd_unestimated);
 	sz = redcap_emit_policy(rc, a, w, &b, tun, result, maxlen, sz);
 	kfree(a);
 	kfree(w);

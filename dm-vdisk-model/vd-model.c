@@ -419,17 +419,174 @@ void vd_seek_note(struct vd_seek *s, u64 end)
 		s->nr++;
 }
 
+int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc)
+{
+	if (dc->nr_segs > VD_DCACHE_MAX_SEGS ||
+	    (dc->nr_segs && (!dc->seg_sectors || !dc->media_mbps)))
+		return -1;
+	m->dc = *dc;
+	return 0;
+}
+
+/* Sectors of the read-ahead segment read by time @t. */
+static u64 vd_ra_cur(const struct vd_seek *s, const struct vd_dcache *dc,
+		     u64 t)
+{
+	u64 cur = s->ra_base;
+
+	if (t > s->ra_t0)
+		cur += rc_div64((t - s->ra_t0) * dc->media_mbps, 512000);
+	return cur < s->ra_limit ? cur : s->ra_limit;
+}
+
+/* First sector a segment still holds when it ends at @end. */
+static u64 vd_dseg_start(const struct vd_dcache *dc, const struct vd_dseg *g,
+			 u64 end)
+{
+	return end - g->start > dc->seg_sectors ? end - dc->seg_sectors :
+						  g->start;
+}
+
+/* The head is needed elsewhere at @t: the read-ahead stops where it got. */
+static void vd_ra_stop(struct vd_seek *s, const struct vd_dcache *dc, u64 t)
+{
+	struct vd_dseg *g = &s->seg[s->ra];
+
+	if (!s->ra_on)
+		return;
+	g->end = vd_ra_cur(s, dc, t);
+	g->start = vd_dseg_start(dc, g, g->end);
+	s->head = g->end;
+	s->ra_on = false;
+}
+
+/* Segment @i reads ahead from @base up to ra_sectors past @req_end. */
+static void vd_ra_start(struct vd_seek *s, const struct vd_dcache *dc, u32 i,
+			u64 base, u64 t, u64 req_end)
+{
+	u64 limit = req_end + dc->ra_sectors;
+
+	if (limit < base)
+		limit = base;
+	if (s->ra_on && s->ra == i && limit < s->ra_limit)
+		limit = s->ra_limit;
+	s->ra_on = true;
+	s->ra = i;
+	s->ra_base = base;
+	s->ra_t0 = t;
+	s->ra_limit = limit;
+}
+
+static u32 vd_dseg_victim(const struct vd_seek *s, const struct vd_dcache *dc)
+{
+	u32 i, v = 0;
+
+	for (i = 0; i < dc->nr_segs; i++) {
+		if (!s->seg[i].valid)
+			return i;
+		if (s->seg[i].lru < s->seg[v].lru)
+			v = i;
+	}
+	return v;
+}
+
+/* A read the cache serves, or the read-ahead brings in: distance 0. */
+static bool vd_seek_cached(struct vd_seek *s, const struct vd_dcache *dc,
+			   u64 a, u64 b, u64 t)
+{
+	struct vd_dseg *g;
+	u64 cur, first;
+	u32 i;
+
+	if (s->ra_on) {
+		g = &s->seg[s->ra];
+		cur = vd_ra_cur(s, dc, t);
+		first = vd_dseg_start(dc, g, cur);
+		if (a >= first && a <= (cur > s->ra_limit ? cur : s->ra_limit)) {
+			g->start = first;
+			g->lru = s->tick;
+			if (b <= cur) {
+				vd_ra_start(s, dc, s->ra, cur, t, b);
+			} else {
+				/* it waits for the rest; on from its end */
+				vd_ra_start(s, dc, s->ra, b, t, b);
+				s->ra_pending = true;
+			}
+			return true;
+		}
+	}
+	for (i = 0; i < dc->nr_segs; i++) {
+		g = &s->seg[i];
+		if ((!s->ra_on || i != s->ra) && g->valid && g->start <= a &&
+		    b <= g->end) {
+			g->lru = s->tick;
+			return true;
+		}
+	}
+	return false;
+}
+
+s64 vd_seek_begin(struct vd_seek *s, const struct vd_dcache *dc,
+		  enum vd_dir dir, u64 sector, u32 sectors, u64 start)
+{
+	u64 b = sector + sectors;
+	struct vd_dseg *g;
+	s64 d;
+	u32 i;
+
+	s->tick++;
+	s->ra_pending = false;
+	if (dir == VD_READ && vd_seek_cached(s, dc, sector, b, start))
+		return 0;
+	vd_ra_stop(s, dc, start);
+	d = (s64)(sector - s->head);
+	s->head = b;
+	if (dir == VD_WRITE) {
+		for (i = 0; i < dc->nr_segs; i++) {
+			g = &s->seg[i];
+			if (g->valid && g->start < b && sector < g->end)
+				g->valid = false;
+		}
+		return d;
+	}
+	i = vd_dseg_victim(s, dc);
+	g = &s->seg[i];
+	g->start = sector;
+	g->end = b;
+	g->lru = s->tick;
+	g->valid = true;
+	vd_ra_start(s, dc, i, b, start, b);
+	s->ra_pending = true;
+	return d;
+}
+
+void vd_seek_end(struct vd_seek *s, u64 done)
+{
+	if (s->ra_pending)
+		s->ra_t0 = done;
+	s->ra_pending = false;
+}
+
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
 {
 	u64 start = now > v->busy_until ? now : v->busy_until;
-	s64 distance = vd_seek_distance(&v->seek, sector);
+	s64 distance;
 	u64 ns;
 
+	if (m->dc.nr_segs)
+		distance = vd_seek_begin(&v->seek, &m->dc, dir, sector,
+					 sectors, start);
+	else
+		distance = vd_seek_distance(&v->seek, sector);
 	if (!vd_model_estimate(m, dir, distance, sectors, &ns))
 		v->unestimated++;
 	v->busy_until = start + ns;
-	vd_seek_note(&v->seek, sector + sectors);
+	if (m->dc.nr_segs)
+		vd_seek_end(&v->seek, v->busy_until);
+	else
+		vd_seek_note(&v->seek, sector + sectors);
+	v->distance = distance;
 	v->requests++;
 	v->busy_ns += ns;
 	return v->busy_until;

@@ -78,7 +78,25 @@ struct vd_table {
 	u64 *col_words;
 };
 
+/*
+ * The drive cache a virtual disk assumes (struct vd_seek): nr_segs segments
+ * of seg_sectors, LRU, the one of the last media read reading ahead up to
+ * ra_sectors past it at media_mbps while the drive is idle, as the vdisk
+ * emulator's drive does (vd-drive.h).  nr_segs 0: no drive cache is
+ * modelled, and a request's distance is taken from the nearest of the last
+ * VD_SEEK_ENDS request ends.
+ */
+#define VD_DCACHE_MAX_SEGS	16
+
+struct vd_dcache {
+	u32 nr_segs;
+	u32 seg_sectors;
+	u32 ra_sectors;
+	u32 media_mbps;
+};
+
 struct vd_model {
+	struct vd_dcache dc;	/* vd_model_set_dcache(); none after init */
 	u32 rows;
 	u32 cols;
 	u32 fwd_cols;		/* forward columns, then VD_BACK_COLS backward */
@@ -114,6 +132,13 @@ int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
 
 /* Forgets every sample; geometry and memory stay. */
 void vd_model_reset(struct vd_model *m);
+
+/*
+ * Sets the drive cache the model's virtual disks assume (nr_segs 0: none).
+ * Returns -1, changing nothing, if nr_segs > VD_DCACHE_MAX_SEGS, or a
+ * cache has no segment size or media rate.
+ */
+int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc);
 
 /* Column of a seek distance in sectors (negative: backward). */
 u32 vd_model_col(const struct vd_model *m, s64 distance);
@@ -158,10 +183,27 @@ int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
  * recent request, so a read that continues any of them, not only the
  * latest, is a short skip.  Before any request the head is at sector 0.
  */
+struct vd_dseg {
+	u64 start;		/* first sector held */
+	u64 end;		/* after the last sector held (frozen) */
+	u32 lru;		/* last use, larger = newer */
+	bool valid;
+};
+
 struct vd_seek {
 	u64 end[VD_SEEK_ENDS];
 	u32 nr;			/* ends kept, up to VD_SEEK_ENDS */
 	u32 next;		/* slot the next end overwrites */
+	/* The drive cache (struct vd_dcache), when the model has one. */
+	u64 head;		/* sector after the last media access */
+	bool ra_on;		/* segment ra is reading ahead */
+	bool ra_pending;	/* ... from when the request just begun ends */
+	u32 ra;
+	u64 ra_base;		/* sectors of it read by time ra_t0 */
+	u64 ra_t0;
+	u64 ra_limit;		/* read-ahead stops at this sector */
+	u32 tick;
+	struct vd_dseg seg[VD_DCACHE_MAX_SEGS];
 };
 
 static inline void vd_seek_init(struct vd_seek *s)
@@ -179,10 +221,23 @@ s64 vd_seek_distance(const struct vd_seek *s, u64 sector);
 void vd_seek_note(struct vd_seek *s, u64 end);
 
 /*
+ * With a drive cache @dc: the distance of a request the drive begins at
+ * @start (ns), and the cache's state after it.  0 for a read the drive's
+ * cache holds or its read-ahead is bringing in (what it costs is the
+ * sequential column's); otherwise the signed distance from the head, where
+ * the last media access, or the read-ahead after it, left it.
+ * vd_seek_end() must follow with the time the request ends.
+ */
+s64 vd_seek_begin(struct vd_seek *s, const struct vd_dcache *dc,
+		  enum vd_dir dir, u64 sector, u32 sectors, u64 start);
+void vd_seek_end(struct vd_seek *s, u64 done);
+
+/*
  * The virtual disk: a single server fed a request stream in arrival order.
  * Each request starts when it arrives or when the previous one ends,
  * whichever is later, and takes the model's estimate for its size and its
- * seek distance (struct vd_seek) among the virtual requests.
+ * seek distance (struct vd_seek) among the virtual requests: with the
+ * model's drive cache, in the virtual disk's time.
  */
 struct vd_vdisk {
 	u64 busy_until;		/* ns: when the last request completes */
@@ -190,6 +245,7 @@ struct vd_vdisk {
 	u64 requests;
 	u64 busy_ns;		/* sum of service times: the virtual I/O time */
 	u64 unestimated;	/* requests the model could not price (empty) */
+	s64 distance;		/* the last request's, as priced */
 };
 
 /* Starts an idle virtual disk with its head at sector 0. */

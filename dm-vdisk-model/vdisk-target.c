@@ -94,7 +94,7 @@ struct vdisk_c {
  */
 struct vdisk_pb {
 	u64 start;		/* ns at map */
-	s64 distance;		/* seek distance (vd_seek_distance()) */
+	s64 distance;		/* seek distance, as vc->self priced it */
 	u64 deadline;		/* emulate: ns at which the bio completes */
 	u64 service;		/* emulate: the drive's time for it */
 	u32 sectors;		/* size at map: bi_iter is spent at end_io */
@@ -470,11 +470,14 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	pb->start = now;
 
 	spin_lock_irqsave(&vc->lock, flags);
-	/* vc->self has seen every request so far: its seek is the stream's. */
-	pb->distance = vd_seek_distance(&vc->self.seek, sector);
 	if (!vc->inflight++)
 		vc->busy_since = now;
+	/*
+	 * vc->self has seen every request so far: the distance it priced
+	 * this one at is the stream's, and what the sample is learnt under.
+	 */
 	vdisk_model_vdisk_submit(vc->vm, &vc->self, dir, sector, pb->sectors, now);
+	pb->distance = vc->self.distance;
 	if (clone && !vc->draining)
 		vdisk_hold(vc, bio, clone, now);
 	spin_unlock_irqrestore(&vc->lock, flags);

@@ -74,8 +74,8 @@ static const char redcapctl_usage[] =
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
 "       redcapctl simulate --trace FILE [--warm FILE] [--format blkparse|csv] [--disk PROFILE]\n"
-"                          [--model FILE] [--save-model FILE] [--no-train] [--capacity SECTORS]\n"
-"                          --config SPEC... [--json]\n"
+"                          [--model FILE] [--save-model FILE] [--no-train] [--drive-cache]\n"
+"                          [--capacity SECTORS] --config SPEC... [--json]\n"
 "       redcapctl -h|--help\n";
 
 static const char try_help[] = "Try 'redcapctl --help' for more information.\n";

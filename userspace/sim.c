@@ -242,7 +242,7 @@ struct sim {
 	bool frozen;			/* the model learns nothing */
 	struct vd_model *model;		/* the measuring vdisk's model */
 	void *model_mem;
-	struct vd_seek meas_seek;	/* the measuring vdisk's recent request ends */
+	struct vd_vdisk meas;		/* the measuring vdisk's own virtual disk */
 	u64 meas_last_done;
 	struct sample *q;		/* samples in flight, a ring */
 	size_t q_head, q_nr, q_cap;
@@ -325,8 +325,9 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	struct sample x = { .dir = dir, .sectors = sectors };
 	u64 service, unest = s->mdisk.unestimated;
 
-	x.distance = vd_seek_distance(&s->meas_seek, sector);
-	vd_seek_note(&s->meas_seek, sector + sectors);
+	/* As dm-vdisk: the distance its own virtual disk priced it at. */
+	vd_vdisk_submit(&s->meas, s->model, dir, sector, sectors, now);
+	x.distance = s->meas.distance;
 	if (s->model_is_disk) {
 		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now);
 		if (s->mdisk.unestimated != unest) {
@@ -728,7 +729,8 @@ static int model_copy(struct vd_model *to, const struct vd_model *from)
 }
 
 /* The measuring vdisk's model: @from's tables, or empty; on @s->capacity. */
-static int model_setup(struct sim *s, const struct vd_model *from)
+static int model_setup(struct sim *s, const struct vd_model *from,
+		       const struct vd_dcache *dcache)
 {
 	u32 rows = from ? from->rows : VD_DEFAULT_ROWS;
 	u64 cap = from ? from->capacity : s->capacity;
@@ -744,6 +746,10 @@ static int model_setup(struct sim *s, const struct vd_model *from)
 	}
 	if (from && model_copy(s->model, from)) {
 		snprintf(s->err, SIM_ERR_MAX, "the model's tables do not fit its geometry");
+		return -1;
+	}
+	if (dcache && vd_model_set_dcache(s->model, dcache)) {
+		snprintf(s->err, SIM_ERR_MAX, "the model's drive cache is not valid");
 		return -1;
 	}
 	return 0;
@@ -828,7 +834,7 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		snprintf(err, SIM_ERR_MAX, "the drive's parameters cannot drive an emulation");
 		return -1;
 	}
-	if (model_setup(&s, d->model) || (!c->bare && cache_setup(&s)))
+	if (model_setup(&s, d->model, d->dcache) || (!c->bare && cache_setup(&s)))
 		goto out;
 	if (d->warm) {
 		if (replay(&s, d->warm, 0))

@@ -113,6 +113,7 @@ struct sim_disk {
 	const struct vd_drive_params *drive;	/* emulated; NULL: the model is the disk */
 	const struct vd_model *model;		/* tables to start from, or NULL */
 	bool frozen;				/* the model does not learn ("train off") */
+	const struct vd_dcache *dcache;		/* the model's drive cache, or NULL */
 	u64 capacity;				/* sectors */
 	/*
 	 * If set, replayed first, through the same disk, model and cache, as

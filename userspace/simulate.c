@@ -258,7 +258,7 @@ struct sim_args {
 	const char *path, *warm_path, *disk, *model_file, *save_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
-	bool json, frozen;
+	bool json, frozen, drive_cache;
 	int n;
 	struct sim_config *configs;
 };
@@ -307,6 +307,9 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	case 'n':
 		a->frozen = true;
 		break;
+	case 'D':
+		a->drive_cache = true;
+		break;
 	}
 }
 
@@ -320,6 +323,7 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "save-model", required_argument, NULL, 's' },
 		{ "no-train", no_argument, NULL, 'n' },
+		{ "drive-cache", no_argument, NULL, 'D' },
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -331,6 +335,7 @@ int redcapctl_simulate(int argc, char **argv)
 	struct sim_args a = { .fmt = TRACE_FMT_BLKPARSE, .configs = configs };
 	const struct vd_drive_profile *prof = NULL;
 	struct sim_disk sd = { 0 };
+	struct vd_dcache dc = { 0 };
 	struct vd_model *model = NULL;
 	void *model_mem = NULL, *learnt_mem = NULL;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
@@ -344,6 +349,8 @@ int redcapctl_simulate(int argc, char **argv)
 		usage_error("simulate: --trace FILE is needed");
 	if (!a.n)
 		usage_error("simulate: at least one --config is needed (bare, or e.g. 64x128k:always)");
+	if (a.drive_cache && a.model_file && !a.disk)
+		usage_error("simulate: --drive-cache needs a --disk");
 	if (a.disk || !a.model_file) {
 		if (!a.disk)
 			a.disk = "hdd7200";
@@ -369,6 +376,15 @@ int redcapctl_simulate(int argc, char **argv)
 	if (!a.capacity)
 		a.capacity = ((extent(&t) > extent(&warm) ? extent(&t) : extent(&warm)) +
 			      GiB_SECTORS - 1) / GiB_SECTORS * GiB_SECTORS;
+	if (a.drive_cache) {
+		/* the model assumes the cache the emulated drive has */
+		dc.nr_segs = prof->p.nr_segs < VD_DCACHE_MAX_SEGS ? prof->p.nr_segs :
+			     VD_DCACHE_MAX_SEGS;
+		dc.seg_sectors = prof->p.seg_sectors;
+		dc.ra_sectors = prof->p.ra_sectors;
+		dc.media_mbps = prof->p.media_mbps;
+		sd.dcache = &dc;
+	}
 	sd.model = model;
 	sd.frozen = a.frozen;
 	sd.capacity = a.capacity;

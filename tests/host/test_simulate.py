@@ -130,8 +130,10 @@ def test_blkparse_text_is_read(tmp_path):
      "redcapctl: simulate: option '--trace' needs a value\n"),
     (["--trace", "T", "--config", "bare", "extra"], None,
      "redcapctl: simulate: unexpected 'extra'\n"),
+    (["--trace", "T", "--config", "bare", "--model", "M", "--drive-cache"], None,
+     "redcapctl: simulate: --drive-cache needs a --disk\n"),
 ], ids=["no-trace", "no-config", "bad-config", "bad-disk", "bad-format", "bad-capacity",
-        "bad-option", "no-value", "operand"])
+        "bad-option", "no-value", "operand", "drive-cache-no-disk"])
 def test_usage_errors(tmp_path, args, trace, err):
     r = simulate(*[str(tmp_path / "t.csv") if a == "T" else a for a in args])
     assert r.returncode == 2
@@ -425,6 +427,29 @@ def test_no_train_keeps_the_model_and_bare_is_priced_on_it(tmp_path):
                  "--save-model", kept, "--config", "bare")
     assert r.returncode == 0
     assert kept.read_text().splitlines()[1:] != model.read_text().splitlines()[1:]
+
+
+def test_drive_cache_prices_a_strided_reader_from_the_drives_read_ahead(tmp_path):
+    """--drive-cache: one reader of 4 KiB every 8 KiB, thinking 1 ms between
+    reads, on a frozen model whose sequential column costs 1 ms and the
+    others 5 ms.  The drive reads ahead while the reader thinks, so all but
+    the first read are priced as sequential (the first: the head starts at
+    0); without the drive's cache each is a short skip, 5 ms."""
+    model = tables_file(tmp_path / "m.tables", {0: [(0, 1, 1000000)] +
+                                                [(c, 1, 5000000) for c in range(1, 19)]})
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                     "".join(f"{i * 6000000},1,R,{i * 16},8\n" for i in range(10)))
+    runs = {}
+    for opt in ([], ["--drive-cache"]):
+        r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd15k", "--model", model,
+                     "--no-train", "--config", "bare", "--json", *opt)
+        assert (r.returncode, r.stderr) == (0, "")
+        runs[bool(opt)] = json.loads(r.stdout)["results"][0]
+    assert runs[False]["vdisk_time_s"] == pytest.approx(0.001 + 9 * 0.005, abs=1e-12)
+    assert runs[True]["vdisk_time_s"] == pytest.approx(10 * 0.001, abs=1e-12)
+    # the drive is the same either way
+    assert runs[True]["disk_busy_s"] == runs[False]["disk_busy_s"]
 
 
 def test_warm_replays_the_mount_first_and_counts_only_the_trace(tmp_path):

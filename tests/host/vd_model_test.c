@@ -985,6 +985,156 @@ CTEST(vdisk_distance_from_nearest_of_last_4_ends)
 	rm(m);
 }
 
+/*
+ * A model whose read column c costs (c + 1) * 100 us, and a drive cache of
+ * 2 segments of 64 sectors reading 32 ahead at 1 sector a microsecond
+ * (512 MB/s).
+ */
+static struct vd_model *mk_dcache(void)
+{
+	const struct vd_dcache dc = {
+		.nr_segs = 2, .seg_sectors = 64, .ra_sectors = 32, .media_mbps = 512,
+	};
+	struct vd_model *m = mk(CAP_400G, 4, 4096);
+	u32 c;
+
+	for (c = 0; c < m->cols; c++)
+		CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, c, 1, (c + 1) * 100000ULL), 0);
+	CHECK_EQ(vd_model_set_dcache(m, &dc), 0);
+	return m;
+}
+
+/* The price of the column of @distance in mk_dcache()'s model. */
+static u64 col_price(const struct vd_model *m, s64 distance)
+{
+	return (vd_model_col(m, distance) + 1) * 100000ULL;
+}
+
+/* What the virtual disk charges for a read of 8 at @sector arriving at @now. */
+static u64 charge_at(struct vd_vdisk *v, const struct vd_model *m, u64 sector, u64 now)
+{
+	u64 busy = v->busy_ns;
+
+	vd_vdisk_submit(v, m, VD_READ, sector, 8, now);
+	return v->busy_ns - busy;
+}
+
+CTEST(model_dcache_is_checked_and_off_after_init)
+{
+	struct vd_model *m = mk(CAP_400G, 4, 4096);
+	struct vd_dcache dc = { .nr_segs = VD_DCACHE_MAX_SEGS + 1, .seg_sectors = 64,
+				.media_mbps = 100 };
+
+	CHECK_EQ(m->dc.nr_segs, 0);
+	CHECK_EQ(vd_model_set_dcache(m, &dc), -1);
+	dc.nr_segs = 4;
+	dc.seg_sectors = 0;
+	CHECK_EQ(vd_model_set_dcache(m, &dc), -1);
+	dc.seg_sectors = 64;
+	dc.media_mbps = 0;
+	CHECK_EQ(vd_model_set_dcache(m, &dc), -1);
+	CHECK_EQ(m->dc.nr_segs, 0);	/* nothing changed */
+	dc.media_mbps = 100;
+	CHECK_EQ(vd_model_set_dcache(m, &dc), 0);
+	CHECK_EQ(m->dc.nr_segs, 4);
+	dc.nr_segs = 0;			/* none: no size or rate needed */
+	dc.seg_sectors = 0;
+	CHECK_EQ(vd_model_set_dcache(m, &dc), 0);
+	CHECK_EQ(m->dc.nr_segs, 0);
+	rm(m);
+}
+
+/*
+ * One reader with think time between reads: the drive reads ahead while
+ * idle, so a short skip forward is served from its cache (column 0), and
+ * a request past the read-ahead is a seek from where it stopped.
+ */
+CTEST(vdisk_dcache_serves_a_single_stream_from_its_read_ahead)
+{
+	struct vd_model *m = mk_dcache();
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	/* 0+8 at 0: the head is at 0, column 0; done at 100 us */
+	CHECK_EQ(charge_at(&v, m, 0, 0), 100000);
+	CHECK_EQ(v.distance, 0);
+	/* 16+8 at 200 us: read ahead to 40 while idle, a hit */
+	CHECK_EQ(charge_at(&v, m, 16, 200000), 100000);
+	CHECK_EQ(v.distance, 0);
+	/* 48+8 at 300 us: the read-ahead had gone on to 24 + 32 = 56 */
+	CHECK_EQ(charge_at(&v, m, 48, 300000), 100000);
+	CHECK_EQ(v.distance, 0);
+	/* 200+8 at 600 us: past the read-ahead (56 + 32), a seek from 88 */
+	CHECK_EQ(charge_at(&v, m, 200, 600000), col_price(m, 200 - 88));
+	CHECK_EQ(v.distance, 200 - 88);
+	/* the old rule took the distance from the last request's end */
+	CHECK_EQ(v.seek.nr, 0);
+	rm(m);
+}
+
+/*
+ * Two readers whose requests queue behind each other: the drive never
+ * idles, a read-ahead is stopped as soon as it starts, and a reader's next
+ * read 8 sectors on is a seek back from the other reader's request, not
+ * the short skip the nearest request end would make it.
+ */
+CTEST(vdisk_dcache_interleaved_streams_seek_between_them)
+{
+	struct vd_model *m = mk_dcache();
+	const u64 b = 1000000;
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	CHECK_EQ(charge_at(&v, m, 0, 0), 100000);
+	CHECK_EQ(charge_at(&v, m, b, 0), col_price(m, b - 8));
+	CHECK_EQ(v.distance, b - 8);
+	/* A's segment holds 0..8 only: 16 is a seek back from b + 8 */
+	CHECK_EQ(charge_at(&v, m, 16, 0), col_price(m, 16 - (s64)(b + 8)));
+	CHECK_EQ(v.distance, 16 - (s64)(b + 8));
+	/* B's holds b..b+8: b + 16 is a seek from 24 */
+	CHECK_EQ(charge_at(&v, m, b + 16, 0), col_price(m, b + 16 - 24));
+	CHECK_EQ(v.distance, b + 16 - 24);
+	rm(m);
+}
+
+/*
+ * What a stopped read-ahead brought in stays in its segment: a later read
+ * inside it is a hit, one past it a seek; the least recently used segment
+ * goes first, and a write drops the segments it overlaps.
+ */
+CTEST(vdisk_dcache_keeps_segments_lru_and_writes_drop_them)
+{
+	struct vd_model *m = mk_dcache();
+	const u64 b = 1000000, c = 2000000;
+	struct vd_vdisk v;
+
+	vd_vdisk_init(&v);
+	CHECK_EQ(charge_at(&v, m, 0, 0), 100000);	/* done at 100 us */
+	/* B at 130 us: A's read-ahead got to 8 + 30 = 38 */
+	CHECK_EQ(charge_at(&v, m, b, 130000), col_price(m, b - 38));
+	CHECK_EQ(v.distance, b - 38);
+	/* 16+8 ends within 38: from A's segment (B's read-ahead goes on) */
+	CHECK_EQ(charge_at(&v, m, 16, 0), 100000);
+	CHECK_EQ(v.distance, 0);
+	/*
+	 * 36+8 ends past 38: a seek.  The hit did not stop B's read-ahead,
+	 * which went on for its 100 us, to b + 8 + 32: the head is there.
+	 */
+	CHECK_EQ(charge_at(&v, m, 36, 0), col_price(m, 36 - (s64)(b + 40)));
+	CHECK_EQ(v.distance, 36 - (s64)(b + 40));
+	/* a third segment (C) takes the least recently used one's place: B's */
+	CHECK_EQ(charge_at(&v, m, c, 0), col_price(m, c - 44));
+	CHECK_EQ(v.distance, c - 44);
+	CHECK_EQ(charge_at(&v, m, b, 0), col_price(m, b - (s64)(c + 8)));
+	CHECK_EQ(v.distance, b - (s64)(c + 8));
+	/* a write over C's segment drops it; the head goes to its end */
+	vd_vdisk_submit(&v, m, VD_WRITE, c, 8, 0);
+	CHECK_EQ(v.distance, c - (s64)(b + 8));
+	CHECK_EQ(charge_at(&v, m, c, 0), col_price(m, -8));
+	CHECK_EQ(v.distance, -8);
+	rm(m);
+}
+
 CTEST(seek_distance_nearest_end_newer_on_a_tie)
 {
 	struct vd_seek sk;
