@@ -304,7 +304,6 @@ void rc_budget_cold(struct rc_budget *b)
 	b->red = 0;
 	b->ghost_ns = 0;
 	b->reread_ns = 0;
-	b->served = false;
 }
 
 /* Add @earn to the balance, up to the cap. */
@@ -326,12 +325,10 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 		return;
 	vd_ns = rc_clamp_ns(vd_ns);
 	cvd_ns = rc_clamp_ns(cvd_ns);
-	if (served) {
+	if (served)
 		earn = vd_ns;
-		b->served = true;
-	} else if (fill && cvd_ns > vd_ns) {
+	else if (fill && cvd_ns > vd_ns)
 		spend = cvd_ns - vd_ns;
-	}
 	if (fill) {
 		if (b->balance < 0)
 			b->red++;

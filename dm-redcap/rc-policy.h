@@ -174,11 +174,7 @@ int rc_estimator_parse(const char *name);
  * after a while.  A miss fills while the balance is not negative, and
  * RC_BUDGET_OVERDRAFT more while it is (the hits that pay for a fill come
  * after it, and several streams may be starting at once); the balance
- * never exceeds the cap.  Until the cache has served a read since it was
- * cold, the overdraft is RC_BUDGET_BLIND fills: a cold cache under reads
- * that never come back (random, or the first pass of a wide stride)
- * spends two fills, not five, before the budget refuses, and one read
- * served lends the rest.  Whatever the reads, fills that never pay cost
+ * never exceeds the cap.  Whatever the reads, fills that never pay cost
  * at most the cap, RC_BUDGET_OVERDRAFT + 1 fills and 1/share of the bare
  * disk's time.  Only reads both virtual disks priced count (estimator
  * vdisk with a model); otherwise the balance stays as it is.
@@ -202,7 +198,6 @@ int rc_estimator_parse(const char *name);
 #define RC_BUDGET_CAP_MS	100
 #define RC_BUDGET_MAX_CAP_MS	3600000u
 #define RC_BUDGET_OVERDRAFT	4
-#define RC_BUDGET_BLIND		1
 
 struct rc_budget {
 	s64 balance;		/* ns */
@@ -214,7 +209,6 @@ struct rc_budget {
 	u64 extra_ns;		/* a fill's cost beyond its read, averaged (RC_BUDGET_EXTRA_SHIFT) */
 	u64 ghost_earned_ns;	/* total earned from ghost_ns (in earned_ns too) */
 	s64 reread_ns;		/* what fills at refused segments' re-reads would have made */
-	bool served;		/* a read was served since the cache was cold */
 };
 
 /*
@@ -267,14 +261,13 @@ void rc_budget_init(struct rc_budget *b);
 /* Forget the totals (not the balance or the tunables). */
 void rc_budget_reset_stats(struct rc_budget *b);
 
-/* The cache was emptied: start again from a balance of 0, no ghost, blind. */
+/* The cache was emptied: start again from a balance of 0, no ghost. */
 void rc_budget_cold(struct rc_budget *b);
 
 /* Whether a miss may fill now; @streamed: it continues a stream (above). */
 static inline bool rc_budget_allows(const struct rc_budget *b, bool streamed)
 {
-	return !b->share || b->balance >= 0 ||
-	       b->red < (b->served ? RC_BUDGET_OVERDRAFT : RC_BUDGET_BLIND) ||
+	return !b->share || b->balance >= 0 || b->red < RC_BUDGET_OVERDRAFT ||
 	       (streamed && b->balance > -(s64)b->cap_ns);
 }
 

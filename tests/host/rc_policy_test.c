@@ -1112,52 +1112,6 @@ CTEST(adapt_vdisk_random_reads_deactivate)
 
 /* --- speculation budget ------------------------------------------------- */
 
-/*
- * A cold cache lends RC_BUDGET_BLIND fills beyond the first until a read
- * is served (a hit, or a wait on a fill); then the whole overdraft.
- */
-CTEST(budget_lends_blind_fills_until_a_read_is_served)
-{
-	struct rc_budget b;
-
-	rc_budget_init(&b);
-	CHECK(!b.served);
-	/* fills of 15 ms for reads of 5.12 ms: 9.88 ms each, 40 us earned */
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	CHECK_EQ(b.red, 0);		/* at a balance of 0 */
-	CHECK(rc_budget_allows(&b, false));
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	CHECK_EQ(b.red, 1);
-	CHECK_EQ(b.balance, 2 * (40000 - 9880000));
-	CHECK(!rc_budget_allows(&b, false));	/* 2 fills, nothing served */
-	/* a stream's miss still may, above minus the cap */
-	CHECK(rc_budget_allows(&b, true));
-	/* a bypassed read is not served */
-	rc_budget_read(&b, false, false, 5120000, 5120000);
-	CHECK(!b.served);
-	CHECK(!rc_budget_allows(&b, false));
-	/* a read served from RAM, however little it earns, lends the rest */
-	rc_budget_read(&b, true, false, 1280000, 0);
-	CHECK(b.served);
-	CHECK(b.balance < 0);
-	CHECK(rc_budget_allows(&b, false));
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	CHECK_EQ(b.red, RC_BUDGET_OVERDRAFT);
-	CHECK(!rc_budget_allows(&b, false));
-	/* an emptied cache is blind again */
-	rc_budget_cold(&b);
-	CHECK(!b.served);
-	CHECK_EQ(b.balance, 0);
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	rc_budget_read(&b, false, true, 5120000, 15000000);
-	CHECK(!rc_budget_allows(&b, false));
-	/* no budget (share 0): no limit */
-	b.share = 0;
-	CHECK(rc_budget_allows(&b, false));
-}
-
 /* Exact arithmetic: a fill pays its price beyond the read's, a hit earns the read's. */
 CTEST(budget_pays_fills_and_earns_served_reads)
 {
@@ -1173,10 +1127,8 @@ CTEST(budget_pays_fills_and_earns_served_reads)
 	/*
 	 * Fills of 15 ms for reads of 5.12 ms: each pays 9.88 ms and earns
 	 * 5.12 / 128 ms.  One fill at a balance of 0, then the overdraft of 4:
-	 * a budget whose cache has served a read lets 5 fills start (a cold
-	 * one 2: budget_lends_blind_fills_until_a_read_is_served).
+	 * a cold budget lets 5 fills start.
 	 */
-	b.served = true;
 	for (k = 1; k <= 5; k++) {
 		CHECK(rc_budget_allows(&b, false));
 		rc_budget_read(&b, false, true, 5120000, 15000000);
@@ -1235,8 +1187,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	c->budget.share = RC_BUDGET_SHARE;
-	/* a cache that has served: 3 fills of the overdraft used, one more may start */
-	c->budget.served = true;
+	/* 3 fills of the overdraft are used: one more may start */
 	c->budget.red = 3;
 	c->budget.balance = -121 * (s64)MS;
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_FILL);
@@ -1285,7 +1236,6 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	CHECK(rc_drop_some(c, 8));
 	CHECK_EQ(c->budget.balance, 0);
 	CHECK_EQ(c->budget.red, 0);
-	CHECK(!c->budget.served);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	c->budget.balance = -1000 * (s64)MS;
 	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
@@ -1762,8 +1712,8 @@ CTEST(budget_ghosts_earn_nothing_on_random_reads)
 	CHECK(c->budget.ghost_ns < -(s64)c->budget.cap_ns / 2);
 	CHECK_EQ(c->budget.ghost_earned_ns, 0);
 	/* a refused segment is seldom read twice more: the re-reads' gate
-	 * shuts and stays shut (within a re-read's credit of minus the cap) */
-	CHECK(c->budget.reread_ns <= -(s64)c->budget.cap_ns + 5 * (s64)MS);
+	 * shuts and stays shut */
+	CHECK_EQ(c->budget.reread_ns, -(s64)c->budget.cap_ns);
 	CHECK(c->ctr.read_bypassed_reread > 0);
 	/* the budget's bound, without the ghosts' help */
 	CHECK_EQ(c->budget.spent_ns, a.spent);
