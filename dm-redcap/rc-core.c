@@ -400,11 +400,18 @@ static void rc_fill_release(struct rc_cache *c, u32 idx)
 
 /* --- the operations of rc-core.h ---------------------------------------- */
 
-/* Whether C-Aware's rule, where the policy has it, bypasses a miss. */
+/*
+ * Whether C-Aware's rule, where the policy has it, bypasses a miss (rule
+ * 5's probes are cached: rc_caware_probe()).
+ */
 static bool rc_caware_bypasses(struct rc_cache *c)
 {
-	return rc_policy_caware(c->policy) &&
-	       !rc_caware_caches(rc_caware_rule(&c->caware, false, c->free_head == RC_NONE));
+	int rule;
+
+	if (!rc_policy_caware(c->policy))
+		return false;
+	rule = rc_caware_rule(&c->caware, false, c->free_head == RC_NONE);
+	return !rc_caware_caches(rule) && !rc_caware_probe(&c->caware, rule);
 }
 
 /*

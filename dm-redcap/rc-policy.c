@@ -460,6 +460,7 @@ void rc_caware_reset_stats(struct rc_caware *w)
 {
 	memset(w->rule, 0, sizeof(w->rule));
 	w->decays = 0;
+	w->probes = 0;
 }
 
 void rc_caware_record(struct rc_caware *w, enum rc_class cl, u64 ns, u64 now)
@@ -513,6 +514,15 @@ int rc_caware_rule(struct rc_caware *w, bool write, bool full)
 		rule = t[RC_CL_DIRECT_CACHE_WRITE].meantime > t[RC_CL_SOURCE_WRITE].meantime ? 4 : 6;
 	w->rule[rule]++;
 	return rule;
+}
+
+bool rc_caware_probe(struct rc_caware *w, int rule)
+{
+	if (rule != 5 || ++w->starved < RC_CAWARE_PROBE)
+		return false;
+	w->starved = 0;
+	w->probes++;
+	return true;
 }
 
 const char *rc_class_name(enum rc_class cl)

@@ -1265,7 +1265,7 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	DMEMIT("budget_reread_us=%lld\n", div_s64(b->reread_ns, NSEC_PER_USEC));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
-	DMEMIT("caware_decays=%llu\n", w->decays);
+	DMEMIT("caware_decays=%llu\ncaware_probes=%llu\n", w->decays, w->probes);
 	for (i = 0; i < RC_CL_NR; i++)
 		DMEMIT("caware_%s_us=%llu\ncaware_%s_n=%llu\n",
 		       rc_class_name(i), redcap_us(w->cl[i].meantime),

@@ -88,6 +88,7 @@ static void policy_json(json_object *st, const struct sim_result *r)
 		put_u64(st, name, w->rule[i]);
 	}
 	put_u64(st, "caware_decays", w->decays);
+	put_u64(st, "caware_probes", w->probes);
 	for (i = 0; i < RC_CL_NR; i++) {
 		snprintf(name, sizeof(name), "caware_%s_us", rc_class_name((enum rc_class)i));
 		put_u64(st, name, w->cl[i].meantime / 1000);

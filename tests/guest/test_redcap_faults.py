@@ -27,7 +27,8 @@ COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypas
             "fill_sectors", "fill_errors", "fill_stale", "writes", "write_sectors",
             "write_allocs", "invalidations", "updates", "evictions", "switches", "windows", "windows_unjudged",
             "cache_time_us", "est_disk_time_us", "caware_rule1", "caware_rule2",
-            "caware_rule3", "caware_rule4", "caware_rule5", "caware_rule6", "caware_decays")
+            "caware_rule3", "caware_rule4", "caware_rule5", "caware_rule6", "caware_decays",
+            "caware_probes")
 
 # STATUSTYPE_INFO after "<start> <len> redcap", in the order redcap_status() emits.
 INFO_FIELDS = ("state", "policy", "valid/segments", "segments_filling", "read_hits",

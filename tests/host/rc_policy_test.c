@@ -341,6 +341,56 @@ CTEST(caware_decay_brings_starved_class_back)
 	rm(c);
 }
 
+/*
+ * Rule 5 starves its own evidence: every RC_CAWARE_PROBE-th read it sends
+ * to the disk is cached all the same, and its hits bring cache_read's mean
+ * down until rule 1 caches again.
+ */
+CTEST(caware_rule5_probes_every_16th_miss)
+{
+	struct rc_cache *c = mk(4, 8);
+	struct rc_caware *w = &c->caware;
+	u32 idx = RC_NONE, k;
+
+	fill_all(c, 100);
+	rc_set_policy(c, RC_POLICY_CAWARE);
+	rc_reset_counters(c);
+	record_once(w, RC_CL_CACHE_READ, 20 * MS, 0);
+	record_once(w, RC_CL_SOURCE_READ, 5 * MS, 0);
+	for (k = 1; k < RC_CAWARE_PROBE; k++)
+		CHECK_EQ(read_seg(c, k, &idx), RC_READ_BYPASS);
+	CHECK_EQ(w->probes, 0);
+	CHECK_EQ(c->ctr.read_bypassed_caware, RC_CAWARE_PROBE - 1);
+	/* the 16th: rule 5 decided it, and it fills */
+	CHECK_EQ(read_seg(c, 50, &idx), RC_READ_FILL);
+	check_rules(w, 5, RC_CAWARE_PROBE);
+	CHECK_EQ(w->probes, 1);
+	CHECK_EQ(w->starved, 0);
+	CHECK_EQ(c->ctr.read_misses, 1);
+	CHECK_EQ(c->ctr.read_bypassed_caware, RC_CAWARE_PROBE - 1);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	rc_caware_record(w, RC_CL_CACHE_READ, 20 * MS, 0);	/* the probe's miss */
+	/* its hits, 0.1 ms each: below the source's 5 ms after 5 */
+	for (k = 0; w->cl[RC_CL_CACHE_READ].meantime >= w->cl[RC_CL_SOURCE_READ].meantime;
+	     k++) {
+		CHECK(k < 20);
+		CHECK_EQ(read_seg(c, 50, &idx), RC_READ_HIT);
+		rc_unpin(c, idx);
+		rc_caware_record(w, RC_CL_CACHE_READ, MS / 10, 0);
+	}
+	CHECK_EQ(k, 5);
+	CHECK_EQ(read_seg(c, 60, &idx), RC_READ_FILL);	/* rule 1 */
+	CHECK_EQ(w->rule[1], 1);
+	rc_fill_cancel(c, idx);
+	/* the counters go with the stats, the count to the next probe stays */
+	CHECK_EQ(read_seg(c, 70, &idx), RC_READ_FILL);
+	rc_fill_cancel(c, idx);
+	rc_caware_reset_stats(w);
+	CHECK_EQ(w->probes, 0);
+	rm(c);
+}
+
 /* Slow cache: C-Aware bypasses misses; slow source: it caches them. */
 CTEST(caware_slow_cache_bypasses_slow_source_caches)
 {
