@@ -177,19 +177,20 @@ int vd_model_get_cell(const struct vd_model *m, enum vd_dir dir, u32 row,
 int vd_model_set_cell(struct vd_model *m, enum vd_dir dir, u32 row, u32 col,
 		      u32 n, u64 sum);
 
+/* A segment of the drive cache a virtual disk assumes. */
+struct vd_dseg {
+	u64 start;		/* first sector held */
+	u64 end;		/* after the last sector held (frozen) */
+	u64 lru;		/* last use (vd_seek.tick), larger = newer */
+	bool valid;
+};
+
 /*
  * Where a request's seek distance is taken from: the ends of the last
  * VD_SEEK_ENDS requests.  A drive's cache holds a segment around each
  * recent request, so a read that continues any of them, not only the
  * latest, is a short skip.  Before any request the head is at sector 0.
  */
-struct vd_dseg {
-	u64 start;		/* first sector held */
-	u64 end;		/* after the last sector held (frozen) */
-	u32 lru;		/* last use, larger = newer */
-	bool valid;
-};
-
 struct vd_seek {
 	u64 end[VD_SEEK_ENDS];
 	u32 nr;			/* ends kept, up to VD_SEEK_ENDS */
@@ -202,7 +203,7 @@ struct vd_seek {
 	u64 ra_base;		/* sectors of it read by time ra_t0 */
 	u64 ra_t0;
 	u64 ra_limit;		/* read-ahead stops at this sector */
-	u32 tick;
+	u64 tick;
 	struct vd_dseg seg[VD_DCACHE_MAX_SEGS];
 };
 
