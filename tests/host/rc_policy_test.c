@@ -497,6 +497,37 @@ CTEST(caware_inactive_simulates_the_rule)
 	rm(c);
 }
 
+/*
+ * The simulated cache probes as the active one does: of a full inactive
+ * cache's misses rule 5 decides, every 16th is a simulated miss (a GHOST
+ * placed), the others simulated bypasses.
+ */
+CTEST(caware_inactive_probes_rule5_too)
+{
+	struct rc_cache *c = mk(4, 8);
+	u32 idx = RC_NONE, k;
+
+	fill_all(c, 100);
+	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	rc_adapt_set_active(&c->adapt, false);
+	rc_reset_counters(c);
+	record_once(&c->caware, RC_CL_CACHE_READ, 20 * MS, 0);
+	record_once(&c->caware, RC_CL_SOURCE_READ, 5 * MS, 0);
+	for (k = 1; k < RC_CAWARE_PROBE; k++) {
+		CHECK_EQ(read_seg(c, k, &idx), RC_READ_BYPASS);
+		CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	}
+	CHECK_EQ(c->ctr.sim_misses, 0);
+	CHECK_EQ(read_seg(c, 50, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->ctr.sim_misses, 1);
+	CHECK_EQ(c->caware.probes, 1);
+	check_rules(&c->caware, 5, RC_CAWARE_PROBE);
+	CHECK_EQ(c->ctr.read_bypassed_inactive, RC_CAWARE_PROBE);
+	CHECK_EQ(c->ctr.read_bypassed_caware, 0);	/* counted for real bypasses only */
+	rm(c);
+}
+
 /* --- seconds per KiB ------------------------------------------------------ */
 
 /* spk: no estimate when empty, sum_ns * sectors / sum_sectors over the last 100. */
