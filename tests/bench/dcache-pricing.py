@@ -28,16 +28,12 @@ import random
 import subprocess
 import sys
 import tempfile
+from importlib import import_module
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-TOP = os.path.realpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
-import suite  # noqa: E402
-from importlib import import_module  # noqa: E402
-
-validate = import_module("sim-validate")
-REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
-TOL = 0.10
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+pricing = import_module("vdisk-pricing")   # its paths, tolerance and modules
+suite, validate = pricing.suite, pricing.validate
+TOP, REDCAPCTL, TOL = pricing.TOP, pricing.REDCAPCTL, pricing.TOL
 TRAIN_READS = 6000		# about vdiskctl train's 20 s on either drive
 TRAIN_DEVICE = 1 << 20		# sectors: the bench's RAM disk, about
 RULES = {"ends": [], "drive cache": ["--drive-cache"]}
@@ -65,10 +61,6 @@ def simulate(*args):
     out = subprocess.run([REDCAPCTL, "simulate", *args, "--json"], capture_output=True,
                          text=True, check=True).stdout
     return json.loads(out)["results"]
-
-
-def pct(x, ref):
-    return x / ref - 1
 
 
 def main():
@@ -99,12 +91,12 @@ def main():
                                      "--config", "bare", "--config", spec)
                 row[rule] = {"busy_s": bare["disk_busy_s"], "bare_vdisk_s": bare["vdisk_time_s"],
                              "rec_vdisk_s": rec["vdisk_time_s"],
-                             "app": pct(rec["app_time_s"], bare["app_time_s"])}
+                             "app": pricing.pct(rec["app_time_s"], bare["app_time_s"])}
             rows.append(row)
             print(case, profile, file=sys.stderr)
 
     def within(rule, key):
-        return sum(abs(pct(r[rule][key], r[rule]["busy_s"])) <= TOL for r in rows)
+        return sum(abs(pricing.pct(r[rule][key], r[rule]["busy_s"])) <= TOL for r in rows)
 
     L = ["# A virtual disk that knows the drive's cache, in the simulator", "",
          f"Made by `tests/bench/dcache-pricing.py --out {os.path.relpath(args.out, TOP)} "
@@ -128,8 +120,8 @@ def main():
         cells = []
         for rule in RULES:
             x = r[rule]
-            cells += [f"{100 * pct(x['bare_vdisk_s'], x['busy_s']):+.0f} %",
-                      f"{100 * pct(x['rec_vdisk_s'], x['busy_s']):+.0f} %",
+            cells += [f"{100 * pricing.pct(x['bare_vdisk_s'], x['busy_s']):+.0f} %",
+                      f"{100 * pricing.pct(x['rec_vdisk_s'], x['busy_s']):+.0f} %",
                       f"{100 * x['app']:+.1f} %"]
         L.append(f"| {r['profile']} | {r['case']} | {r['ends']['busy_s']:.3f} | "
                  + " | ".join(cells) + " |")
