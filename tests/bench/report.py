@@ -118,7 +118,7 @@ def prices(records, ref="bare"):
     virtual-disk price of the reads it received (redcap's vdisk_time_us)
     against what the disk took (the emulated drive's busy time) in the
     @ref run: the bare run (issue 17's goal), or "readahead", the bare
-    disk at the recommended stack's read-ahead (1 MiB), which is sent the
+    disk at the recommended stack's read-ahead (READAHEAD_KB), which is sent the
     requests the stack receives (the bare run's page cache reads ahead
     less); medians of the repetitions."""
     return {k: 100 * (priced / busy - 1) for k, (busy, priced) in price_medians(records, ref).items()}
@@ -139,7 +139,8 @@ def table_prices(records):
             cells = [f"{ra[key][0] / 1000:.1f}", f"{100 * (priced / ra[key][0] - 1):+.1f} %"]
         rows.append(f"| {key[0]} | {key[1]} | {key[2]} | {priced / 1000:.1f} | {busy / 1000:.1f} | "
                     f"{100 * (priced / busy - 1):+.1f} % | " + " | ".join(cells) + " |")
-    within = lambda m: sum(abs(p / b - 1) <= 0.10 for b, p in m.values())
+    def within(medians):
+        return sum(abs(priced / busy - 1) <= 0.10 for busy, priced in medians.values())
     return rows + ["", f"Within 10 %: {within(bare)} of {len(bare)} cells against the bare run, "
                    f"{within(ra)} of {len(ra)} against `readahead`."]
 
