@@ -309,17 +309,43 @@ def repeatability(g, far=30):
             "wild": sorted(wild, key=lambda kc: (order_key(kc[0]), kc[1]))}
 
 
-def section_repeatability(g):
+def outside_the_drive(records, busy_ms=0.1, app_ms=2.0):
+    """The cells whose repetitions gave the emulated drive the same work
+    (busy time within @busy_ms) and yet took different times: under icount
+    that is time spent outside the drive, e.g. the guest waiting on the host
+    (2026-11-28-bench-9p-stalls.md).  Returns (cells with the same drive
+    work, those of them spread over @app_ms, the runs over @app_ms above
+    their cell's fastest)."""
+    cells = {}
+    for r in records:
+        busy = r.get("disk_stats", {}).get("busy_us")
+        if r["config"] == "bound" or busy is None:
+            continue
+        key = (r["workload"], r["procs"], r["io"], r["config"])
+        cells.setdefault(key, []).append((1000 * r["app_time_s"], busy / 1000))
+    same = [v for v in cells.values()
+            if len(v) > 1 and max(b for _, b in v) - min(b for _, b in v) <= busy_ms]
+    off = [v for v in same if max(a for a, _ in v) - min(a for a, _ in v) > app_ms]
+    runs = sum(1 for v in same for a, _ in v if a - min(x for x, _ in v) > app_ms)
+    return len(same), len(off), runs
+
+
+def section_repeatability(g, records=()):
     rep = repeatability(g)
     if not rep:
         return []
+    same, off, runs = outside_the_drive(records)
+    drive = [f"Of the {same} cells whose repetitions gave the drive the same work "
+             f"(busy time within 0.1 ms), {off} took times more than 2 ms apart "
+             f"({runs} run(s) over their cell's fastest): time spent outside the drive.",
+             ""] if same else []
     out = ["## Repeatability", "",
            f"Over {rep['cells']} cells with repetitions, the spread of a cell "
            f"(max − min) is {rep['median']:.1f} % of its median (median over the cells; "
            f"90th percentile {rep['p90']:.1f} %); {len(rep['wild'])} cell(s) spread more "
            f"than {rep['far']} %" + (":" if rep["wild"] else "."), ""]
     out += [f"* {w} ×{p} {io} {c}" for (w, p, io), c in rep["wild"]]
-    return out + [""] if rep["wild"] else out
+    return out + ([""] if rep["wild"] else []) + drive
 
 
 def plot(g, configs, io, path):
@@ -422,7 +448,7 @@ def main():
         if plot(g, configs, io, png):
             out += ["", f"![{io}]({os.path.basename(png)})"]
         out.append("")
-    out += section_repeatability(g)
+    out += section_repeatability(g, records)
     with open(base + ".md", "w") as f:
         f.write("\n".join(out))
     print(f"report: {base}.md", file=sys.stderr)

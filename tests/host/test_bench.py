@@ -144,6 +144,29 @@ def test_repeatability_measures_distance_from_the_cell_median():
     assert report.repeatability(report.group([])) is None
 
 
+def test_repeatability_counts_time_outside_the_drive():
+    """Repetitions that gave the drive the same work and still took
+    different times are counted (the 9p stalls were found that way)."""
+    def rec(c, rep, app, busy_us):
+        return {"workload": "ior-r", "procs": 1, "io": "buffered", "config": c, "rep": rep,
+                "app_time_s": app, "disk_stats": {"busy_us": busy_us}}
+    records = [rec("bare", 0, 0.1388, 136400), rec("bare", 1, 0.1499, 136430),
+               rec("bare", 2, 0.1388, 136380),
+               rec("readahead", 0, 0.1228, 119900), rec("readahead", 1, 0.1229, 119950),
+               rec("readahead", 2, 0.1228, 119900),
+               # different drive work: not counted, whatever the times
+               rec("redcap", 0, 0.1236, 120700), rec("redcap", 1, 0.1313, 121700),
+               {"workload": "ior-r", "procs": 1, "io": "buffered", "config": "bound",
+                "rep": 0, "app_time_s": 0.1374}]
+    assert report.outside_the_drive(records) == (2, 1, 1)
+    g = report.group(records)
+    md = "\n".join(report.section_repeatability(g, records))
+    assert ("Of the 2 cells whose repetitions gave the drive the same work (busy time within "
+            "0.1 ms), 1 took times more than 2 ms apart (1 run(s) over their cell's fastest)"
+            in md)
+    assert report.outside_the_drive([]) == (0, 0, 0)
+
+
 def test_data_needed_is_what_the_commands_read():
     runs = [(w, p, io) for ws, ps, io in suite.SETS["full"]["groups"] for w in ws for p in ps
             if p <= suite.MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
