@@ -126,6 +126,7 @@ static const struct {
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
 	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
 	[RC_TUN_PREFETCH_FORWARD] = { "prefetch_forward", 0, 1 },
+	[RC_TUN_PREFETCH_PAIRS] = { "prefetch_pairs", 0, 1 },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)
@@ -162,6 +163,9 @@ void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
 	case RC_TUN_PREFETCH_FORWARD:
 		c->prefetch_forward = value;
 		break;
+	case RC_TUN_PREFETCH_PAIRS:
+		c->prefetch_pairs = value;
+		break;
 	default:
 		break;
 	}
@@ -186,6 +190,8 @@ u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
 		return c->prefetch;
 	case RC_TUN_PREFETCH_FORWARD:
 		return c->prefetch_forward;
+	case RC_TUN_PREFETCH_PAIRS:
+		return c->prefetch_pairs;
 	default:
 		return 0;
 	}

@@ -771,6 +771,62 @@ static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 		c->pf_seg = seg;
 }
 
+/* Whether @seg is cached or filling for a read (not filled ahead and unread). */
+static bool rc_read_lately(const struct rc_cache *c, u64 seg)
+{
+	u32 i = rc_lookup(c, seg);
+	const struct rc_entry *e;
+
+	if (i == RC_NONE)
+		return false;
+	e = &c->entries[i];
+	return (e->state == RC_VALID || e->state == RC_FILLING) && !e->ahead;
+}
+
+/* Whether a segment within RC_PAIR_NEAR of @seg (on a device of @limit) was read lately. */
+static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
+{
+	u64 s;
+
+	for (s = seg > RC_PAIR_NEAR ? seg - RC_PAIR_NEAR : 0; s <= seg + RC_PAIR_NEAR; s++)
+		if (s != seg && s < limit && rc_read_lately(c, s))
+			return true;
+	return false;
+}
+
+/*
+ * The other half of the pair of the miss's segment @seg, when reads
+ * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead,
+ * priced and paid for.
+ */
+static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg, u64 now,
+			 struct rc_read_plan *plan)
+{
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift, ns;
+	u64 t = seg ^ 1;
+	struct rc_fill_item *it;
+	u32 i, b;
+	bool ok;
+
+	if (t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
+	    c->range_inflight || 2 * (c->nr_ahead + 1) > c->nr_entries ||
+	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
+		return;
+	i = rc_lookup(c, t);
+	b = rc_wb_bucket(c, t);
+	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
+	    !rc_near_read_lately(c, seg, limit))
+		return;
+	i = rc_start_fill(c, t, i, c->wb_gen[b], false, true);
+	if (i == RC_NONE)
+		return;
+	c->ctr.prefetch_paired++;
+	it = &plan->fills[plan->nr_fills++];
+	*it = (struct rc_fill_item){ .seg = t, .idx = i, .ahead = true };
+	ok = rc_price_fill(c, p, t, now, &ns);
+	rc_prefetch_judge(c, ns, ok);
+}
+
 /*
  * Judge the piece of @sectors at @sector rc_read() or rc_read_join() just
  * handled with @act: its price on the bare disk, and that of what the
@@ -793,6 +849,8 @@ static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
 	if (act == RC_READ_FILL)
 		rc_plan_along(c, p, sector + sectors, rest, now, plan);
+	if (act == RC_READ_FILL && !rest && c->prefetch_pairs)
+		rc_plan_pair(c, p, rc_sector_to_seg(c, sector), now, plan);
 	rc_plan_prefetch(c, p, now, plan);
 }
 

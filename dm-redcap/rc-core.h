@@ -86,6 +86,7 @@ struct rc_counters {
 	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
 	u64 prefetch_unused;	/* ... evicted or dropped before any read */
+	u64 prefetch_paired;	/* ... of which the other half of a miss's pair (prefetch_pairs) */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
@@ -156,6 +157,7 @@ struct rc_cache {
 	u32 nr_ahead;		/* entries with ahead set */
 	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
 	u32 prefetch_forward;	/* forward streams too (else backward only) */
+	u32 prefetch_pairs;	/* a miss among segments read lately fills its pair's other half */
 	u32 pf_left;		/* what the last rc_read() left to rc_prefetch() */
 	int pf_dir;
 	bool pf_started;	/* a fill of that batch has started */
@@ -260,6 +262,22 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
  * batch does not push out the last.  A read moves it to the LRU.
  */
 #define RC_PREFETCH_MAX		8
+
+/*
+ * Pairs (c->prefetch_pairs): a miss whose read stays in its segment, with
+ * a segment within RC_PAIR_NEAR of it read lately (cached or filling, and
+ * not filled ahead and unread), also fills the other half of its pair
+ * (segments 2k and 2k + 1), in the same request: where reads cluster
+ * (copies of a tree read by many processes, strided or interleaved
+ * streams) a fill costs the disk one access per two segments, as a cache
+ * of segments twice the size would, without filling twice the data for
+ * random reads.  The half filled is a fill ahead (counted in prefetches
+ * and prefetch_paired, on probation until read), paid whole from the
+ * budget, and starts only while its balance is not negative, never while
+ * the cache is inactive, fills are held, a write to it is in flight or
+ * half the entries are filled ahead and unread.
+ */
+#define RC_PAIR_NEAR		2
 #define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
 u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
 

@@ -1325,8 +1325,8 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("read_bypassed_joined=%llu\nread_joined=%llu\n", c.read_bypassed_joined,
 	       c.read_joined);
 	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);
-	DMEMIT("prefetches=%llu\nprefetch_hits=%llu\nprefetch_unused=%llu\n",
-	       c.prefetches, c.prefetch_hits, c.prefetch_unused);
+	DMEMIT("prefetches=%llu\nprefetch_hits=%llu\nprefetch_unused=%llu\nprefetch_paired=%llu\n",
+	       c.prefetches, c.prefetch_hits, c.prefetch_unused, c.prefetch_paired);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);
 	DMEMIT("fill_ios=%llu\nfill_sectors=%llu\nfill_errors=%llu\nfill_stale=%llu\n",
 	       c.fill_ios, c.fill_sectors, c.fill_errors, c.fill_stale);

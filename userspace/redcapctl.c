@@ -95,7 +95,8 @@ static const char redcapctl_help[] =
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
 "  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
-"               budget_share, budget_cap_ms, prefetch, prefetch_forward\n"
+"               budget_share, budget_cap_ms, prefetch, prefetch_forward,\n"
+"               prefetch_pairs\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
@@ -908,7 +909,8 @@ static void cache_params(const struct spec *s, dev_t lower, char *params, size_t
  * the page cache's read-ahead (--readahead).  The measured recommended
  * stack (docs/results/README.md); redcapctl set changes them.
  */
-static const char * const default_tunables[] = { "set prefetch 2", "set prefetch_forward 0" };
+static const char * const default_tunables[] = { "set prefetch 2", "set prefetch_forward 0",
+						 "set prefetch_pairs 1" };
 
 /*
  * The target's own reason for refusing a table or a message (EINVAL: the
@@ -1913,7 +1915,7 @@ static int cache_load(const char *name, struct stack *k)
 }
 
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
-			"budget_share, budget_cap_ms, prefetch, prefetch_forward"
+			"budget_share, budget_cap_ms, prefetch, prefetch_forward, prefetch_pairs"
 
 /* A key of the target's "set" message. */
 static bool is_tunable(const char *key)

@@ -38,6 +38,7 @@
 	X(read_misses_streamed, read_misses_streamed)				\
 	X(prefetches, prefetches) X(prefetch_hits, prefetch_hits)		\
 	X(prefetch_unused, prefetch_unused)					\
+	X(prefetch_paired, prefetch_paired)					\
 	X(sim_hits, sim_hits) X(sim_misses, sim_misses) X(fill_ios, fill_ios)	\
 	X(fill_joined, fill_joined) X(fill_along, fill_along)			\
 	X(fill_sectors, fill_sectors) X(fill_errors, fill_errors)		\

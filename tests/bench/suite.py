@@ -90,6 +90,7 @@ POLICIES = {
     "adaptive+caware-ra1024-prefetch2back": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-ra1024-prefetch2back-decay250":
         "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-ra1024-prefetch2back-pairs": "4 policy adaptive+caware estimator vdisk",
 }
 # What a configuration sets after its table is loaded ("set <key> <value>").
 TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
@@ -104,13 +105,16 @@ TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
                                                      ("prefetch_forward", "0")]}
 TUNABLES["adaptive+caware-ra1024-prefetch2back-decay250"] = \
     TUNABLES["adaptive+caware-ra1024-prefetch2back"] + [("decay_ms", "250")]
+TUNABLES["adaptive+caware-ra1024-prefetch2back-pairs"] = \
+    TUNABLES["adaptive+caware-ra1024-prefetch2back"] + [("prefetch_pairs", "1")]
 # The redcap device's read-ahead (KiB) a configuration sets, if any (the
 # others keep the kernel's, 128 KiB).  redcapctl's readahead=auto gives
 # 1024 here: the larger of 1 MiB and the origin's 128 KiB.
 READAHEAD_OF = {"adaptive+caware-ra1024": 1024,
                 "adaptive+caware-ra1024-prefetch2": 1024,
                 "adaptive+caware-ra1024-prefetch2back": 1024,
-                "adaptive+caware-ra1024-prefetch2back-decay250": 1024}
+                "adaptive+caware-ra1024-prefetch2back-decay250": 1024,
+                "adaptive+caware-ra1024-prefetch2back-pairs": 1024}
 # Configurations --configs takes that the full set leaves out: the
 # read-ahead's deeper degrees, with and without the budget and the
 # verdicts, and windows of 16 reads (docs/results/README.md, "Read-ahead
@@ -121,16 +125,19 @@ EXTRA_CONFIGS = [f"redcap-64x128k-{p}" for p in (
     "adaptive+caware", "adaptive+caware-prefetch4", "adaptive+caware-prefetch8",
     "adaptive+caware-prefetch4-nobudget", "always-prefetch4", "adaptive+caware-window16",
     "adaptive+caware-ra1024", "adaptive+caware-ra1024-prefetch2",
-    "adaptive+caware-ra1024-prefetch2back", "adaptive+caware-ra1024-prefetch2back-decay250")]
+    "adaptive+caware-ra1024-prefetch2back", "adaptive+caware-ra1024-prefetch2back-decay250",
+    "adaptive+caware-ra1024-prefetch2back-pairs")]
 # The stack redcap recommends, which issue 17's goals are measured on:
 # redcapctl's defaults at the bench's RAM: 128 KiB segments,
 # adaptive+caware with the vdisk estimator, backward streams read ahead
-# 2 segments (prefetch 2, prefetch_forward 0), the other tunables the
-# target's, and the read-ahead redcapctl sets.  The same stack as
-# redcap-64x128k-adaptive+caware-ra1024-prefetch2back, which --configs
-# still takes.
+# 2 segments (prefetch 2, prefetch_forward 0), a miss among segments read
+# lately filling its pair's other half (prefetch_pairs 1), the other
+# tunables the target's, and the read-ahead redcapctl sets.  The same stack
+# as redcap-64x128k-adaptive+caware-ra1024-prefetch2back-pairs, which
+# --configs still takes; ...-prefetch2back is the stack without pairs (the
+# recommended one until 2026-11-28).
 RECOMMENDED = "redcap-recommended"
-RECOMMENDED_STACK = ("64x128k", "adaptive+caware-ra1024-prefetch2back")
+RECOMMENDED_STACK = ("64x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
 CONFIGS = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
            [f"redcap-64x128k-{p}" for p in POLICIES
             if p != "always" and f"redcap-64x128k-{p}" not in EXTRA_CONFIGS] +

@@ -314,6 +314,7 @@ static void fuzz(struct words *w)
 		[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, 3600000 },
 		[RC_TUN_PREFETCH] = { "prefetch", 0, 8 },
 		[RC_TUN_PREFETCH_FORWARD] = { "prefetch_forward", 0, 1 },
+		[RC_TUN_PREFETCH_PAIRS] = { "prefetch_pairs", 0, 1 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
 	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");

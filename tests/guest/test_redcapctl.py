@@ -57,10 +57,10 @@ def read_ahead_kb(dev):
 
 
 def read_ahead_tunables(name):
-    """The cache's prefetch and prefetch_forward, from its stats."""
+    """The cache's prefetch, prefetch_forward and prefetch_pairs, from its stats."""
     st = dict(line.split("=", 1) for line in
               sh("dmsetup", "message", name, "0", "stats").stdout.split())
-    return int(st["prefetch"]), int(st["prefetch_forward"])
+    return int(st["prefetch"]), int(st["prefetch_forward"]), int(st["prefetch_pairs"])
 
 
 def uuid(name):
@@ -203,7 +203,7 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
     # auto: 1 MiB over an origin reading ahead less (the loop device: 128 KiB) ...
     assert (read_ahead_kb(loop64), read_ahead_kb(f"/dev/mapper/{name}")) == (128, 1024)
     # and backward streams read ahead by the cache (the target's own: 0, 1)
-    assert read_ahead_tunables(name) == (2, 0)
+    assert read_ahead_tunables(name) == (2, 0, 1)
     assert table(name) == (f"0 131072 redcap {dmtest.dm_major_minor(loop64)} 256 512 2 "
                            "policy adaptive+caware")
     assert f"{name}-vd" not in dm_devices()
@@ -447,7 +447,7 @@ def test_set_drop_cache_and_reset_stats(dmname, loop64, cleanup):
         (["policy=always", "colour=red"], "set: unknown key 'colour' (policy, write_policy, "
                                           "estimator, window, margin, dwell, decay_ms, "
                                           "budget_share, budget_cap_ms, prefetch, "
-                                          "prefetch_forward)"),
+                                          "prefetch_forward, prefetch_pairs)"),
         (["policy=always", "policy=fast"], "set: policy=fast: unknown policy 'fast'"),
         (["policy=always", "margin"], "set: 'margin' is not KEY=VALUE"),
         (["policy=always", "margin="], "set: 'margin=' is not KEY=VALUE"),
@@ -767,7 +767,7 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
                             "it), cache 4 MiB (32 x 128 KiB), policy adaptive+caware, "
                             "read-ahead 2 MiB\n")
         assert read_ahead_kb(mapper) == 2048       # the new table keeps it
-        assert read_ahead_tunables(lin) == (2, 0)
+        assert read_ahead_tunables(lin) == (2, 0, 1)
         assert table(lin) == (f"0 131072 redcap {dmtest.dm_major_minor(mapper + '-vd')} 256 32 "
                               "4 policy adaptive+caware estimator vdisk")
         read_stamped(mapper, range(64), 5)

@@ -250,6 +250,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "prefetches", g->prefetches, w->prefetches);
 	check_ctr_field(line, "prefetch_hits", g->prefetch_hits, w->prefetch_hits);
 	check_ctr_field(line, "prefetch_unused", g->prefetch_unused, w->prefetch_unused);
+	check_ctr_field(line, "prefetch_paired", g->prefetch_paired, w->prefetch_paired);
 	check_ctr_field(line, "sim_hits", g->sim_hits, w->sim_hits);
 	check_ctr_field(line, "sim_misses", g->sim_misses, w->sim_misses);
 	check_ctr_field(line, "fill_ios", g->fill_ios, w->fill_ios);
@@ -267,7 +268,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 33 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 34 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */

@@ -362,11 +362,11 @@ def test_recommended_is_the_64x128k_adaptive_caware_stack():
     # with the read-ahead redcapctl's readahead=auto sets over the bench's disk
     # redcapctl's defaults: the read-ahead it sets over the bench's disk,
     # backward streams read ahead
-    assert suite.redcap_parts(suite.RECOMMENDED) == ("64x128k",
-                                                     "adaptive+caware-ra1024-prefetch2back")
-    assert suite.READAHEAD_OF["adaptive+caware-ra1024-prefetch2back"] == 1024
-    assert suite.TUNABLES["adaptive+caware-ra1024-prefetch2back"] == [("prefetch", "2"),
-                                                                      ("prefetch_forward", "0")]
+    assert suite.redcap_parts(suite.RECOMMENDED) == (
+        "64x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
+    assert suite.READAHEAD_OF["adaptive+caware-ra1024-prefetch2back-pairs"] == 1024
+    assert suite.TUNABLES["adaptive+caware-ra1024-prefetch2back-pairs"] == [
+        ("prefetch", "2"), ("prefetch_forward", "0"), ("prefetch_pairs", "1")]
     assert "adaptive+caware" not in suite.READAHEAD_OF
     assert suite.redcap_parts("redcap-32x256k-always") == ("32x256k", "always")
     assert suite.redcap_parts("redcap-64x128k-nosuch") is None
@@ -374,7 +374,7 @@ def test_recommended_is_the_64x128k_adaptive_caware_stack():
     assert "redcap-64x128k-adaptive+caware" not in suite.CONFIGS
     validate = _module("sim-validate")
     assert validate.sim_spec(suite.RECOMMENDED) == \
-        "64x128k:adaptive+caware,estimator=vdisk,prefetch=2,prefetch_forward=0"
+        "64x128k:adaptive+caware,estimator=vdisk,prefetch=2,prefetch_forward=0,prefetch_pairs=1"
     assert validate.sim_spec("redcap-64x128k-adaptive+caware") == \
         "64x128k:adaptive+caware,estimator=vdisk"
 
