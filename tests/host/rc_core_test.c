@@ -3348,6 +3348,126 @@ CTEST(map_read_batch_ahead_starts_after_the_fills_along)
 	rm(c);
 }
 
+/* One read of 8 sectors at segment @seg's start through rc_map_read(): its plan's fills. */
+static u32 pair_read(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
+		     struct rc_read_plan *plan)
+{
+	rc_map_read(c, seg * 256, 8, 0, p, plan);
+	return plan->nr_fills;
+}
+
+/*
+ * Pairs: a miss with a segment within RC_PAIR_NEAR of it read lately
+ * fills the other half of its pair (2k, 2k + 1) in its request, as a fill
+ * ahead; an isolated miss, a miss next only to a segment filled ahead and
+ * unread, a read going on into the next segment and a pair whose other
+ * half is cached fill their own segment only.
+ */
+CTEST(pairs_fill_the_other_half_where_reads_cluster)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	struct rc_read_plan plan;
+
+	c->prefetch_pairs = 1;
+	CHECK_EQ(pair_read(c, &p, 10, &plan), 1);	/* nothing near */
+	serve_plan(c, &plan, 1);
+	l.n = 0;
+	CHECK_EQ(pair_read(c, &p, 12, &plan), 2);	/* 10 is 2 away: 12 and 13 */
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.fills[0].seg, 12);
+	CHECK_EQ(plan.fills[1].seg, 13);
+	CHECK(plan.fills[1].ahead);
+	CHECK(!plan.fills[1].along);
+	CHECK_EQ(rc_fill_run(plan.fills, 2, RC_FILL_RUN_MAX), 2);
+	CHECK_PRICES(&l, { RC_VD_BARE, 12 * 256, 8 }, { RC_VD_CACHE, 12 * 256, 256 },
+		     { RC_VD_CACHE, 13 * 256, 256 });
+	serve_plan(c, &plan, 1);
+	CHECK(c->entries[plan.fills[1].idx].on_prob);
+
+	/* 13 is filled ahead and unread, 12 is 3 away: 15 alone */
+	CHECK_EQ(pair_read(c, &p, 15, &plan), 1);
+	serve_plan(c, &plan, 1);
+	/* the read goes on into segment 18: 17 alone, 18 left to the rest */
+	rc_map_read(c, 17 * 256, 256 + 8, 0, &p, &plan);
+	CHECK_EQ(plan.nr_fills, 1);
+	CHECK_EQ(plan.sectors, 256);
+	serve_plan(c, &plan, 1);
+	/* 11's pair, 10, is cached */
+	CHECK_EQ(pair_read(c, &p, 11, &plan), 1);
+	serve_plan(c, &plan, 1);
+	/* 14 is near 12, 15 and 17: its pair is 15, cached */
+	CHECK_EQ(pair_read(c, &p, 14, &plan), 1);
+	serve_plan(c, &plan, 1);
+	/* 13 is read: a hit, and off probation */
+	CHECK_EQ(pair_read(c, &p, 13, &plan), 0);
+	CHECK_EQ(plan.act, RC_READ_HIT);
+	rc_read_hit_done(c, plan.idx, 8, 1000, 0);
+	CHECK_EQ(pair_read(c, &p, 16, &plan), 1);	/* 17 is cached */
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(pair_read(c, &p, 0, &plan), 1);	/* nothing near 0 */
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(pair_read(c, &p, 2, &plan), 2);	/* 0 is 2 below: 2 and 3 */
+	serve_plan(c, &plan, 1);
+	CHECK_CTR(c, .reads = 10, .read_hits = 1, .read_misses = 9, .prefetches = 2,
+		  .prefetch_paired = 2, .prefetch_hits = 1, .fill_ios = 11,
+		  .fill_sectors = 11 * 256, .fill_joined = 2);
+
+	/* without prefetch_pairs, the same miss fills its own segment only */
+	c->prefetch_pairs = 0;
+	CHECK_EQ(pair_read(c, &p, 4, &plan), 1);
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(c->ctr.prefetch_paired, 2);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A pair's other half is speculation: paid whole from the budget, and
+ * only while its balance is not negative (the miss itself may still fill
+ * on the overdraft); never while fills are held, nor inactive.
+ */
+CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
+{
+	struct rc_cache *c = mk(8);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	struct rc_read_plan plan;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	c->adapt.estimator = RC_EST_VDISK;
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	c->prefetch_pairs = 1;
+	CHECK(rc_budgeted(c));
+	CHECK_EQ(pair_read(c, &p, 10, &plan), 1);
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(pair_read(c, &p, 20, &plan), 1);
+	serve_plan(c, &plan, 1);
+	c->budget.balance = -1000000;			/* in the red: the miss only */
+	CHECK_EQ(pair_read(c, &p, 22, &plan), 1);
+	serve_plan(c, &plan, 1);
+	c->budget.balance = 0;				/* not negative: the pair */
+	c->budget.spent_ns = 0;
+	CHECK_EQ(pair_read(c, &p, 8, &plan), 2);
+	CHECK_EQ(c->budget.spent_ns, 1000000);	/* the half ahead, whole */
+	CHECK_EQ(c->budget.balance, -1000000 + 1000000 / 128);
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(c->ctr.prefetch_paired, 1);
+
+	rc_hold_fills(c, true);
+	c->budget.balance = 0;
+	CHECK_EQ(pair_read(c, &p, 24, &plan), 0);	/* 22 near, 25 free */
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	rc_hold_fills(c, false);
+	rc_adapt_set_active(&c->adapt, false);
+	CHECK_EQ(pair_read(c, &p, 24, &plan), 0);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(c->ctr.prefetch_paired, 1);
+	check_invariants(c);
+	rm(c);
+}
+
 #define MS 1000000ull
 
 /* The adversary's prices: 5 ms a read on the bare disk, 7 ms a whole segment on the cache's. */
