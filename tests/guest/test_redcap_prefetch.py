@@ -62,6 +62,32 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
         assert (st["prefetch_hits"], st["prefetch_unused"]) == (8, 0), st
 
 
+def test_a_miss_near_a_segment_read_fills_its_pair_in_one_request(loop64, dmname):
+    """prefetch_pairs 1: a 4 KiB read in segment 10, then one in segment
+    12 (2 away), fills 12 and its pair's other half, 13, in one request to
+    the origin (a measuring vdisk under redcap counts them); a read in 13
+    is then served from RAM with the origin's data.  A read in 20, far
+    from any, fills 20 alone."""
+    write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=5)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch_pairs", "1")
+        before = meas.stats()["read_samples"]
+        read_pattern(rc.path, [10 * SEG_BLOCKS, 12 * SEG_BLOCKS], seed=5)
+        st = rc.settled()
+        assert st["prefetch_pairs"] == 1
+        assert (st["read_misses"], st["prefetches"], st["prefetch_paired"]) == (2, 1, 1), st
+        assert (st["fill_ios"], st["fill_joined"], st["fill_sectors"]) == (3, 1, 3 * SEG), st
+        assert meas.stats()["read_samples"] - before == 2
+        read_pattern(rc.path, [13 * SEG_BLOCKS + 5, 20 * SEG_BLOCKS], seed=5)
+        st = rc.settled()
+        assert (st["reads"], st["read_hits"], st["read_misses"]) == (4, 1, 3), st
+        assert (st["prefetch_hits"], st["prefetch_paired"], st["fill_ios"]) == (1, 1, 4), st
+        assert meas.stats()["read_samples"] - before == 3
+
+
 def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmname):
     """A writer rewrites 4 MiB in rounds while two readers stream through it
     with prefetch 4, so fills ahead are in flight when writes land; after
