@@ -262,6 +262,8 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
  * batch does not push out the last.  A read moves it to the LRU.
  */
 #define RC_PREFETCH_MAX		8
+#define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
+u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
 
 /*
  * Pairs (c->prefetch_pairs): a miss whose read stays in its segment, with
@@ -278,8 +280,6 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
  * half the entries are filled ahead and unread.
  */
 #define RC_PAIR_NEAR		2
-#define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
-u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
 
 /*
  * Pay for the fill rc_prefetch() just returned: @cvd_ns, its price on the
