@@ -309,7 +309,13 @@ def repeatability(g, far=30):
             "wild": sorted(wild, key=lambda kc: (order_key(kc[0]), kc[1]))}
 
 
-def outside_the_drive(records, busy_ms=0.1, app_ms=2.0):
+# A cell's repetitions gave the drive the same work within SAME_BUSY_MS of
+# busy time; took different times when more than APART_MS apart.
+SAME_BUSY_MS = 0.1
+APART_MS = 2.0
+
+
+def outside_the_drive(records, busy_ms=SAME_BUSY_MS, app_ms=APART_MS):
     """The cells whose repetitions gave the emulated drive the same work
     (busy time within @busy_ms) and yet took different times: under icount
     that is time spent outside the drive, e.g. the guest waiting on the host
@@ -336,7 +342,8 @@ def section_repeatability(g, records=()):
         return []
     same, off, runs = outside_the_drive(records)
     drive = [f"Of the {same} cells whose repetitions gave the drive the same work "
-             f"(busy time within 0.1 ms), {off} took times more than 2 ms apart "
+             f"(busy time within {SAME_BUSY_MS:g} ms), {off} took times more than "
+             f"{APART_MS:g} ms apart "
              f"({runs} run(s) over their cell's fastest): time spent outside the drive.",
              ""] if same else []
     out = ["## Repeatability", "",
