@@ -3468,6 +3468,33 @@ CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
 	rm(c);
 }
 
+/* A pair's other half past the device's end, or with a write to it in flight, is not filled. */
+CTEST(pairs_stop_at_the_device_end_and_at_writes_in_flight)
+{
+	struct rc_cache *c = mk(16);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 21 * 256 };
+	struct rc_read_plan plan;
+	enum rc_write_action wa;
+	u32 cookie, idx;
+
+	c->prefetch_pairs = 1;
+	CHECK_EQ(pair_read(c, &p, 18, &plan), 1);
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(pair_read(c, &p, 20, &plan), 1);	/* 18 near, 21 past the end */
+	serve_plan(c, &plan, 1);
+	cookie = rc_write_start(c, 17, 8, false);
+	CHECK_EQ(pair_read(c, &p, 16, &plan), 1);	/* 18 near, 17 being written */
+	serve_plan(c, &plan, 1);
+	wa = rc_write_done(c, 17, cookie, 0, false, &idx);
+	CHECK_EQ(wa, RC_WRITE_DONE);
+	CHECK_EQ(pair_read(c, &p, 14, &plan), 2);	/* 16 near: 14 and 15 */
+	serve_plan(c, &plan, 1);
+	CHECK_EQ(c->ctr.prefetch_paired, 1);
+	check_invariants(c);
+	rm(c);
+}
+
 #define MS 1000000ull
 
 /* The adversary's prices: 5 ms a read on the bare disk, 7 ms a whole segment on the cache's. */
