@@ -728,6 +728,32 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
 }
 
 /*
+ * Start a fill of @seg for @plan, unless it is cached or filling or a write
+ * or a range in flight holds it off: appended (@ahead: no read asked for
+ * it; else filled along a miss's read), priced on the cache's disk and
+ * paid as fills ahead are (rc_prefetch_judge()).  False if it did not start.
+ */
+static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg, bool ahead,
+			 u64 now, struct rc_read_plan *plan)
+{
+	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
+	bool ok;
+	u64 ns;
+
+	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
+	    c->range_inflight)
+		return false;
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, ahead);
+	if (i == RC_NONE)
+		return false;
+	plan->fills[plan->nr_fills++] =
+		(struct rc_fill_item){ .seg = seg, .idx = i, .ahead = ahead, .along = !ahead };
+	ok = rc_price_fill(c, p, seg, now, &ns);
+	rc_prefetch_judge(c, ns, ok);
+	return true;
+}
+
+/*
  * The segments the rest of a miss's read, the @sectors at @sector (at a
  * segment's start), covers whole: filled along with the miss's, in its
  * request, so that the read costs the disk one access, as it would
@@ -743,26 +769,15 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
 static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
 			  u32 sectors, u64 now, struct rc_read_plan *plan)
 {
-	u64 seg = rc_sector_to_seg(c, sector), ns;
+	u64 seg = rc_sector_to_seg(c, sector);
 	u64 end = (sector + sectors) >> c->seg_shift;
-	u32 i, b, first = plan->nr_fills;
-	bool ok;
+	u32 first = plan->nr_fills;
 
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
-		i = rc_lookup(c, seg);
-		b = rc_wb_bucket(c, seg);
-		if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
-		    c->range_inflight)
+		if (!rc_plan_fill(c, p, seg, false, now, plan))
 			break;
-		i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
-		if (i == RC_NONE)
-			break;
-		c->entries[i].along = 1;
+		c->entries[plan->fills[plan->nr_fills - 1].idx].along = 1;
 		c->ctr.fill_along++;
-		plan->fills[plan->nr_fills++] =
-			(struct rc_fill_item){ .seg = seg, .idx = i, .along = true };
-		ok = rc_price_fill(c, p, seg, now, &ns);
-		rc_prefetch_judge(c, ns, ok);
 	}
 	if (plan->nr_fills == first)
 		return;
@@ -802,29 +817,16 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg, u64 now,
 			 struct rc_read_plan *plan)
 {
-	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift, ns;
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
 	u64 t = seg ^ 1;
-	struct rc_fill_item *it;
-	u32 i, b;
-	bool ok;
 
 	if (t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
-	    c->range_inflight || 2 * (c->nr_ahead + 1) > c->nr_entries ||
-	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0))
-		return;
-	i = rc_lookup(c, t);
-	b = rc_wb_bucket(c, t);
-	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
+	    2 * (c->nr_ahead + 1) > c->nr_entries ||
+	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0) ||
 	    !rc_near_read_lately(c, seg, limit))
 		return;
-	i = rc_start_fill(c, t, i, c->wb_gen[b], false, true);
-	if (i == RC_NONE)
-		return;
-	c->ctr.prefetch_paired++;
-	it = &plan->fills[plan->nr_fills++];
-	*it = (struct rc_fill_item){ .seg = t, .idx = i, .ahead = true };
-	ok = rc_price_fill(c, p, t, now, &ns);
-	rc_prefetch_judge(c, ns, ok);
+	if (rc_plan_fill(c, p, t, true, now, plan))
+		c->ctr.prefetch_paired++;
 }
 
 /*
