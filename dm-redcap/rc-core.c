@@ -746,6 +746,7 @@ static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, ahead);
 	if (i == RC_NONE)
 		return false;
+	c->entries[i].along = !ahead;
 	plan->fills[plan->nr_fills++] =
 		(struct rc_fill_item){ .seg = seg, .idx = i, .ahead = ahead, .along = !ahead };
 	ok = rc_price_fill(c, p, seg, now, &ns);
@@ -776,7 +777,6 @@ static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
 		if (!rc_plan_fill(c, p, seg, false, now, plan))
 			break;
-		c->entries[plan->fills[plan->nr_fills - 1].idx].along = 1;
 		c->ctr.fill_along++;
 	}
 	if (plan->nr_fills == first)

@@ -113,7 +113,7 @@ def test_adaptive_turns_off_on_random_reads(disk, redcap, estimator, seg, nsegs)
     128 KiB segments a fill costs this drive some 6 % more than a 4 KiB
     read, within what the guest's timers drift between the two (CI saw it
     come back on once, switches 2, 841 fills); so spk is judged where the
-    loss is plain, 512 KiB segments (+25 %), and the model, which has no
+    loss is plain, 512 KiB segments (+33 % in the estimator's totals), and the model, which has no
     drift, on the paper's 128 KiB."""
     rc = redcap(f"policy adaptive estimator {estimator}", seg, nsegs)
     rc.message("set", "budget_share", "0")
