@@ -415,16 +415,45 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 }
 
 /*
- * Inactive: bypass every read, and play it on the simulated cache, which
- * runs C-Aware's rule where the policy has it, not the budget (see
+ * A read of a cached segment (valid, or filling) while the cache is
+ * inactive: served by an adaptive policy, which turned the cache off for
+ * what it would fill, not for what it holds (a hit costs the disk
+ * nothing); with policy off every read goes to the disk.
+ */
+static bool rc_serves_inactive(const struct rc_cache *c, u32 i)
+{
+	return c->adapt.switching && c->entries[i].state != RC_GHOST;
+}
+
+/* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
+static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
+{
+	*idx = i;
+	rc_ahead_end(c, &c->entries[i], true);
+	if (c->entries[i].state == RC_FILLING)
+		return RC_READ_WAIT;
+	rc_pin(c, i);
+	c->ctr.read_hits++;
+	return RC_READ_HIT;
+}
+
+/*
+ * Inactive: serve what is cached (rc_serves_inactive()), bypass every
+ * other read, and play it on the simulated cache, which runs C-Aware's
+ * rule where the policy has it, not the budget (see
  * docs/results/README.md: a simulated budget kept in the red what the
  * active one would have paid back).
  */
-static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i)
+static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, u32 *idx)
 {
 	struct rc_entry *e;
 	u32 b;
 
+	if (i != RC_NONE && rc_serves_inactive(c, i)) {
+		c->sim = RC_SIM_SERVED;
+		c->ctr.read_hits_inactive++;
+		return rc_read_cached(c, i, idx);
+	}
 	if (i != RC_NONE) {
 		e = &c->entries[i];
 		c->sim = RC_SIM_HIT;
@@ -565,19 +594,12 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	c->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
-		return rc_read_simulate(c, seg, i);
+		return rc_read_simulate(c, seg, i, idx);
 	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward))
 		rc_prefetch_due(c, seg, dir);
 
-	if (i != RC_NONE && c->entries[i].state != RC_GHOST) {
-		*idx = i;
-		rc_ahead_end(c, &c->entries[i], true);
-		if (c->entries[i].state == RC_FILLING)
-			return RC_READ_WAIT;
-		rc_pin(c, i);
-		c->ctr.read_hits++;
-		return RC_READ_HIT;
-	}
+	if (i != RC_NONE && c->entries[i].state != RC_GHOST)
+		return rc_read_cached(c, i, idx);
 
 	if (c->fills_held) {
 		c->ctr.read_bypassed_held++;
@@ -633,7 +655,8 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors)
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
-	if (rc_active(c) && i != RC_NONE && c->entries[i].state != RC_GHOST)
+	if (i != RC_NONE && c->entries[i].state != RC_GHOST &&
+	    (rc_active(c) || rc_serves_inactive(c, i)))
 		return false;
 	rc_read_piece(c, sector, sectors, &idx, true);
 	c->ctr.read_joined++;

@@ -71,6 +71,7 @@ struct rc_counters {
 	u64 reads;		/* read bios seen */
 	u64 read_hits;		/* served from a valid segment */
 	u64 read_hits_waited;	/* served after waiting on a fill */
+	u64 read_hits_inactive;	/* hits and waits while inactive (adaptive) */
 	u64 read_misses;	/* started a fill */
 	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
 	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
@@ -209,7 +210,9 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * simulated: the index and LRU go on as if the segment were cached, with
  * GHOST entries standing for segments that hold no data, and c->sim says
  * what the cache would have done, with C-Aware's rule where the policy
- * has it (not the budget, nor the read-ahead).  Active, a GHOST entry is a miss, and
+ * has it (not the budget, nor the read-ahead); but an adaptive policy
+ * serves a segment the cache still holds, HIT or WAIT as when active
+ * (RC_SIM_SERVED, read_hits_inactive).  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit
@@ -222,8 +225,8 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
  * The piece of a read bio in the segment after a piece rc_read() or
  * rc_read_join() just bypassed: whether it joins that one, so that both go
  * to the disk as one request.  False, with nothing touched, when the cache
- * is active and holds the segment (valid or filling): the piece goes on in
- * a bio of its own, to rc_read().  Otherwise the piece is handled as
+ * holds the segment (valid or filling) and would serve it (rc_read()):
+ * the piece goes on in a bio of its own, to rc_read().  Otherwise the piece is handled as
  * rc_read() would, but bypassed where a fill would start (counted in
  * read_bypassed_joined): a read is not cut in two to fill half of it.
  * Every piece that joins is counted in read_joined.

@@ -164,7 +164,7 @@ static bool rc_adapt_read_vdisk(struct rc_adapt *a, u32 sectors, enum rc_sim sim
 {
 	a->disk_ns += vd_ns;
 	a->cache_ns += cvd_ns;
-	if (sim == RC_SIM_HIT || sim == RC_SIM_MISS)
+	if (sim == RC_SIM_HIT || sim == RC_SIM_MISS || sim == RC_SIM_SERVED)
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
 	return vd_ok && cvd_ok;
 }
@@ -188,6 +188,12 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 		a->disk_ns += ns;
 		break;
 	case RC_SIM_HIT:	/* inactive: the disk side is measured */
+		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
+		break;
+	case RC_SIM_SERVED:	/* inactive, served: neither side is measured */
+		ok = rc_spk_price(a->bare, a->fill, rc_spk_pool(a->recv_next, sector),
+				  sectors, &ns);
+		a->disk_ns += ns;
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
 		break;
 	case RC_SIM_MISS:

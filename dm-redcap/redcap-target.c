@@ -1314,8 +1314,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
 	       rc->cc->seg_sectors, rc->cc->nr_segs, valid, filling);
 	DMEMIT("segments_ghost=%u\n", ghost);
-	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\nread_misses=%llu\n",
-	       c.reads, c.read_hits, c.read_hits_waited, c.read_misses);
+	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\nread_hits_inactive=%llu\n",
+	       c.reads, c.read_hits, c.read_hits_waited, c.read_hits_inactive);
+	DMEMIT("read_misses=%llu\n", c.read_misses);
 	DMEMIT("read_bypassed=%llu\nread_bypassed_busy=%llu\ncaware_bypassed=%llu\n",
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
 	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",

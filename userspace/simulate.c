@@ -25,7 +25,8 @@
 /* The counters of the target's stats message, in its order and under its names. */
 #define COUNTERS(X)							\
 	X(reads, reads) X(read_hits, read_hits)					\
-	X(read_hits_waited, read_hits_waited) X(read_misses, read_misses)	\
+	X(read_hits_waited, read_hits_waited)					\
+	X(read_hits_inactive, read_hits_inactive) X(read_misses, read_misses)	\
 	X(read_bypassed, read_bypassed) X(read_bypassed_busy, read_bypassed_busy) \
 	X(caware_bypassed, read_bypassed_caware)				\
 	X(read_bypassed_nomem, read_bypassed_nomem)				\

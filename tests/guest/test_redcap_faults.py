@@ -20,7 +20,8 @@ NSEGS = 16
 SEED = 7                        # stamp of the shared origin's data
 STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 
-COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses", "read_bypassed",
+COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_hits_inactive", "read_misses",
+            "read_bypassed",
             "read_bypassed_busy", "caware_bypassed", "read_bypassed_inactive",
             "read_bypassed_joined", "read_joined", "sim_hits",
             "sim_misses", "fill_ios", "fill_joined",

@@ -224,6 +224,8 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "read_hits", g->read_hits, w->read_hits);
 	check_ctr_field(line, "read_hits_waited", g->read_hits_waited,
 			w->read_hits_waited);
+	check_ctr_field(line, "read_hits_inactive", g->read_hits_inactive,
+			w->read_hits_inactive);
 	check_ctr_field(line, "read_misses", g->read_misses, w->read_misses);
 	check_ctr_field(line, "read_bypassed", g->read_bypassed,
 			w->read_bypassed);
@@ -268,7 +270,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 34 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 35 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -1877,6 +1879,64 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
 		  .read_bypassed_inactive = 3,
 		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
+	rm(c);
+}
+
+/*
+ * Inactive under an adaptive policy: what the cache still holds is served
+ * (a hit, or a wait on its fill), a hit in the simulated cache too
+ * (RC_SIM_SERVED); what it does not hold bypasses and is simulated, and a
+ * read going on into a held segment is not joined to the bypassed piece
+ * before it.  Policy off (above) serves nothing.
+ */
+CTEST(adaptive_inactive_serves_what_is_cached)
+{
+	struct rc_cache *c = mk(4);
+	u32 a, f, g, idx;
+
+	a = fill_seg(c, 5);
+	CHECK_EQ(read_seg(c, 6, &f), RC_READ_FILL);
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	rc_adapt_set_active(&c->adapt, false);
+	CHECK(!rc_active(c));
+	rc_reset_counters(c);
+
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, a);
+	CHECK_EQ(c->sim, RC_SIM_SERVED);
+	CHECK_EQ(c->entries[a].pins, 1);
+	rc_unpin(c, a);
+	CHECK_EQ(c->lru_head, a);
+	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_WAIT);
+	CHECK_EQ(idx, f);
+	CHECK_EQ(c->sim, RC_SIM_SERVED);
+	CHECK_EQ(c->entries[f].pins, 1);	/* the fill's: waiters take none */
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	g = hashed_idx(c, 7);
+	CHECK_EQ(c->entries[g].state, RC_GHOST);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 2,
+		  .read_bypassed_inactive = 2, .sim_hits = 1, .sim_misses = 1);
+
+	/* A bypassed piece, then the valid and the filling segment: bios of their own. */
+	CHECK_EQ(rc_read(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(!rc_read_join(c, 5 * 256, 256));
+	CHECK(!rc_read_join(c, 6 * 256, 256));
+	CHECK(rc_read_join(c, 7 * 256, 256));
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 4,
+		  .read_bypassed_inactive = 4, .read_joined = 1, .sim_hits = 2, .sim_misses = 2);
+
+	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
+	rc_count_waited(c, 1);
+	rc_unpin(c, f);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_waited = 1, .read_hits_inactive = 2,
+		  .read_bypassed = 4, .read_bypassed_inactive = 4, .read_joined = 1,
+		  .sim_hits = 2, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
 	rm(c);
 }
 
