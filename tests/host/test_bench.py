@@ -229,266 +229,50 @@ def test_rapiddisk_brd_is_an_alternative_with_the_same_ram(monkeypatch):
         "write_replacement": 0, "uncached_reads": 1, "uncached_writes": 0}
 
 
-def _rec(w, p, c, rep, t, io="buffered"):
-    return {"workload": w, "procs": p, "config": c, "io": io, "rep": rep, "app_time_s": t,
-            "disk_read_bytes": 0, "kernel": "6.1.0-x", "disk_profile": "hdd7200",
-            "set": "tiny", "icount": True, "scale": {}}
+
+def _rec(config, workload, procs, t, rep=0):
+    return {"config": config, "workload": workload, "procs": procs, "io": "buffered",
+            "app_time_s": t, "rep": rep}
 
 
-def test_report_tables_and_plot(tmp_path):
-    recs = [_rec("8k-sr", 1, "bare", r, t) for r, t in enumerate((10.0, 12.0, 11.0))]
-    recs += [_rec("8k-sr", 1, "redcap-64x128k-always", r, t) for r, t in
-             enumerate((5.5, 6.6, 7.7))]
-    recs += [_rec("8k-sr", 1, "warm", 0, 1.0), _rec("8k-sr", 1, "bound", 0, 3.0)]
-    recs += [_rec("8k-sr", 1, "dm-cache-brd", 0, 9.9), _rec("8k-sr", 1, "readahead", 0, 12.1)]
-    ad = _rec("8k-sr", 1, "redcap-64x128k-adaptive-spk", 0, 11.0)
-    ad["redcap_stats"] = {"state": "inactive", "switches": 3}
-    recs.append(ad)
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(recs))
-    subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "report.py"),
-                    str(path), "--command", "make bench"], check=True)
-    md = (tmp_path / "r.md").read_text()
-    # median 11 s; 5.5/6.6/7.7 are -50/-40/-30 %
-    assert "| 8k-sr | 1 | 11.00 | -40 (-50…-30) | -91 | -10 | +10 | +0 |" in md
-    # summary: a+c and 32x256 were not run; dm-cache is the best alternative
-    assert "| 8k-sr | 1 | 11.00 | – | -40 | – | dm-cache -10 | -91 | -73 |" in md
-    # floor = max(warm 1, bound 3) = 3; (11 - 6.6) / (11 - 3) = 55 %
-    assert "| 8k-sr | 1 | 11.00 | 1.00 | 3.00 | 3.00 | 55 | 14 | -14 | 0 |" in md
-    assert "| 8k-sr | 1 | off/3 |" in md
-    assert "Produced by `make bench`" in md
-    assert (tmp_path / "r-buffered.png").stat().st_size > 1000
-    assert not (tmp_path / "r-direct.png").exists()
+def _merge(tmp_path, earlier, new, *opts):
+    for name, recs in (("earlier", earlier), ("new", new)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(recs))
+    out = tmp_path / "merged.json"
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "merge.py"),
+                        str(tmp_path / "earlier.json"), str(tmp_path / "new.json"),
+                        "--out", str(out), *opts], capture_output=True, text=True)
+    return r, (json.loads(out.read_text()) if out.exists() else None)
 
 
-@pytest.fixture(scope="module")
-def rdpat(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("rdpat") / "rdpat"
-    subprocess.run(["gcc", "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
-                    os.path.join(TOP, "tests", "bench", "rdpat.c")], check=True)
-    return str(exe)
+def test_merge_keeps_the_new_runs_and_the_earlier_ones_of_other_configurations(tmp_path):
+    """merge.py: every new record, and the earlier records of the
+    configurations the new set did not run, once the bare runs agree (the
+    median of each cell within 1 %)."""
+    earlier = [_rec("bare", "lkr", 1, t, i) for i, t in enumerate([1.0, 1.2, 1.0])] + \
+        [_rec("bare", "tac", 4, 2.0), _rec("dm-cache-brd", "lkr", 1, 0.5),
+         _rec("redcap-recommended", "lkr", 1, 0.9)]
+    new = [_rec("bare", "lkr", 1, t, i) for i, t in enumerate([1.005, 1.0, 1.3])] + \
+        [_rec("bare", "tac", 4, 1.995), _rec("redcap-recommended", "lkr", 1, 0.4)]
+    r, merged = _merge(tmp_path, earlier, new)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "merge: bare: 2 cells in both, largest difference 0.50 % (lkr/1/buffered)",
+        "merge: 5 new records (bare, redcap-recommended), 1 earlier ones of 1 configurations"]
+    assert merged == [earlier[4]] + new
 
 
-def _preads(rdpat, path, *args):
-    """(offset, length) of every pread of @path, in order."""
-    r = subprocess.run(["strace", "-P", str(path), "-e", "trace=pread64", rdpat, str(path),
-                        *map(str, args)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    # Anchor at the line's end: the buffer strace prints is random data and
-    # may hold any of ", ) =".
-    call = re.compile(r", (\d+)\) += (-?\d+)$")
-    calls = [call.search(line) for line in r.stderr.splitlines() if line.startswith("pread64(")]
-    assert all(calls), r.stderr
-    return [(int(m[1]), int(m[2])) for m in calls]
-
-
-@pytest.mark.parametrize("size", [0, 4096, 65536, 3 * 65536, 3 * 65536 + 4096])
-def test_rdpat_seq_and_back_read_every_byte_once(rdpat, tmp_path, size):
-    f = tmp_path / "data"
-    f.write_bytes(os.urandom(size))
-    fwd = [(off, min(65536, size - off)) for off in range(0, size, 65536)]
-    assert _preads(rdpat, f, "seq", 65536) == fwd
-    assert _preads(rdpat, f, "back", 65536) == fwd[::-1]
-
-
-def test_rdpat_stride_and_random(rdpat, tmp_path):
-    f = tmp_path / "data"
-    # data that looks like the end of a strace line must not fool _preads
-    f.write_bytes((b'", 7) = 9, 8) = 1\n' * 6000)[:100 << 10])
-    assert _preads(rdpat, f, "stride", 4096, 8192) == [(k * 12288, 4096) for k in range(9)]
-    assert _preads(rdpat, f, "stride", 4096, 524288, 8192) == [(8192, 4096)]
-    # the last stride is cut at the end of the file
-    assert _preads(rdpat, f, "stride", 8192, 94208)[-1] == (0, 8192)
-    assert _preads(rdpat, f, "stride", 40960, 0, 81920) == [(81920, 20480)]
-    r1 = _preads(rdpat, f, "random", 4096, 50, 7)
-    assert len(r1) == 50 and all(off % 4096 == 0 and off < 100 << 10 and n == 4096
-                                 for off, n in r1)
-    assert len({off for off, _ in r1}) > 15
-    assert _preads(rdpat, f, "random", 4096, 50, 7) == r1
-    assert _preads(rdpat, f, "random", 4096, 50, 8) != r1
-
-
-@pytest.mark.parametrize("args,rc,err", [
-    (["seq"], 2, "usage: rdpat"),
-    (["seq", "0"], 2, "rdpat: the request size must not be 0\n"),
-    (["seq", "4k"], 2, "rdpat: bad number '4k'\n"),
-    (["stride", "4096"], 2, "usage: rdpat"),
-    (["random", "4096", "5"], 2, "usage: rdpat"),
-    (["jump", "4096"], 2, "usage: rdpat"),
-])
-def test_rdpat_usage_errors(rdpat, tmp_path, args, rc, err):
-    f = tmp_path / "data"
-    f.write_bytes(b"x" * 4096)
-    r = subprocess.run([rdpat, str(f), *args], capture_output=True, text=True)
-    assert r.returncode == rc
-    assert r.stderr.startswith(err)
-
-
-def test_rdpat_io_errors(rdpat, tmp_path):
-    r = subprocess.run([rdpat, str(tmp_path / "missing"), "seq", "4096"],
-                       capture_output=True, text=True)
-    assert (r.returncode, r.stderr) == (1, f"rdpat: {tmp_path / 'missing'}: "
-                                        "No such file or directory\n")
-
-
-def test_random_seed_moves_every_random_readers_seed(monkeypatch):
-    monkeypatch.setattr(suite, "RANDOM_SEED", suite.RANDOM_SEED)
-    M, R = "/tmp/redcap-bench", suite.RDPAT
-    suite.set_random_seed(4000)
-    assert suite.commands("random", 2, "direct") == [
-        f"{R} -d {M}/random random 4096 128 {4000 + i}" for i in range(2)]
-    # mix's random part too: the same file, its own processes' seeds
-    seeds = [re.search(r"random 4096 \d+ (\d+)", c) for c in suite.commands("mix", 2, "buffered")]
-    assert sorted(int(m.group(1)) for m in seeds if m) == [4000, 4001]
-
-
-def test_scale_multiplies_the_lkr_copies_and_the_data(monkeypatch):
-    for name in ("LKR_UNITS", "DATA_MIB"):
-        monkeypatch.setattr(suite, name, getattr(suite, name))
-    monkeypatch.setattr(suite, "MAX_PROCS", dict(suite.MAX_PROCS))
-    suite.set_scale(8)
-    assert (suite.LKR_UNITS, suite.DATA_MIB) == (128, 128)
-    assert suite.MAX_PROCS == {"lkr": 128, "row": 32, "mix": 32}
-    files, units = suite.data_needed([("lkr", 16, "buffered"), ("tac", 4, "buffered")])
-    assert units == 128
-    assert sum(files.values()) == 128 << 10
-    # 16 processes share the 128 copies out, 8 each
-    cmds = suite.commands("lkr", 16, "buffered")
-    assert len(cmds) == 16
-    assert all(len(re.findall(r"/tmp/redcap-bench/l\d+", c)) >= 8 for c in cmds)
-
-
-def test_recommended_is_the_64x128k_adaptive_caware_stack():
-    # with the read-ahead redcapctl's readahead=auto sets over the bench's disk
-    # redcapctl's defaults: the read-ahead it sets over the bench's disk,
-    # backward streams read ahead
-    assert suite.redcap_parts(suite.RECOMMENDED) == (
-        "64x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
-    assert suite.READAHEAD_OF["adaptive+caware-ra1024-prefetch2back-pairs"] == 1024
-    assert suite.TUNABLES["adaptive+caware-ra1024-prefetch2back-pairs"] == [
-        ("prefetch", "2"), ("prefetch_forward", "0"), ("prefetch_pairs", "1")]
-    assert "adaptive+caware" not in suite.READAHEAD_OF
-    assert suite.redcap_parts("redcap-32x256k-always") == ("32x256k", "always")
-    assert suite.redcap_parts("redcap-64x128k-nosuch") is None
-    assert suite.RECOMMENDED in suite.CONFIGS
-    assert "redcap-64x128k-adaptive+caware" not in suite.CONFIGS
-    validate = _module("sim-validate")
-    assert validate.sim_spec(suite.RECOMMENDED) == \
-        "64x128k:adaptive+caware,estimator=vdisk,prefetch=2,prefetch_forward=0,prefetch_pairs=1"
-    assert validate.sim_spec("redcap-64x128k-adaptive+caware") == \
-        "64x128k:adaptive+caware,estimator=vdisk"
-
-
-def test_goals_table_checks_each_goal_on_the_recommended_stack():
-    def recs(w, p, times):
-        return [{"workload": w, "procs": p, "io": "buffered", "config": c, "app_time_s": t,
-                 "rep": 0} for c, t in times.items()]
-    rec = report.RECOMMENDED
-    records = (recs("random", 1, {"bare": 1.0, rec: 1.015, "readahead": 1.0}) +
-               recs("random", 4, {"bare": 1.0, rec: 1.03, "readahead": 1.0}) +
-               recs("ior-r", 1, {"bare": 1.0, rec: 0.75, "readahead": 0.70}) +
-               recs("ior-r", 16, {"bare": 1.0, rec: 0.90, "readahead": 0.70}) +
-               recs("8k-sr", 1, {"bare": 1.0, rec: 0.79}) +
-               recs("8k-sr", 4, {"bare": 1.0, rec: 0.50}) +
-               recs("tac", 1, {"bare": 1.0, rec: 0.60}) +
-               recs("lkr", 16, {"bare": 1.0, rec: 0.41}))
-    rows = report.table_goals(report.group(records), "hdd15k")
-    assert rows[:2] == ["| goal | target | recommended stack |", "|---|---|---|"]
-    assert rows[2] == "| every cell | ≤ +2 % | missed in 1 of 8: random ×4 +3.0 |"
-    assert rows[3] == "| random 4 KiB | ≤ +2 % | missed in 1 of 2: random ×4 +3.0 |"
-    assert rows[4] == ("| IOR-R, 4K-SR, 1–4 processes | within 3 points of read_ahead_kb | "
-                       "missed in 1 of 1: ior-r ×1 -25.0 |")
-    assert rows[5] == ("| IOR-R, 4K-SR, 8–16 processes | half of read_ahead_kb's gain | "
-                       "missed in 1 of 1: ior-r ×16 -10.0 |")
-    assert rows[6] == "| 8K-SR | ≤ -50 % (×1: ≤ -20 %) | met; worst 8k-sr ×1 -21.0 |"
-    assert rows[7] == "| TAC | ≤ -35 % | met; worst tac ×1 -40.0 |"
-    assert rows[8] == "| LKR, 16 processes | ≤ -60 % | missed in 1 of 1: lkr ×16 -59.0 |"
-    # geometric mean over the 4 cells read_ahead_kb ran
-    assert rows[9].startswith("| geometric mean vs readahead | ahead | missed: ")
-    assert len(rows) == 10
-    # hdd7200's limits; no goals without the recommended stack
-    assert report.table_goals(report.group(records), "hdd7200")[3] == \
-        "| random 4 KiB | ≤ +1 % | missed in 2 of 2: random ×1 +1.5, random ×4 +3.0 |"
-    assert report.table_goals(report.group(recs("lkr", 1, {"bare": 1.0})), "hdd15k") == []
-
-
-def test_goals_table_prices_the_virtual_disk_against_the_bare_runs_busy_time():
-    """The virtual disk's goal: the recommended stack's price of the reads
-    it received (vdisk_time_us) within 10 % of the bare run's drive busy
-    time (emu_busy_us), medians of the repetitions, every cell."""
-    rec = report.RECOMMENDED
-
-    def recs(w, p, bare_busy, priced):
-        out = []
-        for rep, (b, v) in enumerate(zip(bare_busy, priced)):
-            out += [{"workload": w, "procs": p, "io": "buffered", "config": "bare",
-                     "app_time_s": 1.0, "rep": rep, "disk_stats": {"emu_busy_us": b}},
-                    {"workload": w, "procs": p, "io": "buffered", "config": rec,
-                     "app_time_s": 0.5, "rep": rep, "redcap_stats": {"vdisk_time_us": v},
-                     "disk_stats": {"emu_busy_us": 1}}]
-        return out
-    records = (recs("lkr", 1, [100, 200, 100], [108, 130, 109]) +   # +9.0: met
-               recs("tac", 4, [1000, 1000, 1000], [800, 850, 700]) +  # -20.0
-               recs("8k-sr", 1, [400, 400, 400], [480, 480, 440]))   # +20.0
-    # a configuration that is neither, and a bare run without the drive's counters
-    records += [{"workload": "lkr", "procs": 1, "io": "buffered", "config": "readahead",
-                 "app_time_s": 1.0, "rep": 0, "redcap_stats": {"vdisk_time_us": 1}},
-                {"workload": "random", "procs": 1, "io": "buffered", "config": "bare",
-                 "app_time_s": 1.0, "rep": 0, "disk_stats": {}},
-                {"workload": "random", "procs": 1, "io": "buffered", "config": rec,
-                 "app_time_s": 1.0, "rep": 0, "redcap_stats": {"vdisk_time_us": 5}}]
-    priced = report.prices(records)
-    assert priced == pytest.approx({("lkr", 1, "buffered"): 9.0, ("tac", 4, "buffered"): -20.0,
-                                    ("8k-sr", 1, "buffered"): 20.0})
-    def vdisk_row(priced):
-        return [r for r in report.table_goals(report.group(records), "hdd7200", priced)
-                if r.startswith("| virtual disk")]
-    assert vdisk_row(priced) == [("| virtual disk vs bare run | within ±10 % | "
-                        "missed in 2 of 3: tac ×4 -20.0, 8k-sr ×1 +20.0 |")]
-    assert vdisk_row({("lkr", 1, "buffered"): 9.0, ("tac", 4, "buffered"): -9.5}) == \
-        ["| virtual disk vs bare run | within ±10 % | met; worst tac ×4 -9.5 |"]
-    assert vdisk_row(None) == []
-
-
-def test_virtual_disk_is_also_priced_against_the_bare_disk_at_the_stacks_read_ahead():
-    """The recommended stack reads ahead 1 MiB, so the reads it receives
-    are those the bare disk gets in `readahead`, not in the bare run:
-    prices(records, "readahead") and table_prices() put the same price
-    against that run's busy time, and the goals table shows it in a row
-    of its own after the goal's."""
-    rec = report.RECOMMENDED
-
-    def recs(w, io, bare, ra, priced):
-        """A cell's three runs; @ra None: readahead did not run it."""
-        runs = [("bare", {"disk_stats": {"emu_busy_us": bare}}),
-                (rec, {"redcap_stats": {"vdisk_time_us": priced},
-                       "disk_stats": {"emu_busy_us": 1}})]
-        if ra is not None:
-            runs.append(("readahead", {"disk_stats": {"emu_busy_us": ra}}))
-        return [{"workload": w, "procs": 2, "io": io, "config": c, "app_time_s": 1.0, "rep": 0,
-                 **extra} for c, extra in runs]
-    records = (recs("ior-r", "buffered", 2000, 1000, 1050) +    # -47.5 vs bare, +5.0 vs readahead
-               recs("8k-sr", "buffered", 400, 400, 800) +       # +100.0 against both
-               recs("random", "direct", 1000, None, 1000))
-    assert report.prices(records) == pytest.approx({("ior-r", 2, "buffered"): -47.5,
-                                                    ("8k-sr", 2, "buffered"): 100.0,
-                                                    ("random", 2, "direct"): 0.0})
-    assert report.prices(records, "readahead") == pytest.approx(
-        {("ior-r", 2, "buffered"): 5.0, ("8k-sr", 2, "buffered"): 100.0})
-    rows = [r for r in report.table_goals(report.group(records), "hdd15k", report.prices(records),
-                                          report.prices(records, "readahead"))
-            if r.startswith("| virtual disk")]
-    assert rows == [
-        "| virtual disk vs bare run | within ±10 % | missed in 2 of 3: ior-r ×2 -47.5, "
-        "8k-sr ×2 +100.0 |",
-        "| virtual disk vs bare at the stack's read-ahead | (within ±10 %) | missed in 1 of 2: "
-        "8k-sr ×2 +100.0 |"]
-    table = report.table_prices(records)
-    assert table[:2] == ["| workload | procs | io | priced ms | bare busy ms | vs bare | "
-                         "readahead busy ms | vs readahead |", "|---|---|---|---|---|---|---|---|"]
-    assert table[2:5] == ["| ior-r | 2 | buffered | 1.1 | 2.0 | -47.5 % | 1.0 | +5.0 % |",
-                          "| 8k-sr | 2 | buffered | 0.8 | 0.4 | +100.0 % | 0.4 | +100.0 % |",
-                          "| random | 2 | direct | 1.0 | 1.0 | +0.0 % | – | – |"]
-    assert table[5:] == ["", "Within 10 %: 1 of 3 cells against the bare run, "
-                         "1 of 2 against `readahead`."]
-    assert report.table_prices([r for r in records if r["config"] != rec]) == []
+def test_merge_refuses_runs_that_measured_another_disk(tmp_path):
+    """A bare cell 1.5 % apart, or a --same configuration one side lacks:
+    exit 1 and nothing written."""
+    earlier = [_rec("bare", "lkr", 1, 1.0), _rec("readahead", "lkr", 1, 0.8)]
+    new = [_rec("bare", "lkr", 1, 1.015), _rec("redcap-recommended", "lkr", 1, 0.4)]
+    r, merged = _merge(tmp_path, earlier, new)
+    assert (r.returncode, merged) == (1, None)
+    assert r.stdout.splitlines() == [
+        "merge: bare: 1 cells in both, largest difference 1.50 % (lkr/1/buffered), over 1.0 %"]
+    new[0]["app_time_s"] = 1.0
+    r, merged = _merge(tmp_path, earlier, new, "--same", "bare", "readahead")
+    assert (r.returncode, merged) == (1, None)
+    assert r.stdout.splitlines()[1] == \
+        "merge: readahead: 0 cells in both, largest difference 0.00 % (-), over 1.0 %"
