@@ -416,13 +416,18 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 
 /*
  * A read of a cached segment (valid, or filling) while the cache is
- * inactive: served by an adaptive policy, which turned the cache off for
- * what it would fill, not for what it holds (a hit costs the disk
- * nothing); with policy off every read goes to the disk.
+ * inactive: served by an adaptive policy on the vdisk estimator, which
+ * turned the cache off for what it would fill, not for what it holds (a
+ * hit costs the disk nothing), and prices both sides with its model.
+ * spk measures the bare side on the reads the disk serves while inactive;
+ * a read served instead would have to be priced at its pools' mean, which
+ * misses the drive's own cache (the hdd7200's 8K-SR x2 came back on and
+ * lost 30 points, docs/results/README.md).  With policy off every read
+ * goes to the disk.
  */
 static bool rc_serves_inactive(const struct rc_cache *c, u32 i)
 {
-	return c->adapt.switching && c->entries[i].state != RC_GHOST;
+	return rc_budgeted(c) && c->entries[i].state != RC_GHOST;
 }
 
 /* A read of cached entry @i: a hit (pinned), or a wait on its fill. */

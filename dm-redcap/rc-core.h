@@ -211,8 +211,8 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
  * GHOST entries standing for segments that hold no data, and c->sim says
  * what the cache would have done, with C-Aware's rule where the policy
  * has it (not the budget, nor the read-ahead); but an adaptive policy
- * serves a segment the cache still holds, HIT or WAIT as when active
- * (RC_SIM_SERVED, read_hits_inactive).  Active, a GHOST entry is a miss, and
+ * on the vdisk estimator serves a segment the cache still holds, HIT or
+ * WAIT as when active (RC_SIM_SERVED, read_hits_inactive).  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit

@@ -41,7 +41,7 @@ enum rc_sim {
 	RC_SIM_HIT,		/* the segment would have been cached */
 	RC_SIM_MISS,		/* the segment would have been filled */
 	RC_SIM_BYPASS,		/* it would have bypassed (all busy, or a write) */
-	RC_SIM_SERVED,		/* cached still: served, a hit there too */
+	RC_SIM_SERVED,		/* cached still: served (vdisk), a hit there too */
 };
 
 /*

@@ -217,27 +217,35 @@ def test_update_policy_updates_cached_segment(stamped, dmname):
 
 @pytest.mark.parametrize("write_policy", ["invalidate", "update"])
 def test_an_adaptive_cache_turned_off_serves_what_it_holds(stamped, dmname, write_policy):
-    """adaptive, inactive (it keeps the state policy off left), still serves
-    the segments the cache holds, from RAM and as the origin has them; a
-    write to one while inactive invalidates it or updates it in place, and
-    the reads after it return the new data.  policy off serves nothing."""
+    """adaptive on the vdisk estimator, inactive (it keeps the state policy
+    off left), still serves the segments the cache holds, from RAM and as
+    the origin has them; a write to one while inactive invalidates it or
+    updates it in place, and the reads after it return the new data.
+    policy off serves nothing, nor does adaptive on spk, whose verdict
+    measures those reads on the disk."""
     update = write_policy == "update"
-    with redcap(dmname, stamped, features=f"2 write_policy {write_policy}") as rc:
+    n = dev_sectors(stamped)
+    with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
+            redcap(dmname, meas.path,
+                   features=f"4 write_policy {write_policy} estimator vdisk") as rc:
         read_pattern(rc.path, range(2 * BLOCKS_PER_SEG), seed=7)   # segments 0 and 1
         rc.message("policy", "off")
         ios0, _ = disk_reads(stamped)
         read_pattern(rc.path, [3], seed=7)
-        assert disk_reads(stamped)[0] == ios0 + 1
+        rc.message("estimator", "spk")
         rc.message("policy", "adaptive")
+        read_pattern(rc.path, [3], seed=7)
+        assert disk_reads(stamped)[0] == ios0 + 2
+        rc.message("estimator", "vdisk")
         rc.message("reset_stats")
         assert rc.stats()["state"] == "inactive"
         read_pattern(rc.path, [4, BLOCKS_PER_SEG + 4], seed=7)
-        assert disk_reads(stamped)[0] == ios0 + 1
+        assert disk_reads(stamped)[0] == ios0 + 2
         write_stamped(rc.path, 5, 1, seed=8)
         read_pattern(rc.path, [5], seed=8)
         read_pattern(rc.path, [6], seed=7)
         read_pattern(rc.path, [2 * BLOCKS_PER_SEG], seed=7)        # not cached
-        assert disk_reads(stamped)[0] == ios0 + 1 + (1 if update else 3)
+        assert disk_reads(stamped)[0] == ios0 + 2 + (1 if update else 3)
         st = rc.stats()
         hits, bypassed = (4, 1) if update else (2, 3)
         assert (st["state"], st["reads"], st["read_hits"], st["read_hits_inactive"],

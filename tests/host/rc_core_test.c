@@ -1883,11 +1883,12 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 }
 
 /*
- * Inactive under an adaptive policy: what the cache still holds is served
- * (a hit, or a wait on its fill), a hit in the simulated cache too
- * (RC_SIM_SERVED); what it does not hold bypasses and is simulated, and a
- * read going on into a held segment is not joined to the bypassed piece
- * before it.  Policy off (above) serves nothing.
+ * Inactive under an adaptive policy on the vdisk estimator: what the cache
+ * still holds is served (a hit, or a wait on its fill), a hit in the
+ * simulated cache too (RC_SIM_SERVED); what it does not hold bypasses and
+ * is simulated, and a read going on into a held segment is not joined to
+ * the bypassed piece before it.  On spk, as with policy off (above),
+ * nothing is served: spk measures the bare side on those reads.
  */
 CTEST(adaptive_inactive_serves_what_is_cached)
 {
@@ -1899,6 +1900,11 @@ CTEST(adaptive_inactive_serves_what_is_cached)
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	rc_adapt_set_active(&c->adapt, false);
 	CHECK(!rc_active(c));
+	c->adapt.estimator = RC_EST_SPK;
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK(rc_read_join(c, 6 * 256, 256));	/* filling, not served: joins */
+	c->adapt.estimator = RC_EST_VDISK;
 	rc_reset_counters(c);
 
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_HIT);

@@ -900,16 +900,6 @@ CTEST(adapt_spk_pools)
 	CHECK_EQ(a.cache_ns, 3366000);
 	CHECK_EQ(a.reads, 3);
 	CHECK_EQ(a.unpriced, 0);
-	/*
-	 * Served while inactive (the segment still cached): nothing reaches
-	 * the disk, so the bare side is priced, at the far bare reads' rate
-	 * ((800000 + 700000) ns / 16 sectors), and the cache's is a copy.
-	 */
-	rc_adapt_read(&a, 0, 8, 256, RC_SIM_SERVED, 0, false, 0, false);
-	CHECK_EQ(a.disk_ns, 700000 + 750000);
-	CHECK_EQ(a.cache_ns, 3366000 + 2000);
-	CHECK_EQ(a.reads, 4);
-	CHECK_EQ(a.unpriced, 0);
 }
 
 /*
