@@ -71,7 +71,7 @@ struct rc_counters {
 	u64 reads;		/* read bios seen */
 	u64 read_hits;		/* served from a valid segment */
 	u64 read_hits_waited;	/* served after waiting on a fill */
-	u64 read_hits_inactive;	/* hits and waits while inactive (adaptive) */
+	u64 read_hits_inactive;	/* hits and waits while inactive (adaptive, vdisk) */
 	u64 read_misses;	/* started a fill */
 	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
 	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
