@@ -415,8 +415,9 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 }
 
 /*
- * A read of a cached segment (valid, or filling) while the cache is
- * inactive: served by an adaptive policy on the vdisk estimator, which
+ * Whether a read of index entry @i (RC_NONE: not cached) is served from
+ * RAM: a valid or filling segment, always while the cache is active.
+ * Inactive, by an adaptive policy on the vdisk estimator only, which
  * turned the cache off for what it would fill, not for what it holds (a
  * hit costs the disk nothing), and prices both sides with its model.
  * spk measures the bare side on the reads the disk serves while inactive;
@@ -425,9 +426,10 @@ static bool rc_caware_bypasses(struct rc_cache *c)
  * lost 30 points, docs/results/README.md).  With policy off every read
  * goes to the disk.
  */
-static bool rc_serves_inactive(const struct rc_cache *c, u32 i)
+static bool rc_serves(const struct rc_cache *c, u32 i)
 {
-	return rc_budgeted(c) && c->entries[i].state != RC_GHOST;
+	return i != RC_NONE && c->entries[i].state != RC_GHOST &&
+	       (rc_active(c) || rc_budgeted(c));
 }
 
 /* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
@@ -443,7 +445,7 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
 }
 
 /*
- * Inactive: serve what is cached (rc_serves_inactive()), bypass every
+ * Inactive: serve what is cached (rc_serves()), bypass every
  * other read, and play it on the simulated cache, which runs C-Aware's
  * rule where the policy has it, not the budget (see
  * docs/results/README.md: a simulated budget kept in the red what the
@@ -454,7 +456,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, 
 	struct rc_entry *e;
 	u32 b;
 
-	if (i != RC_NONE && rc_serves_inactive(c, i)) {
+	if (rc_serves(c, i)) {
 		c->sim = RC_SIM_SERVED;
 		c->ctr.read_hits_inactive++;
 		return rc_read_cached(c, i, idx);
@@ -603,7 +605,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward))
 		rc_prefetch_due(c, seg, dir);
 
-	if (i != RC_NONE && c->entries[i].state != RC_GHOST)
+	if (rc_serves(c, i))
 		return rc_read_cached(c, i, idx);
 
 	if (c->fills_held) {
@@ -660,8 +662,7 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors)
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
-	if (i != RC_NONE && c->entries[i].state != RC_GHOST &&
-	    (rc_active(c) || rc_serves_inactive(c, i)))
+	if (rc_serves(c, i))
 		return false;
 	rc_read_piece(c, sector, sectors, &idx, true);
 	c->ctr.read_joined++;

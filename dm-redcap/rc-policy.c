@@ -190,7 +190,7 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 	case RC_SIM_HIT:	/* inactive: the disk side is measured */
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
 		break;
-	case RC_SIM_SERVED:	/* vdisk only (rc_serves_inactive()) */
+	case RC_SIM_SERVED:	/* never: only vdisk serves inactive (rc_serves()) */
 		break;
 	case RC_SIM_MISS:
 		ok = rc_spk_price(a->fill, a->bare, rc_spk_pool(a->sim_next, start),

@@ -3,11 +3,13 @@
 with concurrent readers and writers, and counts what it did."""
 import random
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, in_threads, read_blocks, read_pattern,
-                    sh, write_stamped)
+                    sh, slow_down, udev_held, write_stamped)
 
 SEG_SECTORS = 256                   # 128 KiB segments
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -252,6 +254,76 @@ def test_an_adaptive_cache_turned_off_serves_what_it_holds(stamped, dmname, writ
                 st["read_bypassed"], st["read_bypassed_inactive"], st["read_misses"],
                 st["updates"], st["invalidations"], st["switches"]) == \
             ("inactive", 5, hits, hits, bypassed, bypassed, 0, int(update), int(not update), 0)
+
+
+def test_an_adaptive_cache_turned_off_waits_for_the_fill_it_started(stamped, dmname):
+    """A fill started while active is still in flight (the origin holds
+    every read 3 s) when the cache goes inactive: a read of its segment
+    waits for it and gets the origin's data from RAM; the disk reads the
+    segment once."""
+    n = dev_sectors(stamped)
+    sh("modprobe", "dm-delay")
+    with Dm(dmname(), f"0 {n} delay {stamped} 0 0") as slow, \
+            Dm(dmname(), f"0 {n} vdisk {slow.path}") as meas, \
+            redcap(dmname, meas.path, features="2 estimator vdisk") as rc, \
+            ThreadPoolExecutor(1) as pool:
+        with slow_down(slow, stamped, n):
+            ios0, _ = disk_reads(stamped)
+            first = pool.submit(read_pattern, rc.path, [0], seed=7)
+            deadline = time.monotonic() + 10
+            while rc.stats()["segments_filling"] == 0:
+                assert time.monotonic() < deadline, "the read never started its fill"
+                time.sleep(0.01)
+            rc.message("policy", "off")
+            rc.message("policy", "adaptive")
+            st = rc.stats()
+            assert (st["state"], st["segments_filling"]) == ("inactive", 1)
+            read_pattern(rc.path, [1], seed=7)
+            first.result(timeout=60)
+            assert disk_reads(stamped)[0] == ios0 + 1
+        st = rc.stats()
+        assert (st["state"], st["reads"], st["read_misses"], st["read_hits"],
+                st["read_hits_waited"], st["read_hits_inactive"], st["read_bypassed"],
+                st["fill_ios"], st["switches"]) == ("inactive", 2, 1, 0, 1, 1, 0, 1, 0)
+
+
+def test_an_adaptive_cache_turned_off_serves_across_a_reload(stamped, dmname):
+    """A reload of the same geometry takes the cache over with its state:
+    inactive still, it serves what it holds.  Reloaded onto estimator spk it
+    reads those segments from the disk, and serves them again once back on
+    vdisk: they stayed cached."""
+    n = dev_sectors(stamped)
+    first = MIDDLE[0]
+
+    def read(block):
+        """(disk reads, reads served while inactive) of reading @block."""
+        ios0, st0 = disk_reads(stamped)[0], rc.stats()
+        read_pattern(rc.path, [block], seed=7)
+        st = rc.stats()
+        assert (st["state"], st["reads"] - st0["reads"]) == ("inactive", 1)
+        return disk_reads(stamped)[0] - ios0, st["read_hits_inactive"] - st0["read_hits_inactive"]
+
+    def reload(estimator):
+        # No blkid probe: its reads would count towards a verdict.
+        with udev_held():
+            rc.reload(f"0 {n} redcap {meas.path} {SEG_SECTORS} 32 "
+                      f"4 policy adaptive estimator {estimator}")
+            rc.resume()
+        assert rc.stats()["estimator"] == estimator
+
+    with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
+            redcap(dmname, meas.path, features="2 estimator vdisk") as rc:
+        read_pattern(rc.path, range(first, first + BLOCKS_PER_SEG), seed=7)
+        rc.message("policy", "off")
+        rc.message("policy", "adaptive")
+        assert read(first + 1) == (0, 1)
+        reload("vdisk")
+        assert read(first + 2) == (0, 1)
+        reload("spk")
+        assert read(first + 3) == (1, 0)
+        reload("vdisk")
+        assert read(first + 4) == (0, 1)
+        assert rc.stats()["switches"] == 0
 
 
 @pytest.mark.parametrize("op", ["discard", "zeroout"])

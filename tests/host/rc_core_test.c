@@ -1943,6 +1943,22 @@ CTEST(adaptive_inactive_serves_what_is_cached)
 	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_waited = 1, .read_hits_inactive = 2,
 		  .read_bypassed = 4, .read_bypassed_inactive = 4, .read_joined = 1,
 		  .sim_hits = 2, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
+
+	/* Fills held (a suspend under way): served still; a miss simulated evicts a. */
+	rc_hold_fills(c, true);
+	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, f);
+	rc_unpin(c, f);
+	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(c->entries[a].state, RC_GHOST);
+	CHECK_EQ(c->entries[a].seg, 8);
+	rc_hold_fills(c, false);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 8, .read_hits = 2, .read_hits_waited = 1, .read_hits_inactive = 3,
+		  .read_bypassed = 5, .read_bypassed_inactive = 5, .read_joined = 1,
+		  .sim_hits = 2, .sim_misses = 3, .fill_ios = 1, .fill_sectors = 256,
+		  .evictions = 1);
 	rm(c);
 }
 
