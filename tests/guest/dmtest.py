@@ -205,6 +205,12 @@ def disk_reads(dev):
     return int(fields[0]), int(fields[2])
 
 
+def reads_in_flight(dm):
+    """Reads @dm has started and not completed (the block layer's count)."""
+    with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dm.path))}/inflight") as f:
+        return int(f.read().split()[0])
+
+
 # --------------------------------------------------------------------------
 # LBA-stamped data
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, in_threads, read_blocks, read_pattern,
-                    sh, slow_down, udev_held, write_stamped)
+                    reads_in_flight, sh, slow_down, udev_held, write_stamped)
 
 SEG_SECTORS = 256                   # 128 KiB segments
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -257,30 +257,40 @@ def test_an_adaptive_cache_turned_off_serves_what_it_holds(stamped, dmname, writ
 
 
 def test_an_adaptive_cache_turned_off_waits_for_the_fill_it_started(stamped, dmname):
-    """A fill started while active is still in flight (the origin holds
-    every read 3 s) when the cache goes inactive: a read of its segment
-    waits for it and gets the origin's data from RAM; the disk reads the
-    segment once."""
+    """A fill started while active is still in flight (the origin holds it
+    until the test lets it go) when the cache goes inactive: a read of its
+    segment waits for it, sends nothing down, and gets the origin's data
+    from RAM."""
     n = dev_sectors(stamped)
     sh("modprobe", "dm-delay")
+
+    def until(what, cond):
+        deadline = time.monotonic() + 30
+        while not cond():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.01)
+
     with Dm(dmname(), f"0 {n} delay {stamped} 0 0") as slow, \
             Dm(dmname(), f"0 {n} vdisk {slow.path}") as meas, \
             redcap(dmname, meas.path, features="2 estimator vdisk") as rc, \
-            ThreadPoolExecutor(1) as pool:
-        with slow_down(slow, stamped, n):
-            ios0, _ = disk_reads(stamped)
+            ThreadPoolExecutor(2) as pool:
+        # Held 10 min: leaving the with block reloads the delay, which
+        # sends what it holds down at once.
+        with slow_down(slow, stamped, n, ms=600000):
             first = pool.submit(read_pattern, rc.path, [0], seed=7)
-            deadline = time.monotonic() + 10
-            while rc.stats()["segments_filling"] == 0:
-                assert time.monotonic() < deadline, "the read never started its fill"
-                time.sleep(0.01)
+            until("the read never started its fill", lambda: rc.stats()["segments_filling"])
             rc.message("policy", "off")
             rc.message("policy", "adaptive")
+            second = pool.submit(read_pattern, rc.path, [1], seed=7)
+            until("the second read was not taken", lambda: rc.stats()["reads"] == 2)
             st = rc.stats()
-            assert (st["state"], st["segments_filling"]) == ("inactive", 1)
-            read_pattern(rc.path, [1], seed=7)
-            first.result(timeout=60)
-            assert disk_reads(stamped)[0] == ios0 + 1
+            assert (st["state"], st["segments_filling"], st["read_hits_inactive"],
+                    st["read_bypassed"]) == ("inactive", 1, 1, 0)
+            # Both reads wait in redcap; one, the fill, went down.
+            assert (reads_in_flight(rc), reads_in_flight(meas)) == (2, 1)
+            assert not second.done()
+        first.result(timeout=60)
+        second.result(timeout=60)
         st = rc.stats()
         assert (st["state"], st["reads"], st["read_misses"], st["read_hits"],
                 st["read_hits_waited"], st["read_hits_inactive"], st["read_bypassed"],

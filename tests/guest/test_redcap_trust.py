@@ -21,8 +21,8 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors,
-                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, sh, slow_down,
-                    write_stamped)
+                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, reads_in_flight,
+                    sh, slow_down, write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -223,12 +223,6 @@ def in_kernel_function(pid, name):
             return any(re.search(rf"\] {name}\+0x", line) for line in f)
     except OSError:
         return False
-
-
-def reads_in_flight(dm):
-    """Reads @dm has started and not completed (the block layer's count)."""
-    with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dm.path))}/inflight") as f:
-        return int(f.read().split()[0])
 
 
 def abort_suspend(dm, reader):
