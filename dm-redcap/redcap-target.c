@@ -51,6 +51,10 @@ static unsigned int fi_preresume_delay_us;
 module_param(fi_preresume_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_preresume_delay_us,
 		 "test builds: sleep this long in preresume, with the new table live (at most 10 s)");
+static bool fi_warn;
+module_param(fi_warn, bool, 0644);
+MODULE_PARM_DESC(fi_warn,
+		 "test builds: the next bio mapped fires a WARN_ON_ONCE (the gate's own test)");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -58,6 +62,12 @@ static bool redcap_fi_alloc_fail(void)
 	unsigned int n = READ_ONCE(fi_fill_alloc_fail);
 
 	return n && !((unsigned int)atomic_inc_return(&fi_fill_allocs) % n);
+}
+
+/* A kernel report on demand, which make check's kernel-log scan must catch. */
+static void redcap_fi_warn(void)
+{
+	WARN_ON_ONCE(READ_ONCE(fi_warn));
 }
 
 static void redcap_fi_finish_delay(void)
@@ -96,6 +106,10 @@ static void redcap_fi_endio_delay(void)
 static inline bool redcap_fi_alloc_fail(void)
 {
 	return false;
+}
+
+static inline void redcap_fi_warn(void)
+{
 }
 
 static inline void redcap_fi_finish_delay(void)
@@ -656,6 +670,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	pb->kind = PB_ORIGIN;
 	pb->start_ns = ktime_get_ns();
 	pb->saved_iter = bio->bi_iter;
+	redcap_fi_warn();
 
 	if (!bio_sectors(bio)) {	/* empty flush */
 		redcap_remap(rc, bio);
