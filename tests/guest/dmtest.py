@@ -215,9 +215,48 @@ def reads_in_flight(dm):
 # LBA-stamped data
 
 
+SECTORS_PER_BLOCK = BLOCK // SECTOR
+_RECORD = struct.Struct("<QQ")
+
+
+def stamp_sectors(first, count, seed):
+    """@count 512-byte sectors from sector @first: each one's every 16 bytes
+    say which sector it is (its LBA on the device written) and which write
+    (@seed), so a sector read from the wrong place, even within a page, is
+    caught."""
+    return b"".join(_RECORD.pack(s, seed) * (SECTOR // 16) for s in range(first, first + count))
+
+
 def stamp(blockno, seed):
-    """4 KiB whose every 16 bytes say which block and which write it is."""
-    return struct.pack("<QQ", blockno, seed) * (BLOCK // 16)
+    """4 KiB block @blockno: its 8 sectors stamped with their own sector
+    numbers (stamp_sectors)."""
+    return stamp_sectors(blockno * SECTORS_PER_BLOCK, SECTORS_PER_BLOCK, seed)
+
+
+def stamp_record(data):
+    """The (sector, seed) the 512-byte sector @data says it is, or a word
+    for what it is instead ('zeroes', 'torn: ...')."""
+    if data == bytes(len(data)):
+        return "zeroes"
+    sector, seed = _RECORD.unpack_from(data)
+    if data != _RECORD.pack(sector, seed) * (len(data) // 16):
+        return f"torn: starts (sector {sector}, seed {seed}), the rest differs"
+    return f"(sector {sector}, seed {seed})"
+
+
+def check_sectors(data, first, seed, what=""):
+    """@data is what a read from sector @first returned: every sector must
+    carry its own stamp.  The first that does not fails, saying which sector
+    was expected and what was found there."""
+    if len(data) % SECTOR:
+        raise AssertionError(f"{what}{len(data)} bytes from sector {first}: not whole sectors")
+    if data == stamp_sectors(first, len(data) // SECTOR, seed):
+        return
+    for i in range(len(data) // SECTOR):
+        got = data[i * SECTOR:(i + 1) * SECTOR]
+        if got != stamp_sectors(first + i, 1, seed):
+            raise AssertionError(f"{what}sector {first + i}: expected (sector {first + i}, "
+                                 f"seed {seed}), found {stamp_record(got)}")
 
 
 def aligned(size):
@@ -251,10 +290,9 @@ def read_blocks(dev, offset, length, direct=True):
 
 
 def check_block(data, blockno, seed):
-    if data != stamp(blockno, seed):
-        got = struct.unpack("<QQ", data[:16])
-        raise AssertionError(f"block {blockno}: expected (block {blockno}, seed {seed}), "
-                             f"got (block {got[0]}, seed {got[1]})")
+    if len(data) != BLOCK:
+        raise AssertionError(f"block {blockno}: {len(data)} bytes, not {BLOCK}")
+    check_sectors(data, blockno * SECTORS_PER_BLOCK, seed, what=f"block {blockno}: ")
 
 
 def read_pattern(dev, blocks, seed, bs=BLOCK):

@@ -70,7 +70,7 @@ import traceback
 TOP = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
 
-from dmtest import BLOCK, Kmsg, aligned, stamp  # noqa: E402
+from dmtest import BLOCK, SECTORS_PER_BLOCK, Kmsg, aligned, stamp  # noqa: E402
 
 BLKDISCARD = 0x1277             # _IO(0x12, 119): <linux/fs.h>
 BLKZEROOUT = 0x127f             # _IO(0x12, 127)
@@ -476,11 +476,14 @@ class Soak:
         ok = self.model[block]
         if self.match(block, data) is not None:
             return True
-        gb, gs = struct.unpack_from("<QQ", data)
+        # a block's stamps carry the sector number of each of its sectors
+        gsec, gs = struct.unpack_from("<QQ", data)
+        gb = gsec // SECTORS_PER_BLOCK
         rec = {"block": block, "where": where, "t": round(self.elapsed(), 2),
                "expected": ["ZERO" if v == ZERO else v for v in ok],
                "got": "ZERO" if data == ZERO_BLOCK else
-                      {"block": gb, "seed": gs, "whole_block": data == stamp(gb, gs)}}
+                      {"block": gb, "sector": gsec, "seed": gs,
+                       "whole_block": data == stamp(gb, gs)}}
         with self.lock:
             self.nverify += 1
             if len(self.verify_errors) < MAX_VERIFY_KEPT:
