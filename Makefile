@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir system
 SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
 	2>/dev/null),/lib/systemd/system-generators)
 
-.PHONY: all deps modules userspace man boot-tools bench-tools rapiddisk host-tests check demo bench bench-sim clean \
+.PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-sim clean \
 	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-boot soak fuzz
 
 all: modules userspace man boot-tools
@@ -79,6 +79,12 @@ bench-tools: build/bench/rdpat
 build/bench/rdpat: tests/bench/rdpat.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -static -Wall -Wextra -Werror -o $@ $<
+
+# Everything the guest suite runs besides the modules: redcapctl and vdiskctl,
+# the generator and the udev helper, the bench's reader.  make check's build
+# phase, make check-debug and make soak build it, so that each works in a
+# tree where no other target ran first.
+test-tools: userspace boot-tools bench-tools
 
 # RapidDisk's RAM disk and cache target (the bench's rapiddisk-brd), built
 # from Debian's rapiddisk-dkms as make deps unpacked it, for the kernel of
