@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Fixtures of the guest suite: loop devices, unique dm names."""
+"""Fixtures of the guest suite: loop devices, unique dm names; the guards
+of the run: every test's time limit, and the kernel-log gate (a kernel
+report while a test ran fails that test)."""
 import faulthandler
+import importlib.machinery
+import importlib.util
 import itertools
 import os
 import sys
@@ -53,6 +57,10 @@ def pytest_configure(config):
     if not config.pluginmanager.hasplugin("timeout"):
         pytest.exit("the guest suite needs pytest-timeout (python3-pytest-timeout): make deps",
                     returncode=4)
+    config.addinivalue_line(
+        "markers", "kernel_report_expected: the test makes the kernel report a bug on "
+        "purpose; the kernel-log gate then fails it if no report came")
+    config.pluginmanager.register(KernelLogGate(), "redcap-kernel-log-gate")
 
 
 def pytest_collection_modifyitems(items):
@@ -99,3 +107,91 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         watchdog.cancel()
+
+
+def _load_kreports():
+    """tests/vm/kreports, the one definition of a kernel report."""
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "vm", "kreports")
+    loader = importlib.machinery.SourceFileLoader("kreports", path)
+    spec = importlib.util.spec_from_loader("kreports", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+_EXPECTED_SEEN = pytest.StashKey[int]()
+# Around a test marked kernel_report_expected, in the kernel log.
+EXPECTED_MARK = "redcap-kernel-log-gate: expected reports:"
+
+
+class KernelLogGate:
+    """A kernel report (WARN, BUG, oops, sleeping in atomic context, a hung
+    task, lockdep, KASAN, ...: tests/vm/kreports) printed while a test ran,
+    its setup and teardown included, fails that test at its teardown with
+    the report's lines.  What the kernel printed before the session is left
+    to tests/vm/run --kreports, which scans the whole log."""
+
+    def __init__(self):
+        self.kreports = _load_kreports()
+        self.kmsg = dmtest.Kmsg()       # from the end of the log as it is now
+        self.lost = 0
+
+    def _drain(self):
+        """The kernel log's lines since the last drain, without their
+        /dev/kmsg prefixes and dictionaries."""
+        lines = []
+        while True:
+            try:
+                rec = os.read(self.kmsg.fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                return lines
+            except BrokenPipeError:     # records overwritten before we read them
+                self.lost += 1
+                continue
+            lines.append(rec.split(";", 1)[-1].split("\n", 1)[0])
+
+    @staticmethod
+    def _mark(text):
+        with open("/dev/kmsg", "w") as f:
+            f.write(f"{EXPECTED_MARK} {text}\n")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        self._drain()                   # between tests: nobody's
+        if item.get_closest_marker("kernel_report_expected"):
+            # tests/vm/run --kreports leaves out what lies between the marks
+            self._mark(f"begin {item.nodeid}")
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """Each phase (setup, call, teardown) is judged on the reports
+        printed while it ran: a warning in the test's body fails the test,
+        one in a fixture's teardown errors it."""
+        rep = (yield).get_result()
+        found = self.kreports.reports(self._drain())
+        if item.get_closest_marker("kernel_report_expected") is not None:
+            item.stash[_EXPECTED_SEEN] = item.stash.get(_EXPECTED_SEEN, 0) + len(found)
+            if call.when == "teardown":
+                self._mark(f"end {item.nodeid}")
+                if not item.stash[_EXPECTED_SEEN]:
+                    rep.outcome = "failed"
+                    rep.longrepr = (f"{item.nodeid}: marked kernel_report_expected, "
+                                    "but the kernel reported nothing")
+            return
+        if not found:
+            return
+        text = (f"{item.nodeid}: the kernel reported {len(found)} bug"
+                f"{'s' if len(found) != 1 else ''} while this test's {call.when} ran "
+                "(tests/vm/kreports):\n" + "\n\n".join("\n".join(r) for r in found))
+        if rep.failed:
+            rep.sections.append(("kernel reports", text))
+        else:
+            rep.outcome = "failed"
+            rep.longrepr = text
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.lost:
+            terminalreporter.write_line(
+                f"kernel-log gate: {self.lost} kernel log records were overwritten before "
+                "they were read; tests/vm/run --kreports scans the whole log")

@@ -48,6 +48,38 @@ def test_a_test_past_its_timeout_fails_with_the_kernels_view_and_the_next_runs(t
     assert "1 failed, 1 passed" in r.stdout, out
 
 
+@pytest.mark.kernel_report_expected
+def test_a_kernel_warning_fails_the_test_that_was_running_and_the_next_runs(tmp_path, loop64):
+    """The kernel-log gate (conftest.py): a WARN_ON_ONCE in redcap's map,
+    fired by the test build's fault point fi_warn, fails the test whose
+    read set it off, with the report's lines; the next test passes.  The
+    warning fires once per module load: once per guest run."""
+    param = "/sys/module/dm_redcap/parameters/fi_warn"
+    r = run_nested(tmp_path, f"""
+        from dmtest import BLOCK, Dm, dev_sectors, read_blocks
+
+        def test_warns():
+            with Dm("rc-gate-warns", "0 {dev_sectors(loop64)} redcap {loop64} 128 4") as rc:
+                with open("{param}", "w") as f:
+                    f.write("1")
+                try:
+                    read_blocks(rc.path, 0, BLOCK)
+                finally:
+                    with open("{param}", "w") as f:
+                        f.write("0")
+
+        def test_next():
+            pass
+    """)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "1 failed, 1 passed" in r.stdout, out
+    assert ("test_nested.py::test_warns: the kernel reported 1 bug while this test's call "
+            "ran (tests/vm/kreports):") in r.stdout, out
+    assert re.search(r"WARNING: CPU: \d+ PID: \d+ at \S*redcap-target\.c:\d+ "
+                     r"redcap_(map|fi_warn)", r.stdout), out
+
+
 def test_a_test_past_its_timeout_in_a_command_kills_the_command_and_the_next_runs(tmp_path):
     """The test's limit can strike inside sh() before sh()'s own: the
     command is killed then, not waited for, so the test fails and the run
