@@ -33,6 +33,13 @@
 #error "build with one of -DFUZZ_RC_TABLE -DFUZZ_RC_MESSAGE -DFUZZ_VD_TABLE -DFUZZ_VD_MESSAGE"
 #endif
 
+#include "fuzz_gen.h"
+
+/* The table parsers have a generator of valid lines too (gen_valid()). */
+#if defined(FUZZ_RC_TABLE) || defined(FUZZ_VD_TABLE)
+#define GEN_VALID 1
+#endif
+
 #define MAX_INPUT	4096	/* bytes of a line; longer inputs are skipped */
 #define MAX_WORDS	64	/* words of a line; more and the input is skipped */
 #define ERR_LEN		128	/* the buffer both targets' message functions pass */
@@ -53,6 +60,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *v = getenv("FUZZ_ARGS_VERBOSE");
 
 	verbose = v && *v && strcmp(v, "0");
+#ifdef GEN_VALID
+	atexit(gen_report);
+#endif
 	return 0;
 }
 
@@ -283,6 +293,109 @@ static void fuzz(struct words *w)
 	CHECK(seen_est || t.estimator == RC_EST_SPK);
 	CHECK(seen_model || !t.model);
 }
+
+/*
+ * A valid redcap table line from the input's bytes: an origin, a power-of-two
+ * segment size in range, a segment count in range, and any of the features in
+ * any order, keywords in any case, numbers with leading zeros, words
+ * separated by any of the kernel's whitespace and partly backslash-escaped.
+ * It must be accepted as meant, pass fuzz()'s own reading, and the table line
+ * status TABLE writes back (redcap_status()) must parse to the same.
+ */
+static void gen_valid(const uint8_t *data, size_t size)
+{
+	static const char *const origins[] = { "/dev/loop0", "8:16", "/dev/disk/by-id/ata-X",
+					       "253:3", "/dev/mapper/data-vd" };
+	static const char *const feats[] = { "policy", "write_policy", "estimator", "model" };
+	static const char *const wps[] = { "invalidate", "update" };
+	struct gen g = { data, size };
+	static struct gen_line l, back;	/* static: large */
+	struct rc_table_args t, t2;
+	struct words w, w2;
+	unsigned int order[4], nfeat, i, pol, wp, est;
+	const char *origin, *model, *err;
+	uint32_t seg, nr;
+
+	l.len = back.len = 0;
+	origin = origins[gen_pick(&g, 5)];
+	model = origins[gen_pick(&g, 5)];
+	seg = 1u << gen_range(&g, 3, 11);
+	nr = (uint32_t)gen_range(&g, 1, RC_MAX_ENTRIES);
+	pol = gen_pick(&g, RC_POLICY_NR);
+	wp = gen_pick(&g, 2);
+	est = gen_pick(&g, RC_EST_NR);
+	nfeat = gen_pick(&g, 5);
+	gen_shuffle(&g, order, 4);
+
+	if (gen_pick(&g, 4) == 0)
+		gen_dm_space(&g, &l);
+	gen_word(&g, &l, origin, 0, 1);
+	gen_dm_space(&g, &l);
+	gen_number(&g, &l, seg);
+	gen_dm_space(&g, &l);
+	gen_number(&g, &l, nr);
+	if (nfeat || gen_pick(&g, 2)) {
+		gen_dm_space(&g, &l);
+		gen_number(&g, &l, 2 * nfeat);
+	}
+	for (i = 0; i < nfeat; i++) {
+		unsigned int f = order[i];
+
+		gen_dm_space(&g, &l);
+		gen_word(&g, &l, feats[f], 1, 1);
+		gen_dm_space(&g, &l);
+		gen_word(&g, &l, f == 0 ? rc_policy_name((enum rc_policy)pol) :
+			 f == 1 ? wps[wp] : f == 2 ? rc_estimator_name((enum rc_estimator)est) :
+			 model, f != 3, 1);
+	}
+	if (gen_pick(&g, 4) == 0)
+		gen_dm_space(&g, &l);
+
+	CHECK(split((const uint8_t *)l.s, l.len, &w) == 0);
+	err = rc_parse_table(w.argc, w.argv, &t);
+	if (err)
+		fprintf(stderr, "fuzz_gen: refused: %s\n", err);
+	GEN_CHECK(!err, l.s);
+	GEN_CHECK(!strcmp(t.origin, origin) && t.seg_sectors == seg && t.nr_segs == nr, l.s);
+	for (i = 0; i < 4; i++) {
+		unsigned int f = order[i], given = i < nfeat;
+
+		if (f == 0)
+			GEN_CHECK(t.policy == (given ? pol : RC_POLICY_ALWAYS), l.s);
+		else if (f == 1)
+			GEN_CHECK(t.write_policy == (given ? wp : RC_WRITE_INVALIDATE), l.s);
+		else if (f == 2)
+			GEN_CHECK(t.estimator == (given ? est : RC_EST_SPK), l.s);
+		else
+			GEN_CHECK(given ? t.model && !strcmp(t.model, model) : !t.model, l.s);
+	}
+	fuzz(&w);
+
+	/* Back as redcap_status() writes the table: only what is not the default. */
+	nfeat = 2 * ((t.policy != RC_POLICY_ALWAYS) + (t.write_policy != RC_WRITE_INVALIDATE) +
+		     (t.estimator != RC_EST_SPK) + !!t.model);
+	line_put(&back, "%s %u %u", t.origin, t.seg_sectors, t.nr_segs);
+	if (nfeat)
+		line_put(&back, " %u", nfeat);
+	if (t.policy != RC_POLICY_ALWAYS)
+		line_put(&back, " policy %s", rc_policy_name(t.policy));
+	if (t.write_policy != RC_WRITE_INVALIDATE)
+		line_put(&back, " write_policy %s", wps[t.write_policy]);
+	if (t.estimator != RC_EST_SPK)
+		line_put(&back, " estimator %s", rc_estimator_name(t.estimator));
+	if (t.model)
+		line_put(&back, " model %s", t.model);
+	CHECK(split((const uint8_t *)back.s, back.len, &w2) == 0);
+	err = rc_parse_table(w2.argc, w2.argv, &t2);
+	GEN_CHECK(!err, back.s);
+	GEN_CHECK(!strcmp(t2.origin, t.origin) && t2.seg_sectors == t.seg_sectors &&
+		  t2.nr_segs == t.nr_segs && t2.policy == t.policy &&
+		  t2.write_policy == t.write_policy && t2.estimator == t.estimator &&
+		  (t.model ? t2.model && !strcmp(t2.model, t.model) : !t2.model), back.s);
+	words_free(&w2);
+	words_free(&w);
+	gen_valid_lines++;
+}
 #endif
 
 /* --- rc_parse_message() ------------------------------------------------ */
@@ -467,6 +580,209 @@ static void fuzz(struct words *w)
 		want.ra_sectors = dec(val[VDF_READAHEAD][0], UINT32_MAX);
 	CHECK(!memcmp(&want, &t.params, sizeof(want)));
 }
+
+/*
+ * A valid vdisk table line from the input's bytes: any of the features in
+ * any order, each value in its range (non-zero where the drive needs it, a
+ * cache of 1..64 segments with a size, overhead up to a second), keywords
+ * in any case but the profile's name (vd_drive_profile() matches it exactly),
+ * numbers with leading zeros, the kernel's whitespace, backslash escapes.  It
+ * must be accepted as meant, pass fuzz()'s own reading, and the line that
+ * status TABLE writes back (vdisk_emit_features()) must parse to the same.
+ */
+static void gen_valid(const uint8_t *data, size_t size)
+{
+	static const char *const devs[] = { "/dev/loop0", "8:16", "/dev/ram0", "/dev/vdb" };
+	static const char *const modes[] = { "measure", "emulate" };
+	struct gen g = { data, size };
+	static struct gen_line l, back;	/* static: large */
+	struct vd_table_args t, t2;
+	struct words w, w2;
+	unsigned int order[VDF_NR], nfeat, nargs = 0, i, k, f;
+	uint64_t v[VDF_NR][5];
+	const char *dev, *err;
+
+	l.len = back.len = 0;
+	dev = devs[gen_pick(&g, 4)];
+	nfeat = gen_pick(&g, VDF_NR + 1);
+	gen_shuffle(&g, order, VDF_NR);
+	for (f = 0; f < VDF_NR; f++)
+		memset(v[f], 0, sizeof(v[f]));
+	for (i = 0; i < nfeat; i++) {
+		f = order[i];
+		nargs += 1 + vd_feature_nargs((enum vd_feature)f);
+		switch (f) {
+		case VDF_MODE:
+			v[f][0] = gen_pick(&g, 2);
+			break;
+		case VDF_PROFILE:
+			for (k = 0; vd_drive_profiles[k].name; k++)
+				;
+			v[f][0] = gen_pick(&g, k);
+			break;
+		case VDF_CAPACITY:
+			v[f][0] = gen_range(&g, 1, UINT64_MAX);
+			break;
+		case VDF_SEED:
+			v[f][0] = gen_range(&g, 0, UINT64_MAX);
+			break;
+		case VDF_ROWS:
+			v[f][0] = gen_range(&g, 1, VD_MAX_ROWS);
+			break;
+		case VDF_RPM: case VDF_CYLINDERS: case VDF_MEDIA: case VDF_BUS:
+			v[f][0] = gen_range(&g, 1, UINT32_MAX);
+			break;
+		case VDF_SEEK:
+			for (k = 0; k < 5; k++)
+				v[f][k] = gen_range(&g, 0, UINT32_MAX);
+			break;
+		case VDF_OVERHEAD:
+			v[f][0] = gen_range(&g, 0, 1000000);
+			break;
+		case VDF_CACHE:
+			v[f][0] = gen_range(&g, 0, VD_DRIVE_MAX_SEGS);
+			v[f][1] = gen_range(&g, v[f][0] ? 1 : 0, UINT32_MAX);
+			break;
+		default:	/* VDF_READAHEAD */
+			v[f][0] = gen_range(&g, 0, UINT32_MAX);
+			break;
+		}
+	}
+
+	if (gen_pick(&g, 4) == 0)
+		gen_dm_space(&g, &l);
+	gen_word(&g, &l, dev, 0, 1);
+	if (nfeat || gen_pick(&g, 2)) {
+		gen_dm_space(&g, &l);
+		gen_number(&g, &l, nargs);
+	}
+	for (i = 0; i < nfeat; i++) {
+		f = order[i];
+		gen_dm_space(&g, &l);
+		gen_word(&g, &l, vd_feature_names[f], 1, 1);
+		gen_dm_space(&g, &l);
+		if (f == VDF_MODE)
+			gen_word(&g, &l, modes[v[f][0]], 1, 1);
+		else if (f == VDF_PROFILE)
+			gen_word(&g, &l, vd_drive_profiles[v[f][0]].name, 0, 1);
+		else
+			for (k = 0; k < vd_feature_nargs((enum vd_feature)f); k++) {
+				if (k)
+					gen_dm_space(&g, &l);
+				gen_number(&g, &l, v[f][k]);
+			}
+	}
+	if (gen_pick(&g, 4) == 0)
+		gen_dm_space(&g, &l);
+
+	CHECK(split((const uint8_t *)l.s, l.len, &w) == 0);
+	err = vd_parse_table(w.argc, w.argv, &t);
+	if (err)
+		fprintf(stderr, "fuzz_gen: refused: %s\n", err);
+	GEN_CHECK(!err, l.s);
+	GEN_CHECK(!strcmp(t.dev, dev), l.s);
+	for (i = 0; i < VDF_NR; i++) {
+		f = order[i];
+		GEN_CHECK(!!(t.features & (1u << f)) == (i < nfeat), l.s);
+		if (i >= nfeat)
+			continue;
+		switch (f) {
+		case VDF_MODE:
+			GEN_CHECK(t.mode == (v[f][0] ? VD_MODE_EMULATE : VD_MODE_MEASURE), l.s);
+			break;
+		case VDF_PROFILE:
+			GEN_CHECK(t.profile == &vd_drive_profiles[v[f][0]], l.s);
+			break;
+		case VDF_CAPACITY:
+			GEN_CHECK(t.capacity == v[f][0], l.s);
+			break;
+		case VDF_SEED:
+			GEN_CHECK(t.seed == v[f][0], l.s);
+			break;
+		case VDF_ROWS:
+			GEN_CHECK(t.rows == v[f][0], l.s);
+			break;
+		case VDF_RPM:
+			GEN_CHECK(t.params.rpm == v[f][0], l.s);
+			break;
+		case VDF_OVERHEAD:
+			GEN_CHECK(t.params.overhead_ns == v[f][0] * 1000, l.s);
+			break;
+		case VDF_CACHE:
+			GEN_CHECK(t.params.nr_segs == v[f][0] && t.params.seg_sectors == v[f][1], l.s);
+			break;
+		default:	/* the rest: fuzz()'s reading below */
+			break;
+		}
+	}
+	fuzz(&w);
+
+	/* Back as vdisk_emit_features() writes the table, in the enum's order. */
+	line_put(&back, "%s", t.dev);
+	for (nargs = 0, f = 0; f < VDF_NR; f++)
+		if (t.features & (1u << f))
+			nargs += 1 + vd_feature_nargs((enum vd_feature)f);
+	if (nargs)
+		line_put(&back, " %u", nargs);
+	for (f = 0; f < VDF_NR; f++) {
+		const struct vd_drive_params *p = &t.params;
+
+		if (!(t.features & (1u << f)))
+			continue;
+		line_put(&back, " %s", vd_feature_names[f]);
+		switch (f) {
+		case VDF_MODE:
+			line_put(&back, " %s", modes[t.mode == VD_MODE_EMULATE]);
+			break;
+		case VDF_PROFILE:
+			line_put(&back, " %s", t.profile->name);
+			break;
+		case VDF_CAPACITY:
+			line_put(&back, " %llu", (unsigned long long)t.capacity);
+			break;
+		case VDF_SEED:
+			line_put(&back, " %llu", (unsigned long long)t.seed);
+			break;
+		case VDF_ROWS:
+			line_put(&back, " %u", t.rows);
+			break;
+		case VDF_RPM:
+			line_put(&back, " %u", p->rpm);
+			break;
+		case VDF_CYLINDERS:
+			line_put(&back, " %u", p->cylinders);
+			break;
+		case VDF_SEEK:
+			line_put(&back, " %u %u %u %u %u", p->seek_alpha_ns, p->seek_beta_ns,
+				 p->seek_theta, p->seek_gamma_ns, p->seek_delta_ns);
+			break;
+		case VDF_MEDIA:
+			line_put(&back, " %u", p->media_mbps);
+			break;
+		case VDF_BUS:
+			line_put(&back, " %u", p->bus_mbps);
+			break;
+		case VDF_OVERHEAD:
+			line_put(&back, " %u", p->overhead_ns / 1000);
+			break;
+		case VDF_CACHE:
+			line_put(&back, " %u %u", p->nr_segs, p->seg_sectors);
+			break;
+		default:	/* VDF_READAHEAD */
+			line_put(&back, " %u", p->ra_sectors);
+			break;
+		}
+	}
+	CHECK(split((const uint8_t *)back.s, back.len, &w2) == 0);
+	err = vd_parse_table(w2.argc, w2.argv, &t2);
+	GEN_CHECK(!err, back.s);
+	GEN_CHECK(!strcmp(t2.dev, t.dev) && t2.features == t.features && t2.mode == t.mode &&
+		  t2.profile == t.profile && t2.capacity == t.capacity && t2.seed == t.seed &&
+		  t2.rows == t.rows && !memcmp(&t2.params, &t.params, sizeof(t.params)), back.s);
+	words_free(&w2);
+	words_free(&w);
+	gen_valid_lines++;
+}
 #endif
 
 /* --- vd_parse_message() ------------------------------------------------ */
@@ -619,5 +935,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz(&w);
 #endif
 	words_free(&w);
+#ifdef GEN_VALID
+	gen_valid(data, size);
+#endif
 	return 0;
 }

@@ -5,6 +5,7 @@ seed.  Any crash, leak, sanitizer report or broken harness invariant fails
 the test; the input is left in build/fuzz/artifacts/<name>/."""
 import functools
 import os
+import re
 import shutil
 import subprocess
 
@@ -14,6 +15,9 @@ TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SRC = os.path.join(TOP, "tests", "fuzz")
 BIN = os.path.join(TOP, "build", "fuzz")
 FUZZERS = ["rc_table", "rc_message", "vd_table", "vd_message", "redcaptab"]
+# Those that also build a valid line from every input (tests/fuzz/fuzz_gen.h):
+# it must be accepted and round-trip, and the round says how many did.
+GENERATORS = {"rc_table", "vd_table", "redcaptab"}
 RUNS = 200000
 
 
@@ -55,4 +59,7 @@ def test_fuzz_parser(name, tmp_path):
     assert "ERROR: LeakSanitizer" not in out, why
     done = [line for line in out.splitlines() if "DONE" in line]
     assert done, why
+    if name in GENERATORS:
+        valid = re.findall(r"^fuzz_gen: (\d+) valid lines accepted and round-tripped$", out, re.M)
+        assert valid and int(valid[-1]) >= RUNS // 2, why
     print(f"{name}: {done[-1]}")
