@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <libdevmapper.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -147,23 +148,31 @@ static void dm_log(int level, const char *file, int line, int dm_errno_or_class,
 
 /*
  * Whether the kernel has device-mapper.  Asked first because libdevmapper,
- * run as root, creates /dev/mapper/control even where there is no driver.
+ * run as root, creates /dev/mapper/control even where there is no driver:
+ * the node alone proves nothing (a host whose packages' scripts created it
+ * answers ENODEV), so the driver must be registered, or load when its node
+ * is opened (dm-mod not yet loaded).
  */
 bool dm_available(void)
 {
 	char line[64];
 	bool found = false;
 	FILE *f;
+	int fd;
 
-	if (!access("/dev/mapper/control", F_OK))
-		return true;
 	f = fopen("/proc/misc", "r");
-	if (!f)
+	if (f) {
+		while (!found && fgets(line, sizeof(line), f))
+			found = strstr(line, " device-mapper\n") != NULL;
+		fclose(f);
+	}
+	if (found)
+		return true;
+	fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, " device-mapper\n") != NULL;
-	fclose(f);
-	return found;
+	close(fd);
+	return true;
 }
 
 /*
