@@ -338,18 +338,43 @@ def test_an_adaptive_cache_turned_off_serves_across_a_reload(stamped, dmname):
 
 @pytest.mark.parametrize("op", ["discard", "zeroout"])
 def test_discard_and_write_zeroes_invalidate_every_covered_segment(stamped, dmname, op):
-    with redcap(dmname, stamped, segs=64) as rc:
-        read_pattern(rc.path, range(0, NBLOCKS, BLOCKS_PER_SEG // 2), seed=7)
-        # 100 segments from the middle of segment 3: more than the core's
-        # segment-by-segment limit, so the whole-cache walk runs.
+    """100 segments from 8 KiB into segment 3 to 8 KiB into segment 103:
+    more than the core's segment-by-segment limit (64), so the whole-cache
+    walk runs.  The 64-entry cache holds segments 0..31 and 103..134: the
+    walk drops exactly the 30 it touches (partial ends 3 and 103 included),
+    the range is zeroes on the origin (a discard of a file-backed loop
+    device punches a hole) and through the cache, the 34 outside keep their
+    data and hit, and the partial ends' other blocks come back from the
+    origin."""
+    import fcntl
+    import os
+    import struct
+    blkdiscard, blkzeroout = 0x1277, 0x127f
+    with redcap(dmname, stamped, segs=64) as rc, udev_held():
+        cached = list(range(32)) + list(range(103, 135))
+        read_pattern(rc.path, [s * BLOCKS_PER_SEG for s in cached], seed=7)
+        assert rc.settled()["segments_valid"] == 64
+        rc.message("reset_stats")
         start, length = 3 * SEG_SECTORS * 512 + 8192, 100 * SEG_SECTORS * 512
-        sh("blkdiscard", *(["-z"] if op == "zeroout" else []), "-o", str(start),
-           "-l", str(length), rc.path)
-        expect = read_blocks(stamped, start, length)
-        assert read_blocks(rc.path, start, length) == expect
+        # blkdiscard [-z] -o -l's ioctl (blkdiscard first probes the device
+        # with libblkid: reads through the cache)
+        fd = os.open(rc.path, os.O_WRONLY)
+        try:
+            fcntl.ioctl(fd, blkzeroout if op == "zeroout" else blkdiscard,
+                        struct.pack("QQ", start, length))
+        finally:
+            os.close(fd)
+        st = rc.settled()
+        assert (st["invalidations"], st["segments_valid"]) == (30, 34), st
+        assert read_blocks(stamped, start, length) == bytes(length)
+        rc.message("reset_stats")
+        outside = [s for s in cached if s < 3 or s > 103]
+        read_pattern(rc.path, [s * BLOCKS_PER_SEG + 5 for s in outside], seed=7)
         read_pattern(rc.path, [start // BLOCK - 1, (start + length) // BLOCK], seed=7)
-        if op == "zeroout":
-            assert expect == bytes(length)
+        st = rc.stats()
+        assert (st["reads"], st["read_hits"], st["read_misses"]) == \
+            (len(outside) + 2, len(outside), 2), st
+        assert read_blocks(rc.path, start, length) == bytes(length)
 
 
 def fio(*args):
