@@ -55,6 +55,18 @@ static bool fi_warn;
 module_param(fi_warn, bool, 0644);
 MODULE_PARM_DESC(fi_warn,
 		 "test builds: the next bio mapped fires a WARN_ON_ONCE (the gate's own test)");
+static unsigned int fi_ctr_alloc_fail;
+module_param(fi_ctr_alloc_fail, uint, 0644);
+MODULE_PARM_DESC(fi_ctr_alloc_fail,
+		 "test builds: a new cache's Nth page allocation fails (0: none)");
+static unsigned int fi_ctr_page_delay_us;
+module_param(fi_ctr_page_delay_us, uint, 0644);
+MODULE_PARM_DESC(fi_ctr_page_delay_us,
+		 "test builds: sleep this long (at most 10 ms) before each page of a new cache");
+static unsigned int fi_drop_timeout_ms;
+module_param(fi_drop_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(fi_drop_timeout_ms,
+		 "test builds: drop_cache waits this long for busy segments (0: 10 s)");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -68,6 +80,21 @@ static bool redcap_fi_alloc_fail(void)
 static void redcap_fi_warn(void)
 {
 	WARN_ON_ONCE(READ_ONCE(fi_warn));
+}
+
+/* Before page @i of a new cache: a delay, then whether its allocation fails. */
+static bool redcap_fi_ctr_page_fails(size_t i)
+{
+	unsigned int us = READ_ONCE(fi_ctr_page_delay_us);
+
+	if (us)
+		fsleep(min(us, 10000u));
+	return i + 1 == READ_ONCE(fi_ctr_alloc_fail);
+}
+
+static unsigned int redcap_drop_timeout_ms(void)
+{
+	return READ_ONCE(fi_drop_timeout_ms) ?: REDCAP_DROP_TIMEOUT_MS;
 }
 
 static void redcap_fi_finish_delay(void)
@@ -110,6 +137,16 @@ static inline bool redcap_fi_alloc_fail(void)
 
 static inline void redcap_fi_warn(void)
 {
+}
+
+static inline bool redcap_fi_ctr_page_fails(size_t i)
+{
+	return false;
+}
+
+static inline unsigned int redcap_drop_timeout_ms(void)
+{
+	return REDCAP_DROP_TIMEOUT_MS;
 }
 
 static inline void redcap_fi_finish_delay(void)
@@ -864,12 +901,17 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	cc->pages = kvcalloc(nr_pages, sizeof(*cc->pages), GFP_KERNEL | __GFP_NOWARN);
 	if (!cc->cache || !cc->core_mem || !cc->ents || !cc->pages)
 		return -ENOMEM;
+	/* Gigabytes take seconds: a killed dmsetup stops them, and says so. */
 	for (i = 0; i < nr_pages; i++) {
+		if (redcap_fi_ctr_page_fails(i))
+			return -ENOMEM;
 		cc->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
 		if (!cc->pages[i])
 			return -ENOMEM;
-		if (fatal_signal_pending(current))
-			return -ENOMEM;
+		if (fatal_signal_pending(current)) {
+			ti->error = "Interrupted while allocating cache memory";
+			return -EINTR;
+		}
 		cond_resched();
 	}
 	for (i = 0; i < cc->nr_segs; i++)
@@ -1389,7 +1431,7 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 		}
 		if (!busy)
 			return 0;
-		if (waited >= REDCAP_DROP_TIMEOUT_MS) {
+		if (waited >= redcap_drop_timeout_ms()) {
 			DMERR("drop_cache: %u segments still busy", busy);
 			return -EBUSY;
 		}
