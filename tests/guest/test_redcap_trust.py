@@ -52,6 +52,36 @@ def fault(request):
         set_param(name, 0)
 
 
+class Outcome(threading.Thread):
+    """fn(*args) in a thread of its own, whose outcome the test checks:
+    result() joins it (a thread still blocked then fails the test with
+    what the kernel says about the waiters) and returns what fn returned,
+    or raises what it raised (an EIO included)."""
+
+    def __init__(self, fn, *args):
+        super().__init__(daemon=True)
+        self.fn, self.args = fn, args
+        self.value, self.error = None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.value = self.fn(*self.args)
+        except BaseException as e:  # noqa: B902 - raised by result()
+            self.error = e
+
+    def result(self, timeout=60 * SLOW):
+        join_or_report([self], timeout)
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+# How long a dm-delay below holds what the test holds: for good (10 min);
+# leaving slow_down() reloads the delay, which sends it down at once.
+HELD_MS = 600000
+
+
 def kernel_reports(lines):
     """Kernel log lines that say the kernel found a bug."""
     keys = ("BUG", "WARNING", "Oops", "KASAN", "UBSAN", "general protection",
@@ -225,49 +255,54 @@ def in_kernel_function(pid, name):
         return False
 
 
-def abort_suspend(dm, reader):
-    """Start `dmsetup suspend` of @dm while the thread @reader waits on a
-    delayed read, kill it once it is in dm_suspend (the kill lands while dm
-    waits for that read, whatever the guest's speed), and check the suspend
-    was undone.  If the read completed first, the suspend did too: the
-    device is resumed and the test fails, saying so."""
+def abort_suspend(dm):
+    """Start `dmsetup suspend` of @dm while a read below is held for good
+    (slow_down with HELD_MS), kill it once it is in dm_suspend, and check
+    the suspend was undone.  Nothing but the kill can end that suspend, on
+    any guest's speed: it waits for the held read."""
     susp = subprocess.Popen(["dmsetup", "suspend", dm.name], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while not in_kernel_function(susp.pid, "dm_suspend") and susp.poll() is None:
-        assert time.monotonic() < deadline, "dmsetup suspend never reached dm_suspend"
-        time.sleep(0.005)
-    susp.send_signal(signal.SIGKILL)
-    susp.wait(timeout=30)
-    join_or_report([reader], 60)
+    try:
+        deadline = time.monotonic() + 30 * SLOW
+        while not in_kernel_function(susp.pid, "dm_suspend"):
+            assert susp.poll() is None, \
+                f"dmsetup suspend ended with a read held: exit {susp.returncode}"
+            assert time.monotonic() < deadline, "dmsetup suspend never reached dm_suspend"
+            time.sleep(0.005)
+        susp.send_signal(signal.SIGKILL)
+        try:
+            susp.wait(timeout=30 * SLOW)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the killed suspend did not end while the read was held: "
+                                 "it waits uninterruptibly") from None
+    finally:
+        susp.kill()
     info = sh("dmsetup", "info", "-c", "--noheadings", "-o", "suspended", dm.name)
-    if info.stdout.strip() != "Active":
-        dm.resume()
-        raise AssertionError("the suspend ended before the kill: the delayed read "
-                             "completed before dmsetup reached dm_suspend")
+    assert info.stdout.strip() == "Active", f"the killed suspend was not undone: {info.stdout}"
 
 
 def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
-    """A suspend killed while it waits for a read (the origin delays it 3 s)
-    is undone: presuspend_undo lets misses fill again.  On 503ac65
-    presuspend waited for the fill uninterruptibly, so the kill did not
-    abort it."""
+    """A suspend killed while it waits for a read (held below until the
+    test lets it go) is undone: the held read completes with the origin's
+    data once let go, and presuspend_undo lets misses fill again.  On
+    503ac65 presuspend waited for the fill uninterruptibly, so the kill did
+    not abort it."""
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, SEED)
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4") as rc:
         rc.cold()
-        with slow_down(slow, loop64, n):
-            reader = threading.Thread(target=read_blocks, args=(rc.path, 0, BLOCK),
-                                      daemon=True)
-            reader.start()
-            deadline = time.monotonic() + 10
+        with slow_down(slow, loop64, n, ms=HELD_MS):
+            reader = Outcome(read_blocks, rc.path, 0, BLOCK)
+            deadline = time.monotonic() + 30 * SLOW
             while rc.stats()["segments_filling"] == 0:
                 assert time.monotonic() < deadline, "the read never started its fill"
                 time.sleep(0.01)
-            abort_suspend(rc, reader)
+            abort_suspend(rc)
+            assert reader.is_alive(), "the held read completed while held"
+        check_block(reader.result(), 0, SEED)
         st = rc.stats()
-        read_blocks(rc.path, 2 * SEG_BLOCKS * BLOCK, BLOCK)
+        check_block(read_blocks(rc.path, 2 * SEG_BLOCKS * BLOCK, BLOCK), 2 * SEG_BLOCKS, SEED)
         after = rc.stats()
     assert after["read_misses"] == st["read_misses"] + 1, after
     assert after["read_bypassed_held"] == st["read_bypassed_held"], after
@@ -516,14 +551,20 @@ def test_defect7_update_never_serves_data_older_than_the_last_completed_write(
     test pins the weaker one the code keeps."""
     nblocks = 4 * SEG_BLOCKS
     n = 8 * SEG
-    write_stamped(loop64, 0, nblocks, 0)
+    # The writer's own records (block, seed), which a torn read can mix:
+    # the blocks start at seed 0 in that form.
+    with open(loop64, "r+b") as f:
+        f.write(b"".join(struct.pack("<QQ", b, 0) * (BLOCK // 16) for b in range(nblocks)))
+        f.flush()
+        os.fsync(f.fileno())
     done = [0] * nblocks            # newest seed completed per block
     lock = threading.Lock()
     stop = threading.Event()
 
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 8 2 write_policy update") as rc:
         rc.cold()
-        read_pattern(rc.path, range(nblocks), 0)         # all four segments cached
+        # all four segments cached
+        assert read_blocks(rc.path, 0, nblocks * BLOCK) == read_blocks(loop64, 0, nblocks * BLOCK)
 
         def writer():
             rng = random.Random(7)
@@ -575,13 +616,14 @@ def test_defect7_update_never_serves_data_older_than_the_last_completed_write(
                 buf[0:16] = struct.pack("<QQ", b, 10**6 + i)
                 i += 1
         try:
-            t = threading.Thread(target=scribbler, daemon=True)
             buf[:] = struct.pack("<QQ", b, 5000) * (BLOCK // 16)
-            t.start()
-            for _ in range(20):
-                os.pwritev(fd, [buf], b * BLOCK)
-            scribble.set()
-            join_or_report([t])
+            t = Outcome(scribbler)
+            try:
+                for _ in range(20):
+                    os.pwritev(fd, [buf], b * BLOCK)
+            finally:
+                scribble.set()
+            t.result()
             # The promise: the next completed write of the block puts the
             # cache back in line with the origin.
             buf[:] = struct.pack("<QQ", b, 6000) * (BLOCK // 16)
@@ -720,24 +762,31 @@ def test_defect8_removed_vdisk_is_not_found_by_a_reused_minor(dmname):
 
 
 def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
-    """A vdisk suspend killed while a read is delayed below is undone:
-    requests are held for the drive's time again (queued_max counts them).
-    On 503ac65 draining stayed set and emulation was silently off."""
+    """A vdisk suspend killed while a read is held below is undone: the
+    held read completes with the disk's data once let go, and requests are
+    held for the drive's time again (queued_max counts them).  On 503ac65
+    draining stayed set and emulation was silently off."""
+    write_stamped(loop64, 0, 4 * 256, SEED)         # the 4 MiB the reads touch
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} vdisk {slow.path} 4 mode emulate profile hdd7200") as emu:
-        with slow_down(slow, loop64, n):
-            reader = threading.Thread(target=read_blocks, args=(emu.path, 0, BLOCK),
-                                      daemon=True)
-            reader.start()
-            deadline = time.monotonic() + 10
+        with slow_down(slow, loop64, n, ms=HELD_MS):
+            reader = Outcome(read_blocks, emu.path, 0, BLOCK)
+            deadline = time.monotonic() + 30 * SLOW
             while reads_in_flight(emu) == 0:
                 assert time.monotonic() < deadline, "the read never reached the device"
                 time.sleep(0.01)
-            abort_suspend(emu, reader)
+            abort_suspend(emu)
+            assert reader.is_alive(), "the held read completed while held"
+        check_block(reader.result(), 0, SEED)
         # The delay below is gone (emu itself is not touched): reads are fast again.
         emu.message("reset_stats")
-        in_threads(read_blocks, [(emu.path, i * (1 << 20), BLOCK) for i in range(4)])
+        blocks = [i * 256 for i in range(4)]        # 1 MiB apart
+        got = {}
+        in_threads(lambda b: got.__setitem__(b, read_blocks(emu.path, b * BLOCK, BLOCK)),
+                   [(b,) for b in blocks])
         st = emu.stats()
+    for b in blocks:
+        check_block(got[b], b, SEED)
     assert st["queued_max"] >= 1, st
