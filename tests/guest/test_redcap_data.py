@@ -410,8 +410,15 @@ def test_fio_randrw_overlapping_jobs_leave_cache_equal_to_origin(loop64, dmname,
 
 
 def test_fill_racing_writes_never_leaves_stale_data(loop64, dmname):
-    """Readers keep filling the segments a writer is rewriting at the same
-    time; after every round every block reads back the last value written."""
+    """Readers keep filling the segments a writer is rewriting (4 times a
+    round) at the same time; after every round every block reads back the
+    last value written.  The race is shown to happen: each fill's
+    completion waits 1 ms before it is handled (fi_endio_delay_us), so
+    that a write lands while fills are in flight on one vCPU too, and
+    rounds go on (30 at least, 300 at most) until fill_stale counts a fill
+    that a write overtook."""
+    from test_redcap_trust import set_param     # the fi_* parameters of test builds
+
     write_stamped(loop64, 0, 16, seed=0)
     with redcap(dmname, loop64, segs=4, seg_sectors=64) as rc:     # 32 KiB segments
 
@@ -419,12 +426,25 @@ def test_fill_racing_writes_never_leaves_stale_data(loop64, dmname):
             for _ in range(10):
                 read_blocks(rc.path, first * BLOCK, 8 * BLOCK)
 
-        for rnd in range(1, 31):
-            in_threads(lambda f, *a: f(*a), [(reader, 0), (reader, 8), (reader, 4),
-                                             (write_stamped, rc.path, 0, 16, rnd)])
-            read_pattern(rc.path, range(16), seed=rnd)
+        def writer(seed):
+            for _ in range(4):
+                write_stamped(rc.path, 0, 16, seed)
+
+        set_param("fi_endio_delay_us", 1000)
+        try:
+            rnd = 0
+            while rnd < 30 or not rc.stats()["fill_stale"]:
+                assert rnd < 300, f"no fill overtaken by a write in {rnd} rounds: {rc.stats()}"
+                rnd += 1
+                in_threads(lambda f, *a: f(*a), [(reader, 0), (reader, 8), (reader, 4),
+                                                 (writer, rnd)])
+                read_pattern(rc.path, range(16), seed=rnd)
+        finally:
+            set_param("fi_endio_delay_us", 0)
         st = rc.stats()
-        assert st["writes"] == 30 * 2        # 16 blocks = 2 segments per round
+        assert st["writes"] == rnd * 4 * 2, st      # 16 blocks = 2 segments a write
+        assert st["fill_stale"] > 0, st
+        assert read_blocks(rc.path, 0, 16 * BLOCK) == read_blocks(loop64, 0, 16 * BLOCK)
 
 
 # Away from where udev's probe reads after each resume (start and end).

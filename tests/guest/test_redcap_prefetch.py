@@ -10,6 +10,7 @@ import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, read_blocks, read_pattern,
                     write_stamped)
+from test_redcap_trust import Outcome, set_param
 
 SEG = 256                           # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -92,38 +93,44 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
     """A writer rewrites 4 MiB in rounds while two readers stream through it
     with prefetch 4, so fills ahead are in flight when writes land; after
     each round every block reads back what the round wrote, through redcap
-    and on the origin."""
+    and on the origin.  The race is shown to happen: each fill's completion
+    waits 1 ms before it is handled (fi_endio_delay_us), so that writes
+    land while fills are in flight on one vCPU too, and rounds go on (5 at
+    least, 50 at most) until fill_stale counts a fill that a write
+    overtook."""
     blocks = 4 << 20 >> 12
     write_stamped(loop64, 0, blocks, seed=0)
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 16 2 policy always") as rc:
         rc.cold()
         rc.message("set", "prefetch", "4")
-        for rnd in range(1, 6):
-            stop, errors = threading.Event(), []
+        set_param("fi_endio_delay_us", 1000)
+        try:
+            rnd = 0
+            while rnd < 5 or not rc.stats()["fill_stale"]:
+                assert rnd < 50, f"no fill overtaken by a write in {rnd} rounds: {rc.stats()}"
+                rnd += 1
+                stop = threading.Event()
 
-            def reader(backward):
-                try:
+                def reader(backward):
                     while not stop.is_set():
                         for b in stream(0, blocks // SEG_BLOCKS, backward):
                             read_blocks(rc.path, b * BLOCK, READ)
-                except BaseException as e:  # noqa: B902 - reported below
-                    errors.append(e)
-            threads = [threading.Thread(target=reader, args=(bw,), daemon=True)
-                       for bw in (False, True)]
-            for t in threads:
-                t.start()
-            try:
-                write_stamped(rc.path, 0, blocks, seed=rnd)
-            finally:
-                stop.set()
+                threads = [Outcome(reader, bw) for bw in (False, True)]
+                try:
+                    write_stamped(rc.path, 0, blocks, seed=rnd)
+                finally:
+                    stop.set()
                 for t in threads:
-                    t.join(timeout=120)
-            assert not errors, errors[0]
-            read_pattern(rc.path, range(blocks), seed=rnd)
-            assert read_blocks(rc.path, 0, blocks * BLOCK) == read_blocks(loop64, 0, blocks * BLOCK)
+                    t.result(timeout=120)
+                read_pattern(rc.path, range(blocks), seed=rnd)
+                assert read_blocks(rc.path, 0, blocks * BLOCK) == \
+                    read_blocks(loop64, 0, blocks * BLOCK)
+        finally:
+            set_param("fi_endio_delay_us", 0)
         st = rc.settled()
     assert st["prefetches"] > 0 and st["writes"] > 0, st
+    assert st["fill_stale"] > 0, st
     assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
     assert st["read_hits"] + st["read_hits_waited"] + st["read_misses"] + \
         st["read_bypassed"] + st["read_resent"] == st["reads"], st
