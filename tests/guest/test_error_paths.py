@@ -39,7 +39,7 @@ def error_writes(dev, n):
 def with_error(dev, n, first, count):
     """@dev linearly, except sectors [first, first + count), which fail every I/O."""
     end = first + count
-    return "\n".join([f"0 {first} linear {dev} {0}",
+    return "\n".join([f"0 {first} linear {dev} 0",
                       f"{first} {count} error",
                       f"{end} {n - end} linear {dev} {end}"])
 
@@ -340,6 +340,9 @@ def test_ima_measurements_of_both_targets_on_load_and_reload(loop64, dmname, ima
             Dm(dmname(), f"0 {n} vdisk {loop64} 6 mode emulate profile hdd15k rows 32") as vd:
         vd_mm = f"{os.major(os.stat(vd.path).st_rdev)}:{os.minor(os.stat(vd.path).st_rdev)}"
         loads = table_loads(vd.name)
+        assert loads, ("no dm_table_load measurement of the table loaded: this boot's IMA "
+                       "policy does not measure device-mapper's critical data (another "
+                       "policy was written before this test?)")
         assert len(loads) == 1, loads
         assert targets_part(loads[0]) == expect_ima(
             [(0, n, vdisk_ima(lo, n, "emulate", "hdd15k", 32))])
