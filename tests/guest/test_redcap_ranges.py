@@ -136,7 +136,8 @@ class Model:
                     raise AssertionError(f"{what}sector {s}: expected zeroes, "
                                          f"found {stamp_record(got)}")
             else:
-                check_sectors(got, s - self.shift, want, what=f"{what}sector {s}: ")
+                check_sectors(got, s - self.shift, want,
+                              what=f"{what}sector {s} (origin's) " if self.shift else what)
 
     def read(self, dev, sector, count, what=""):
         self.check(read_sectors(dev, sector, count), sector, what or f"{dev}: ")
