@@ -969,7 +969,7 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 {
 	struct mapped_device *md = dm_table_get_md(ti->table);
 	dev_t origin = rc->origin->bdev->bd_dev;
-	struct redcap_cache *cc, *twin;
+	struct redcap_cache *cc;
 	int r;
 
 	mutex_lock(&redcap_caches_lock);
@@ -1001,18 +1001,12 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 		return r;
 	}
 	/*
-	 * dm-ioctl builds tables without a per-device lock: a concurrent load
-	 * may have added the same cache meanwhile.  Then that one is shared.
+	 * No other load of this device added one meanwhile: dm-ioctl's
+	 * table_load() runs a device's constructors under its type lock.
 	 */
 	mutex_lock(&redcap_caches_lock);
-	twin = redcap_cache_lookup(md, ti, origin, seg_sectors, nr_segs);
-	if (!twin)
-		list_add(&cc->list, &redcap_caches);
+	list_add(&cc->list, &redcap_caches);
 	mutex_unlock(&redcap_caches_lock);
-	if (twin) {
-		redcap_cache_free(cc);
-		cc = twin;
-	}
 	rc->cc = cc;
 	return 0;
 }
