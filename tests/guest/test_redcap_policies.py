@@ -390,26 +390,28 @@ def test_a_stream_reads_ahead_while_the_budget_is_in_the_red(disk15k, dmname):
               f"hits {st['prefetch_hits']}, balance {st['budget_us']} us")
 
 
-@pytest.mark.parametrize("estimator", ["spk", "vdisk"])
-def test_adaptive_stays_on_for_strided_reads(disk, redcap, estimator):
+# spk is not judged here: it prices both sides with the wall-clock
+# latencies it measures, and on strided and sequential reads the two sides
+# cost about the same, so its verdict follows the host's speed (strided
+# spk ended inactive after 3 switches in one of five runs under load,
+# issue 51).  Its decisions on these patterns are the bench's to measure,
+# under --icount (make bench, configuration adaptive-spk).
+def test_adaptive_stays_on_for_strided_reads(disk, redcap):
     """4 KiB read, 8 KiB skip: one 128 KiB fill serves ten reads.  The
     paper's v1 flapped here; the state must hold, and the drive must work
     at least 30 % less than on the bare disk."""
-    rc = redcap(f"policy adaptive estimator {estimator}")
+    rc = redcap("policy adaptive estimator vdisk")
     bare, cached, st = compare(disk, rc, *STRIDED)
-    assert st["state"] == "active"
-    # on the pinned model it never switches; spk judges measured times
-    assert st["switches"] <= (0 if estimator == "vdisk" else 2), st
+    assert (st["state"], st["switches"]) == ("active", 0), st
     assert st["read_hits"] > 8 * st["read_misses"]
     assert cached <= 0.70 * bare
 
 
-@pytest.mark.parametrize("estimator", ["spk", "vdisk"])
-def test_adaptive_does_not_flap_on_sequential_reads(disk, redcap, estimator):
+def test_adaptive_does_not_flap_on_sequential_reads(disk, redcap):
     """64 KiB sequential reads (IOR-R): the drive's read-ahead serves the bare
     disk as well as the cache does; the state may settle either way but
     must not flap."""
-    rc = redcap(f"policy adaptive estimator {estimator}")
+    rc = redcap("policy adaptive estimator vdisk")
     bare, cached, st = compare(disk, rc, *SEQUENTIAL)
     # Even on the pinned model (a 128 KiB fill priced below two 64 KiB
     # reads) vdisk went off once in three runs: its cache side priced 16
