@@ -11,6 +11,7 @@ import errno
 import fcntl
 import os
 import struct
+import tempfile
 import time
 
 import pytest
@@ -232,15 +233,42 @@ def test_sub_page_writes_over_a_cached_segment(loop64, dmname, write_policy):
 # Discard and write-zeroes over cached segments
 
 
+@pytest.fixture
+def zeroing_loop64():
+    """A 64 MiB loop device over a file on ext4, which zeroes a range in
+    place (FALLOC_FL_ZERO_RANGE): REQ_OP_WRITE_ZEROES reaches the stack
+    over it as itself.  A loop over the guest's tmpfs refuses it, and dm
+    then turns write-zeroes off for the device: the kernel writes zero
+    pages instead, plain writes that never take redcap's range path."""
+    with loop_device(96 << 20) as fsdev:
+        sh("mkfs.ext4", "-q", fsdev)
+        mnt = tempfile.mkdtemp(prefix="redcap-ext4-")
+        sh("mount", fsdev, mnt)
+        try:
+            with loop_device(64 << 20, directory=mnt) as dev:
+                yield dev
+        finally:
+            sh("umount", mnt)
+            os.rmdir(mnt)
+
+
+def write_zeroes_max_bytes(dev):
+    name = os.path.basename(os.path.realpath(dev))
+    with open(f"/sys/class/block/{name}/queue/write_zeroes_max_bytes") as f:
+        return int(f.read())
+
+
 @pytest.mark.parametrize("op", ["discard", "zeroout"])
-def test_small_unaligned_ranges_invalidate_every_segment_they_touch(loop64, dmname, op):
+def test_small_unaligned_ranges_invalidate_every_segment_they_touch(request, dmname, op):
     """Ranges under 64 segments (invalidated segment by segment): 512 bytes
     at an odd sector, one from the middle of segment 3 to the middle of
     segment 5, 10 sectors over the boundary of segments 7 and 8.  Every
     cached segment they touch, partly or whole, is dropped (exactly), the
     range reads back as zeroes through the cache and on the origin, and
     the sectors around it keep their stamps; the untouched segments stay
-    cached and hit."""
+    cached and hit.  Write-zeroes over an origin that takes it, so that
+    it reaches redcap as REQ_OP_WRITE_ZEROES, not as zero pages."""
+    loop64 = request.getfixturevalue("zeroing_loop64" if op == "zeroout" else "loop64")
     stamp_origin(loop64, 16 * SEG // SPB)
     ranges = [(SEG + 3 * SPB + 1, 1), (3 * SEG + 17, 2 * SEG + 100 - 17), (8 * SEG - 5, 10)]
     touched = {1, 3, 4, 5, 7, 8}
@@ -257,11 +285,10 @@ def test_small_unaligned_ranges_invalidate_every_segment_they_touch(loop64, dmna
         if op == "discard":
             counts(st, writes=sum(discard_bios(*r) for r in ranges),
                    write_sectors=sum(n for _, n in ranges))
-        # write-zeroes: the loop device over the guest's tmpfs refuses
-        # REQ_OP_WRITE_ZEROES (no FALLOC_FL_ZERO_RANGE): dm turns it off
-        # for the device after the first, the kernel writes zero pages
-        # instead (plain writes, cut per segment): their count is the
-        # kernel's business, the invalidations and the zeroes are redcap's
+        else:
+            # dm turns write-zeroes off for a device whose origin refused one
+            counts(st, write_sectors=sum(n for _, n in ranges))
+            assert write_zeroes_max_bytes(rc.path) > 0, "write-zeroes was refused below"
         m.read(loop64, 0, 12 * SEG)
         rc.message("reset_stats")
         for seg in range(12):

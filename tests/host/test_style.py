@@ -25,12 +25,12 @@ def test_checkpatch_clean(path):
 def test_sparse_and_w1_clean(kver):
     with open(os.path.join(CACHE, f"kver-{kver}")) as f:
         rel = f.read().strip()
-    out = os.path.join(TOP, "build", rel)
-    # The test build (what the guest suite loads, with its fault-injection
-    # code): a build without the flag here would replace the modules make
-    # check built for the guest, which then found no fi_* parameters.
-    subprocess.run(["make", "-s", "-C", TOP, "modules", f"KVER={kver}", "FAULT_INJECTION=1"],
-                   check=True, capture_output=True)
+    # A build of its own, with the test build's fault-injection code: make
+    # check runs the host tests beside the guest suites, which load (and
+    # reload) the modules of build/<release>, so this must not rewrite them.
+    out = os.path.join(TOP, "build", "sparse", rel)
+    subprocess.run(["make", "-s", "-C", TOP, "modules", f"KVER={kver}", "FAULT_INJECTION=1",
+                    f"KBUILD_OUT={out}"], check=True, capture_output=True)
     r = subprocess.run(["make", "-s", "-C", f"/lib/modules/{rel}/build", f"M={out}", "W=1",
                         "C=2", "REDCAP_FAULT_INJECTION=y", "modules"],
                        capture_output=True, text=True)
