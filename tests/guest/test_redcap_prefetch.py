@@ -104,7 +104,7 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 16 2 policy always") as rc:
         rc.cold()
         rc.message("set", "prefetch", "4")
-        set_param("fi_endio_delay_us", 1000)
+        set_param("fi_endio_delay_us", 5000)
         try:
             rnd = 0
             while rnd < 5 or not rc.stats()["fill_stale"]:
@@ -118,7 +118,8 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
                             read_blocks(rc.path, b * BLOCK, READ)
                 threads = [Outcome(reader, bw) for bw in (False, True)]
                 try:
-                    write_stamped(rc.path, 0, blocks, seed=rnd)
+                    for s in range(blocks // SEG_BLOCKS):
+                        write_stamped(rc.path, s * SEG_BLOCKS, SEG_BLOCKS, seed=rnd)
                 finally:
                     stop.set()
                 for t in threads:
@@ -129,6 +130,8 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
         finally:
             set_param("fi_endio_delay_us", 0)
         st = rc.settled()
+    print(f"{rnd} rounds: fill_stale {st['fill_stale']}, fills {st['fill_ios']}, "
+          f"invalidations {st['invalidations']}")
     assert st["prefetches"] > 0 and st["writes"] > 0, st
     assert st["fill_stale"] > 0, st
     assert st["prefetch_hits"] + st["prefetch_unused"] <= st["prefetches"], st
