@@ -7,7 +7,9 @@ registration and aborted suspend.
 
 Some windows are too narrow to hit by load alone: the modules make check
 loads are test builds (FAULT_INJECTION=1), whose fi_* parameters widen
-them.  These tests need them and fail, not skip, without."""
+them.  These tests need them and fail, not skip, without.  None checks
+the kernel log itself: the gate (conftest.py) fails a test whose run
+logged a kernel report."""
 import fcntl
 import os
 import random
@@ -21,7 +23,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors,
-                    in_threads, join_or_report, kmsg, read_blocks, read_pattern, reads_in_flight,
+                    in_threads, join_or_report, read_blocks, read_pattern, reads_in_flight,
                     sh, slow_down, write_stamped)
 
 SEG = 256                        # 128 KiB segments
@@ -80,13 +82,6 @@ class Outcome(threading.Thread):
 # How long a dm-delay below holds what the test holds: for good (10 min);
 # leaving slow_down() reloads the delay, which sends it down at once.
 HELD_MS = 600000
-
-
-def kernel_reports(lines):
-    """Kernel log lines that say the kernel found a bug."""
-    keys = ("BUG", "WARNING", "Oops", "KASAN", "UBSAN", "general protection",
-            "list_del corruption", "refcount_t", "kmemleak", "hung_task", "blocked for more")
-    return [line for line in lines if any(k in line for k in keys)]
 
 
 def read_identity(st):
@@ -155,12 +150,10 @@ def test_defect1_failed_fill_completion_does_not_touch_the_next_fill(loop64, dmn
             b % SEG_BLOCKS != (SEG // 2) // 8]
     fault("fi_finish_delay_us", 3000)
     with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low, \
-            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 4") as rc, kmsg() as k:
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 4") as rc:
         rc.cold()
         in_threads(random_reader, [(rc.path, good, 300, seed) for seed in range(4)])
         st = rc.stats()
-        reports = kernel_reports(k.lines())
-    assert not reports, reports
     assert st["fill_errors"] > 20, st
     assert st["segments_filling"] == 0
     assert read_identity(st), st
@@ -205,18 +198,18 @@ def readers_until(dev, stop, nr, errors):
 
 
 def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
-    """Six random readers on an emulated hdd7200 keep missing; 20 suspends
+    """Six random readers on an emulated hdd7200 keep missing; 8 suspends
     in a row each return (on 503ac65 the first one blocked until the
     readers stopped: 396 s in the review's run).  No fill starts while
     suspending, the readers see the origin's data throughout, and fills
     start again after each resume."""
     n = dev_sectors(slow_disk.path)
     stop, errors = threading.Event(), []
-    with Dm(dmname(), f"0 {n} redcap {slow_disk.path} {SEG} 64") as rc, kmsg() as k:
+    with Dm(dmname(), f"0 {n} redcap {slow_disk.path} {SEG} 64") as rc:
         rc.cold()
         threads = readers_until(rc.path, stop, 6, errors)
         try:
-            for i in range(20):
+            for i in range(8):
                 before = rc.stats()["read_misses"]
                 deadline = time.monotonic() + 30
                 while rc.stats()["read_misses"] == before and not errors:
@@ -239,11 +232,9 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
             stop.set()
             join_or_report(threads)
         st = rc.stats()
-        reports = kernel_reports(k.lines())
     assert not errors, errors[0]
-    assert not reports, reports
     assert read_identity(st), st
-    assert st["read_misses"] >= 20
+    assert st["read_misses"] >= 8
 
 
 def in_kernel_function(pid, name):
@@ -352,14 +343,14 @@ def test_defect3_reload_of_the_same_geometry_allocates_no_second_cache(loop128, 
 
 def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dmname):
     """Stats, status and messages in a loop while the table is reloaded
-    (same geometry, other policy) and swapped 20 times under a reader: every
+    (same geometry, other policy) and swapped 10 times under a reader: every
     answer is complete and consistent, and the data is the origin's."""
     segs = 32
     write_stamped(loop64, 0, segs * SEG_BLOCKS, SEED)
     n = dev_sectors(loop64)
     table = f"0 {n} redcap {loop64} {SEG} 16"
     stop, errors = threading.Event(), []
-    with Dm(dmname(), table) as rc, kmsg() as k:
+    with Dm(dmname(), table) as rc:
         rc.cold()
         blocks = list(range(segs * SEG_BLOCKS))
 
@@ -386,16 +377,14 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
         for t in threads:
             t.start()
         try:
-            for i in range(20):
+            for i in range(10):
                 rc.reload(table + (" 2 policy off" if i % 2 else ""))
                 rc.suspend()
                 rc.resume()
         finally:
             stop.set()
             join_or_report(threads)
-        reports = kernel_reports(k.lines())
     assert not errors, errors[0]
-    assert not reports, reports
 
 
 def test_defect3_a_message_while_a_reload_resumes_reaches_the_cache_that_serves(
@@ -488,12 +477,10 @@ def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault
             if b // SEG_BLOCKS not in bad or b % SEG_BLOCKS != (SEG // 2) // 8]
     fault("fi_finish_delay_us", 2000)
     fault("fi_endio_delay_us", 500)
-    with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low, kmsg() as k:
+    with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low:
         for i in range(12):
             with Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 8") as rc:
                 in_threads(random_reader, [(rc.path, good, 40, 100 * i + s) for s in range(4)])
-        reports = kernel_reports(k.lines())
-    assert not reports, reports
 
 
 def test_defect5_removal_waits_for_a_fill_completion_that_has_not_queued_its_work(
@@ -513,7 +500,7 @@ def test_defect5_removal_waits_for_a_fill_completion_that_has_not_queued_its_wor
     with brd_device(64) as ram:
         write_stamped(ram, 0, 16 * SEG_BLOCKS, SEED)
         n = dev_sectors(ram)
-        with Dm(dmname(), f"0 {n} delay {ram} 0 1") as slow, kmsg() as k:
+        with Dm(dmname(), f"0 {n} delay {ram} 0 1") as slow:
             for r in range(4):
                 with Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8") as rc:
                     fault("fi_finish_delay_us", 200000)
@@ -528,8 +515,6 @@ def test_defect5_removal_waits_for_a_fill_completion_that_has_not_queued_its_wor
                 # removed here, while the second completion may still wait
                 set_param("fi_endio_delay_us", 0)
                 set_param("fi_finish_delay_us", 0)
-            reports = kernel_reports(k.lines())
-    assert not reports, reports
 
 
 # --------------------------------------------------------------------------
