@@ -12,7 +12,7 @@
 # its model has learnt the disk by the time redcap starts.
 set -eu
 lkr=$1		# a tar file of the kernel source subtree
-nproc=${REDCAP_DEMO_PROCS:-4}	# the test suite runs 2: the same path, half the reading
+nproc=${REDCAP_DEMO_PROCS:-4}	# the test suite runs 1: the same path, a quarter of the reading
 segs=64
 seg_sectors=256
 mnt=/tmp/redcap-demo

@@ -18,7 +18,7 @@ FUZZERS = ["rc_table", "rc_message", "vd_table", "vd_message", "redcaptab"]
 # Those that also build a valid line from every input (tests/fuzz/fuzz_gen.h):
 # it must be accepted and round-trip, and the round says how many did.
 GENERATORS = {"rc_table", "vd_table", "redcaptab"}
-RUNS = 200000
+RUNS = 50000
 
 
 @functools.lru_cache(maxsize=None)
