@@ -3,6 +3,7 @@
  * Portable core of the vdisk hard-disk emulator: seek curve, rotation,
  * media and bus rates, and a segmented drive cache that reads ahead.
  */
+#include "rc-parse.h"
 #include "vd-drive.h"
 
 /*
@@ -38,7 +39,7 @@ const struct vd_drive_profile *vd_drive_profile(const char *name)
 	const struct vd_drive_profile *pr;
 
 	for (pr = vd_drive_profiles; pr->name; pr++)
-		if (!strcmp(pr->name, name))
+		if (rc_streq(pr->name, name))
 			return pr;
 	return NULL;
 }

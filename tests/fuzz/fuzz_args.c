@@ -585,8 +585,8 @@ static void fuzz(struct words *w)
  * A valid vdisk table line from the input's bytes: any of the features in
  * any order, each value in its range (non-zero where the drive needs it, a
  * cache of 1..64 segments with a size, overhead up to a second), keywords
- * in any case but the profile's name (vd_drive_profile() matches it exactly),
- * numbers with leading zeros, the kernel's whitespace, backslash escapes.  It
+ * in any case (the profile's name too), numbers with leading zeros, the
+ * kernel's whitespace, backslash escapes.  It
  * must be accepted as meant, pass fuzz()'s own reading, and the line that
  * status TABLE writes back (vdisk_emit_features()) must parse to the same.
  */
@@ -664,7 +664,7 @@ static void gen_valid(const uint8_t *data, size_t size)
 		if (f == VDF_MODE)
 			gen_word(&g, &l, modes[v[f][0]], 1, 1);
 		else if (f == VDF_PROFILE)
-			gen_word(&g, &l, vd_drive_profiles[v[f][0]].name, 0, 1);
+			gen_word(&g, &l, vd_drive_profiles[v[f][0]].name, 1, 1);
 		else
 			for (k = 0; k < vd_feature_nargs((enum vd_feature)f); k++) {
 				if (k)

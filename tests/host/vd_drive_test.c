@@ -147,7 +147,11 @@ CTEST(profile_lookup_by_name)
 	CHECK_EQ(b->p.rpm, 15000);
 	CHECK(vd_drive_profile("hdd5400") == NULL);
 	CHECK(vd_drive_profile("") == NULL);
-	CHECK(vd_drive_profile("HDD7200") == NULL);
+	/* a keyword, as vdisk.rst says: case-insensitive, like the mode's */
+	CHECK(vd_drive_profile("HDD7200") == a);
+	CHECK(vd_drive_profile("Hdd15K") == b);
+	CHECK(vd_drive_profile("hdd720") == NULL);
+	CHECK(vd_drive_profile("hdd72000") == NULL);
 }
 
 CTEST(builtin_profiles_pass_check)
