@@ -1280,7 +1280,10 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 		DMEMIT(",origin_name=%s,segment_sectors=%u,segments=%u,policy=%s,write_policy=%s",
 		       rc->origin->name, cc->seg_sectors, cc->nr_segs,
 		       rc_policy_name(ch.policy), redcap_write_policy_name(ch.write_policy));
-		DMEMIT(",estimator=%s;", rc_estimator_name(ch.estimator));
+		DMEMIT(",estimator=%s", rc_estimator_name(ch.estimator));
+		if (rc->model_explicit)
+			DMEMIT(",model_name=%u:%u", MAJOR(rc->model_dev), MINOR(rc->model_dev));
+		DMEMIT(";");
 		break;
 	}
 }

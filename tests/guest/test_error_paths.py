@@ -308,10 +308,11 @@ def expect_ima(lines):
 
 
 def redcap_ima(origin, seg, nsegs, policy="always", write_policy="invalidate",
-               estimator="spk"):
+               estimator="spk", model=None):
     return (f"target_name=redcap,target_version={target_version('redcap')},"
             f"origin_name={origin},segment_sectors={seg},segments={nsegs},policy={policy},"
-            f"write_policy={write_policy},estimator={estimator};")
+            f"write_policy={write_policy},estimator={estimator}"
+            + (f",model_name={model}" if model else "") + ";")
 
 
 def vdisk_ima(dev, capacity, mode="measure", profile="hdd7200", rows=64):
@@ -329,7 +330,7 @@ def test_ima_measurements_of_both_targets_on_load_and_reload(loop64, dmname, ima
     """Each table load of a vdisk and of a redcap device is measured into
     the IMA log with exactly the fields STATUSTYPE_IMA emits (redcap:
     origin_name, segment_sectors, segments, policy, write_policy,
-    estimator; vdisk: device_name, mode, profile, capacity, rows), the
+    estimator, model_name when the table names a model; vdisk: device_name, mode, profile, capacity, rows), the
     features of the table loaded, for every target of a table, and again
     on a reload.  `dmsetup measure` asks the live table the same: after a
     message changes redcap's policy, it shows the cache's (the live
@@ -381,3 +382,11 @@ def test_ima_measurements_of_both_targets_on_load_and_reload(loop64, dmname, ima
             assert measure(rc).splitlines() == [
                 f"0 {h} redcap " + redcap_ima(lo, 128, 32, write_policy="update"),
                 f"{h} {h} vdisk " + vdisk_ima(lo, h, "emulate", rows=16)]
+            # a table that names its model measures it too (TABLE shows it)
+            rc.reload(f"0 {n} redcap {loop64} 128 32 4 estimator vdisk model {vd.path}")
+            rc.resume()
+            loads = table_loads(rc.name)
+            assert len(loads) == 4, loads
+            ima = redcap_ima(lo, 128, 32, estimator="vdisk", model=vd_mm)
+            assert targets_part(loads[3]) == expect_ima([(0, n, ima)])
+            assert measure(rc) == f"0 {n} redcap " + ima
