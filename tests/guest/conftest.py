@@ -53,6 +53,19 @@ def loop128():
         yield dev
 
 
+@pytest.fixture
+def fault(request):
+    """fault(name, value): set a fault-injection parameter for this test."""
+    touched = []
+
+    def set_(name, value):
+        touched.append(name)
+        dmtest.set_param(name, value)
+    yield set_
+    for name in touched:
+        dmtest.set_param(name, 0)
+
+
 def pytest_configure(config):
     if not config.pluginmanager.hasplugin("timeout"):
         pytest.exit("the guest suite needs pytest-timeout (python3-pytest-timeout): make deps",

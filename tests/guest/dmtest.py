@@ -357,6 +357,11 @@ def udev_held():
         remove_udev_rule(HELD_RULES)
 
 
+# How long a dm-delay below holds what the test holds: for good (10 min);
+# leaving slow_down() reloads the delay, which sends it down at once.
+HELD_MS = 600000
+
+
 @contextlib.contextmanager
 def slow_down(delay, dev, n, ms=3000):
     """Make the dm-delay device @delay (over @dev, @n sectors) hold every
@@ -438,6 +443,40 @@ def join_or_report(threads, timeout=300):
                              f"{timeout} s\n{blocked_report()}")
 
 
+class Outcome(threading.Thread):
+    """fn(*args) in a thread of its own, whose outcome the test checks:
+    result() joins it (a thread still blocked then fails the test with
+    what the kernel says about the waiters) and returns what fn returned,
+    or raises what it raised (an EIO included)."""
+
+    def __init__(self, fn, *args):
+        super().__init__(daemon=True)
+        self.fn, self.args = fn, args
+        self.value, self.error = None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.value = self.fn(*self.args)
+        except BaseException as e:  # noqa: B902 - raised by result()
+            self.error = e
+
+    def result(self, timeout=60 * SLOW):
+        join_or_report([self], timeout)
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def in_kernel_function(pid, name):
+    """Whether the task @pid is in the kernel function @name (its stack)."""
+    try:
+        with open(f"/proc/{pid}/stack") as f:
+            return any(re.search(rf"\] {name}\+0x", line) for line in f)
+    except OSError:
+        return False
+
+
 def in_threads(fn, args_list, timeout=300):
     """Run fn(*args) for each args in threads; re-raise the first failure.
     A thread still blocked after @timeout seconds fails the caller (a read
@@ -502,3 +541,15 @@ def kmsg():
 
 def strip_dm_prefix(line):
     return re.sub(r"^device-mapper: [a-z-]+: ", "", line)
+
+
+# The fi_* parameters of test builds (make modules FAULT_INJECTION=1).
+PARAMS = "/sys/module/dm_redcap/parameters"
+
+
+def set_param(name, value):
+    path = f"{PARAMS}/{name}"
+    assert os.path.exists(path), \
+        f"{path} missing: the suite needs test builds (make modules FAULT_INJECTION=1)"
+    with open(path, "w") as f:
+        f.write(f"{value}\n")

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, in_threads, read_blocks, read_pattern,
-                    reads_in_flight, sh, slow_down, udev_held, write_stamped)
+                    reads_in_flight, set_param, sh, slow_down, udev_held, write_stamped)
 
 SEG_SECTORS = 256                   # 128 KiB segments
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -417,7 +417,6 @@ def test_fill_racing_writes_never_leaves_stale_data(loop64, dmname):
     that a write lands while fills are in flight on one vCPU too, and
     rounds go on (30 at least, 300 at most) until fill_stale counts a fill
     that a write overtook."""
-    from test_redcap_trust import set_param     # the fi_* parameters of test builds
 
     write_stamped(loop64, 0, 16, seed=0)
     with redcap(dmname, loop64, segs=4, seg_sectors=64) as rc:     # 32 KiB segments

@@ -10,10 +10,9 @@ import signal
 import subprocess
 import time
 
-from dmtest import (BLOCK, SLOW, Dm, check_sectors, dev_sectors, kmsg, read_blocks,
-                    read_pattern, sh, slow_down, strip_dm_prefix, write_stamped)
-from test_redcap_trust import (HELD_MS, Outcome, fault, in_kernel_function,  # noqa: F401
-                               set_param)
+from dmtest import (BLOCK, HELD_MS, SLOW, Dm, Outcome, check_sectors, dev_sectors,
+                    in_kernel_function, kmsg, read_blocks, read_pattern, set_param, sh,
+                    slow_down, strip_dm_prefix, write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK

@@ -8,9 +8,8 @@ import threading
 
 import pytest
 
-from dmtest import (BLOCK, Dm, dev_sectors, disk_reads, read_blocks, read_pattern,
-                    write_stamped)
-from test_redcap_trust import Outcome, set_param
+from dmtest import (BLOCK, Dm, Outcome, dev_sectors, disk_reads, read_blocks, read_pattern,
+                    set_param, write_stamped)
 
 SEG = 256                           # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK

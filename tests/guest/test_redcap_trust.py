@@ -13,7 +13,6 @@ logged a kernel report."""
 import fcntl
 import os
 import random
-import re
 import signal
 import struct
 import subprocess
@@ -22,66 +21,14 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors,
-                    in_threads, join_or_report, read_blocks, read_pattern, reads_in_flight,
-                    sh, slow_down, write_stamped)
+from dmtest import (BLOCK, HELD_MS, SLOW, Dm, Outcome, aligned, brd_device, check_block,
+                    dev_sectors, in_kernel_function, in_threads, join_or_report, read_blocks,
+                    read_pattern, reads_in_flight, set_param, sh, slow_down, write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
 SEED = 11
-PARAMS = "/sys/module/dm_redcap/parameters"
 BLKZEROOUT = 0x127f             # _IO(0x12, 127): <linux/fs.h>
-
-
-def set_param(name, value):
-    path = f"{PARAMS}/{name}"
-    assert os.path.exists(path), \
-        f"{path} missing: the suite needs test builds (make modules FAULT_INJECTION=1)"
-    with open(path, "w") as f:
-        f.write(f"{value}\n")
-
-
-@pytest.fixture
-def fault(request):
-    """fault(name, value): set a fault-injection parameter for this test."""
-    touched = []
-
-    def set_(name, value):
-        touched.append(name)
-        set_param(name, value)
-    yield set_
-    for name in touched:
-        set_param(name, 0)
-
-
-class Outcome(threading.Thread):
-    """fn(*args) in a thread of its own, whose outcome the test checks:
-    result() joins it (a thread still blocked then fails the test with
-    what the kernel says about the waiters) and returns what fn returned,
-    or raises what it raised (an EIO included)."""
-
-    def __init__(self, fn, *args):
-        super().__init__(daemon=True)
-        self.fn, self.args = fn, args
-        self.value, self.error = None, None
-        self.start()
-
-    def run(self):
-        try:
-            self.value = self.fn(*self.args)
-        except BaseException as e:  # noqa: B902 - raised by result()
-            self.error = e
-
-    def result(self, timeout=60 * SLOW):
-        join_or_report([self], timeout)
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-
-# How long a dm-delay below holds what the test holds: for good (10 min);
-# leaving slow_down() reloads the delay, which sends it down at once.
-HELD_MS = 600000
 
 
 def read_identity(st):
@@ -235,15 +182,6 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
     assert not errors, errors[0]
     assert read_identity(st), st
     assert st["read_misses"] >= 8
-
-
-def in_kernel_function(pid, name):
-    """Whether the task @pid is in the kernel function @name (its stack)."""
-    try:
-        with open(f"/proc/{pid}/stack") as f:
-            return any(re.search(rf"\] {name}\+0x", line) for line in f)
-    except OSError:
-        return False
 
 
 def abort_suspend(dm):
