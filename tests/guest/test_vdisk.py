@@ -235,11 +235,11 @@ def test_emulate_model_prices_random_reads_within_15_percent_of_the_drive(emu):
     the drive's clock (emu_busy_us), which the host's speed does not move.
     How the model prices what a measuring vdisk timed on the wall clock is
     the bench's figure (tests/bench/vdisk-accuracy.sh, under --icount)."""
-    r = fio(emu.path, "--rw=randread", "--bs=4k", "--number_ios=2000", "--size=100%")
+    r = fio(emu.path, "--rw=randread", "--bs=4k", "--number_ios=1000", "--size=100%")
     st = emu.stats()
     print(f"drive mean {model_mean_us(st):.0f} us (fio {r['lat_us']:.0f} us); "
           f"drive busy {st['emu_busy_us']} us, virtual {st['virtual_busy_us']} us")
-    assert st["read_samples"] == st["emu_requests"] == st["virtual_requests"] == 2000
+    assert st["read_samples"] == st["emu_requests"] == st["virtual_requests"] == 1000
     assert abs(st["virtual_busy_us"] - st["emu_busy_us"]) <= 0.15 * st["emu_busy_us"]
     assert st["virtual_unestimated"] == 1     # only the very first request
     assert st["cells_filled"] > 5
