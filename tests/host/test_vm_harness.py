@@ -23,11 +23,15 @@ def test_exit_status_output_and_kernel_log_pass_through():
     command."""
     klog = os.path.join(TOP, "build", "vm", "test-klog.log")
     r = _run("--klog", klog, "--", "sh", "-c", "echo out-line; echo err-line >&2; "
+             "echo \"cache=$REDCAP_CACHE\"; "
              "echo redcap-klog-test > /dev/kmsg; sleep 1; "
              "grep -qw dm_redcap /proc/modules && grep -qw dm_vdisk /proc/modules && exit 126; "
              "echo modules-not-loaded; exit 1")
     assert r.returncode == 126, r.stderr
     assert r.stdout.count("out-line") == 1, r.stdout
+    # the guest's tests read the cache the run boots from
+    cache = os.environ.get("REDCAP_CACHE", os.path.expanduser("~/.cache/redcap"))
+    assert f"cache={cache}\n" in r.stdout, r.stdout
     assert "err-line" in r.stderr
     assert "booting again" not in r.stderr
     with open(klog) as f:
