@@ -11,7 +11,7 @@ MERGED holds every record of NEW, and those of EARLIER whose configuration
 NEW did not run.  Each --same configuration must be in both, and its every
 cell's median application time must agree within --tolerance percent, or
 the merge is refused (exit 1, nothing written): a set of the same layout
-under icount gives the same times run after run (docs/results/README.md,
+under icount gives the same times run after run (docs/results/2026-12-02-history.md,
 "The runs repeat"), so a difference means the two did not measure alike.
 """
 import argparse

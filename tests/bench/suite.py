@@ -117,7 +117,7 @@ READAHEAD_OF = {"adaptive+caware-ra1024": 1024,
                 "adaptive+caware-ra1024-prefetch2back-pairs": 1024}
 # Configurations --configs takes that the full set leaves out: the
 # read-ahead's deeper degrees, with and without the budget and the
-# verdicts, and windows of 16 reads (docs/results/README.md, "Read-ahead
+# verdicts, and windows of 16 reads (docs/results/2026-12-02-history.md, "Read-ahead
 # of streams"); the recommended stack with C-Aware's means halved after
 # 250 ms unrefreshed instead of 1 s (README, eighth stop: rule 5 starving
 # its own evidence).
@@ -158,7 +158,7 @@ PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
 # Each set: groups of (workloads, processes, I/O mode), the configurations
 # and the repetitions.  "full" takes about an hour of this machine with two
 # guests (tests/bench/run --jobs 2 deals the (workload, processes, I/O
-# mode) cases out round-robin); docs/results/README.md says how it was
+# mode) cases out round-robin); docs/results/2026-12-02-history.md says how it was
 # scaled down from the issue's matrix.
 SETS = {
     "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
@@ -173,7 +173,7 @@ SETS = {
                  configs=["bare", RECOMMENDED], reps=1),
 }
 
-# Data, scaled from the papers' (see docs/results/README.md).  A run's
+# Data, scaled from the papers' (see docs/results/2026-12-02-history.md).  A run's
 # data is the same whatever its number of processes: they share it out, so
 # a run costs about the same with 1 or 16 processes and only the
 # concurrency changes.
