@@ -28,7 +28,7 @@ what "simulate --warm" replays first), which process forked which (.forks) and t
 trained tables of "vd" as model-<profile>.tables
 (tests/bench/sim-validate.py replays them).
 
-usage: suite.py --out FILE.json [--set full|quick|tiny] [--profile P]
+usage: suite.py --out FILE.json [--set server|full|quick|tiny] [--profile P]
                 [--workloads ...] [--procs ...] [--configs ...] [--io ...]
                 [--reps N] [--part J/N] [--traces DIR]
 Progress goes to stderr, one line per run; records are rewritten to --out
@@ -68,10 +68,17 @@ PROFILES = {
     "hdd15k": {"capacity": 71687369, "access_s": 0.0034 + 0.002, "rate": 48e6},
 }
 
-# Same RAM budget for every cache: 8 MiB.
+# Same RAM budget for every cache: 8 MiB (a set's budget_mib: set_budget()).
 BUDGET_SECTORS = 16384
-GEOMETRIES = {"256x32k": (256, 64), "128x64k": (128, 128),
-              "64x128k": (64, 256), "32x256k": (32, 512)}
+
+
+def geometries(budget):
+    """redcap's geometries at @budget sectors of RAM: segments of 32, 64,
+    128 and 256 KiB, named "<segments>x<KiB>k"."""
+    return {f"{budget // s}x{s // 2}k": (budget // s, s) for s in (64, 128, 256, 512)}
+
+
+GEOMETRIES = geometries(BUDGET_SECTORS)
 POLICIES = {
     "always": "2 policy always",
     "adaptive-spk": "4 policy adaptive estimator spk",
@@ -121,12 +128,12 @@ READAHEAD_OF = {"adaptive+caware-ra1024": 1024,
 # of streams"); the recommended stack with C-Aware's means halved after
 # 250 ms unrefreshed instead of 1 s (README, eighth stop: rule 5 starving
 # its own evidence).
-EXTRA_CONFIGS = [f"redcap-64x128k-{p}" for p in (
+EXTRA_POLICIES = (
     "adaptive+caware", "adaptive+caware-prefetch4", "adaptive+caware-prefetch8",
     "adaptive+caware-prefetch4-nobudget", "always-prefetch4", "adaptive+caware-window16",
     "adaptive+caware-ra1024", "adaptive+caware-ra1024-prefetch2",
     "adaptive+caware-ra1024-prefetch2back", "adaptive+caware-ra1024-prefetch2back-decay250",
-    "adaptive+caware-ra1024-prefetch2back-pairs")]
+    "adaptive+caware-ra1024-prefetch2back-pairs")
 # The stack redcap recommends, which issue 17's goals are measured on:
 # redcapctl's defaults at the bench's RAM: 128 KiB segments,
 # adaptive+caware with the vdisk estimator, backward streams read ahead
@@ -137,12 +144,26 @@ EXTRA_CONFIGS = [f"redcap-64x128k-{p}" for p in (
 # --configs still takes; ...-prefetch2back is the stack without pairs (the
 # recommended one until 2026-11-28).
 RECOMMENDED = "redcap-recommended"
-RECOMMENDED_STACK = ("64x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
-CONFIGS = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
-           [f"redcap-64x128k-{p}" for p in POLICIES
-            if p != "always" and f"redcap-64x128k-{p}" not in EXTRA_CONFIGS] +
-           ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff", "rapiddisk-brd",
-            "warm"])
+RECOMMENDED_POLICY = "adaptive+caware-ra1024-prefetch2back-pairs"
+# "bare-equal-ram": the bare disk whose page cache is given the caches' RAM
+# as well (the set's memory.max raised by the budget; sets with a bound only).
+EQUAL_RAM = "bare-equal-ram"
+
+
+def config_names():
+    """(the recommended stack's geometry and policy, the full set's
+    configurations, those --configs takes besides) at GEOMETRIES."""
+    g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
+    extra = [f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] + [EQUAL_RAM]
+    configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
+               [f"redcap-{g128}-{p}" for p in POLICIES
+                if p != "always" and f"redcap-{g128}-{p}" not in extra] +
+               ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff",
+                "rapiddisk-brd", "warm"])
+    return (g128, RECOMMENDED_POLICY), configs, extra
+
+
+RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS = config_names()
 READAHEAD_KB = 1024
 # RapidDisk's modules (make rapiddisk: Debian's rapiddisk-dkms built for
 # the guest's kernel) and the RAM disk rapiddisk-brd caches in: rd0 of
@@ -156,11 +177,46 @@ WORKLOADS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random", "row"
 PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
 
 # Each set: groups of (workloads, processes, I/O mode), the configurations
-# and the repetitions.  "full" takes about an hour of this machine with two
-# guests (tests/bench/run --jobs 2 deals the (workload, processes, I/O
-# mode) cases out round-robin); docs/results/2026-12-02-history.md says how it was
-# scaled down from the issue's matrix.
+# and the repetitions, and what it changes of the sizes below (configure()).
+# "server" is make bench's set: the instrument of issue 46 (see its
+# comment).  "full" is issue 17's set at 8 MiB: about an hour of this
+# machine with two guests (tests/bench/run --jobs 2 deals the (workload,
+# processes, I/O mode) cases out round-robin); docs/results/2026-12-02-history.md
+# says how it was scaled down from the issue's matrix.  "quick" and "tiny"
+# are smoke runs (make check's guest test runs "tiny").
 SETS = {
+    # A server's scale (issue 46, "The instrument"):
+    # * the caches at redcapctl create's default, 64 MiB: redcap 512 x 128
+    #   KiB, and the same RAM for dm-cache, bcache and RapidDisk
+    #   (read_ahead_kb=1024 is given none);
+    # * data 16 times that: the streams' pool of 16 (+ 4 for row and mix)
+    #   files of 80 MiB (IOR-R, TAC and the strided reads each read the
+    #   1.25 GiB of 16 of them, dealt out to the processes), a 1 GiB file
+    #   the random readers share, 16 copies of a kernel subtree for LKR;
+    #   2.9 GiB on the RAM disk behind the emulated disk (a 6 GiB guest);
+    # * every run at least 10 s of guest time on the bare hdd7200 (IOR-R and
+    #   4K-SR ×1 11 s at 115 MB/s, random 2048 reads at 12.7 ms);
+    # * the workloads' page cache bounded: they run in a cgroup v2 whose
+    #   memory.max is 256 MiB.  256 MiB is a quarter of one workload's
+    #   data (the pool's 1.25 GiB, the random file's 1 GiB), so no
+    #   workload's data fits in it, and 4 times the caches' RAM, so the page
+    #   cache still does its own job (read-ahead windows of 16 processes,
+    #   the metadata of LKR's trees); the RAM disk's pages and the caches'
+    #   are the kernel's and drivers', not charged to it;
+    # * bare-equal-ram: the bare disk with memory.max raised by the caches'
+    #   64 MiB, the page cache given redcap's RAM instead (Zhu & Hu).
+    # Buffered only (the page cache is what is bounded), processes 1, 4
+    # and 16 (row and mix: 1 and 4, a part per pool quarter), 3 repetitions.
+    # ESTIMATE
+    "server": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
+                            [1, 4, 16], "buffered"),
+                           (["row", "mix"], [1, 4], "buffered")],
+                   configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
+                            "bcache-brd", "rapiddisk-brd", "warm"],
+                   reps=3, budget_mib=64, memory_max_mib=256, pool_mib=80,
+                   random_mib=1024, random_ios=2048, lkr_units=16,
+                   lkr_dirs=["mm", "block", "ipc", "init", "security"], lkr_unit_mib=12,
+                   lkr_batch=True),
     "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
                           [1, 2, 4, 8, 16], "buffered"),
                          (["row", "mix"], [1, 2, 4], "buffered"),
@@ -169,8 +225,10 @@ SETS = {
     "quick": dict(groups=[(["lkr", "ior-r", "tac", "8k-sr", "random"], [1, 4], "buffered")],
                   configs=["bare", RECOMMENDED, "dm-cache-brd", "warm"],
                   reps=3),
+    # the page cache bounded as in "server" (the bound is far above its
+    # data: the cgroup is exercised, not felt)
     "tiny": dict(groups=[(["8k-sr"], [1], "buffered")],
-                 configs=["bare", RECOMMENDED], reps=1),
+                 configs=["bare", RECOMMENDED, EQUAL_RAM], reps=1, memory_max_mib=256),
 }
 
 # Data, scaled from the papers' (see docs/results/2026-12-02-history.md).  A run's
@@ -183,18 +241,76 @@ RANDOM_IOS = 256		# 4 KiB random reads, shared out among the processes
 RANDOM_SEED = 1000	# the random readers' seeds: RANDOM_SEED + process (--random-seed)
 LKR_UNITS = 16			# copies of LKR_DIRS, shared out among the processes
 LKR_DIRS = ["ipc"]		# of Debian's linux-source-6.1
+LKR_BATCH = False		# find -exec cat {} + (one cat for many files), not \;
+LKR_UNIT_MIB = 1		# what a copy takes on ext4 (sizes the RAM disk)
 PART_SHARE = 4			# in row and mix, each part has 1/4 of its data
 # no more processes than LKR copies
 MAX_PROCS = {"lkr": LKR_UNITS, "row": LKR_UNITS // PART_SHARE, "mix": LKR_UNITS // PART_SHARE}
+# The streams' pool (sets with pool_mib): files of POOL_MIB, the first
+# POOL_SINGLE of which every stream workload reads (stream_files()).
+# 0: the old layout, p files of DATA_MIB/p per process count.
+STREAMS = ["ior-r", "tac", "4k-sr", "8k-sr", "512k-sr"]
+POOL_SINGLE = 16
+POOL_MIB = 0
+# The workloads' cgroup's memory.max in MiB (sets with memory_max_mib), None:
+# the workloads run unbounded, where the suite runs.
+MEMORY_MAX_MIB = None
+
+
+def set_budget(mib):
+    """Every cache's RAM: @mib MiB, redcap's geometries at it."""
+    global BUDGET_SECTORS, GEOMETRIES, RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS
+    BUDGET_SECTORS = mib << 11
+    GEOMETRIES = geometries(BUDGET_SECTORS)
+    RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS = config_names()
+
+
+def configure(spec):
+    """The sizes of set @spec (its budget_mib, memory_max_mib, pool_mib,
+    random_mib, random_ios, lkr_units, lkr_dirs, lkr_unit_mib, lkr_batch), in place of
+    the defaults above.  Once per process, before set_scale()."""
+    global MEMORY_MAX_MIB, POOL_MIB, RANDOM_MIB, RANDOM_IOS, LKR_UNITS, LKR_DIRS, LKR_BATCH
+    global LKR_UNIT_MIB
+    if "budget_mib" in spec:
+        set_budget(spec["budget_mib"])
+    MEMORY_MAX_MIB = spec.get("memory_max_mib", MEMORY_MAX_MIB)
+    POOL_MIB = spec.get("pool_mib", POOL_MIB)
+    RANDOM_MIB = spec.get("random_mib", RANDOM_MIB)
+    RANDOM_IOS = spec.get("random_ios", RANDOM_IOS)
+    LKR_UNITS = spec.get("lkr_units", LKR_UNITS)
+    LKR_DIRS = spec.get("lkr_dirs", LKR_DIRS)
+    LKR_BATCH = spec.get("lkr_batch", LKR_BATCH)
+    LKR_UNIT_MIB = spec.get("lkr_unit_mib", LKR_UNIT_MIB)
+    MAX_PROCS.update(lkr=LKR_UNITS, row=LKR_UNITS // PART_SHARE, mix=LKR_UNITS // PART_SHARE)
+    if POOL_MIB:
+        # a stream part of row and mix has POOL_SINGLE // PART_SHARE files
+        for w in ("row", "mix"):
+            MAX_PROCS[w] = min(MAX_PROCS[w], POOL_SINGLE // PART_SHARE)
+        for w in STREAMS:
+            MAX_PROCS[w] = POOL_SINGLE
+
+
+def memory_max(config):
+    """The workloads' cgroup's memory.max in bytes for @config, None when
+    the set leaves the page cache unbounded: the set's bound, and for
+    bare-equal-ram the caches' RAM (BUDGET_SECTORS) on top of it."""
+    if MEMORY_MAX_MIB is None:
+        if config == EQUAL_RAM:
+            raise ValueError(f"{EQUAL_RAM}: the set bounds no page cache (memory_max_mib)")
+        return None
+    return (MEMORY_MAX_MIB << 20) + (BUDGET_SECTORS * SECTOR if config == EQUAL_RAM else 0)
 
 
 def set_scale(n):
     """--scale: @n times the LKR copies and the data of IOR-R, TAC and the
     strided reads (the random file is 16 times the cache already).  Once
     per process."""
-    global LKR_UNITS, DATA_MIB
-    LKR_UNITS, DATA_MIB = LKR_UNITS * n, DATA_MIB * n
+    global LKR_UNITS, DATA_MIB, POOL_MIB
+    LKR_UNITS, DATA_MIB, POOL_MIB = LKR_UNITS * n, DATA_MIB * n, POOL_MIB * n
     MAX_PROCS.update(lkr=LKR_UNITS, row=LKR_UNITS // PART_SHARE, mix=LKR_UNITS // PART_SHARE)
+    if POOL_MIB:
+        for w in ("row", "mix"):
+            MAX_PROCS[w] = min(MAX_PROCS[w], POOL_SINGLE // PART_SHARE)
 
 
 def set_random_seed(n):
@@ -288,6 +404,28 @@ def lkr_path(u):
     return f"{MNT}/l{u}"
 
 
+def pool_path(k):
+    return f"{MNT}/p{k}"
+
+
+def stream_files(part, procs, share, i):
+    """The files process @i of @procs reads for the stream part @part (one
+    of STREAMS) on 1/@share of its data, in the order it reads them.  In
+    the pool (POOL_MIB): a single workload reads the pool's first
+    POOL_SINGLE files; row's and mix's parts POOL_SINGLE // @share each,
+    the j-th part of STREAMS from file j * POOL_SINGLE // @share on (parts
+    of one run never share a file; every run starts cold, so sharing files
+    with other runs changes nothing); process @i takes its part's files
+    from its @i-th on by @procs; TAC reads its last file first, each from
+    its end."""
+    if not POOL_MIB:
+        return [data_path(part, procs, share, i)]
+    n = POOL_SINGLE // share
+    first = 0 if share == 1 else STREAMS.index(part) * n
+    mine = [pool_path(first + k) for k in range(n) if k % procs == i]
+    return mine[::-1] if part == "tac" else mine
+
+
 def parts_of(workload, io):
     if workload not in ("row", "mix"):
         return [workload], 1
@@ -306,8 +444,10 @@ def data_needed(runs):
             elif part == "random":
                 files[RANDOM_FILE] = RANDOM_MIB << 10
             else:
+                kib = POOL_MIB << 10 if POOL_MIB else (DATA_MIB << 10) // procs // share
                 for i in range(procs):
-                    files[data_path(part, procs, share, i)] = (DATA_MIB << 10) // procs // share
+                    for f in stream_files(part, procs, share, i):
+                        files[f] = kib
     return files, units
 
 
@@ -377,8 +517,14 @@ def make_data(args, files, units):
     os.makedirs(MNT, exist_ok=True)
     sh(BUSYBOX, "mount", "-t", "ext4", "/dev/ram0", MNT)
     for path, kib in files.items():
-        sh("dd", "if=/dev/urandom", f"of={path}", "bs=64k", f"count={kib // 64}",
-           "status=none")
+        if POOL_MIB:
+            # the server set's GiBs past the page cache (the RAM disk holds
+            # them already): 1 MiB writes, O_DIRECT
+            sh("dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={kib // 1024}",
+               "oflag=direct", "status=none")
+        else:
+            sh("dd", "if=/dev/urandom", f"of={path}", "bs=64k", f"count={kib // 64}",
+               "status=none")
     if units:
         sh("mkdir", lkr_path(0))
         sh("tar", "-C", lkr_path(0), "-xf", args.lkr_tar, *LKR_DIRS)
@@ -387,7 +533,10 @@ def make_data(args, files, units):
     nfiles = int(sh("sh", "-c", f"find {lkr_path(0)} -type f | wc -l").stdout) if units else 0
     kib = int(sh("du", "-sk", lkr_path(0)).stdout.split()[0]) if units else 0
     sh(BUSYBOX, "umount", MNT)
-    return {"data_mib": DATA_MIB, "random_mib": RANDOM_MIB, "random_ios": RANDOM_IOS,
+    return {"data_mib": DATA_MIB, "pool_mib": POOL_MIB, "pool_files": len(
+                [f for f in files if f.startswith(pool_path(""))]),
+            "random_mib": RANDOM_MIB, "random_ios": RANDOM_IOS, "lkr_batch": LKR_BATCH,
+            "memory_max_mib": MEMORY_MAX_MIB, "budget_mib": BUDGET_SECTORS >> 11,
             "part_share": PART_SHARE, "files": len(files), "lkr_copies": units,
             "lkr_dirs": LKR_DIRS, "lkr_files": nfiles, "lkr_kib": kib}
 
@@ -486,7 +635,7 @@ class Stack:
             self.top = self.make_bcache(vd, n, config.endswith("nocutoff"))
         elif config == "rapiddisk-brd":
             self.top = self.make_rapiddisk(vd, n)
-        elif config not in ("bare", "warm"):
+        elif config not in ("bare", EQUAL_RAM, "warm"):
             raise ValueError(f"unknown configuration {config}")
 
     def dm(self, name, table):
@@ -579,8 +728,9 @@ def part_cmds(part, procs, io, share):
     if part == "lkr":
         units = LKR_UNITS // share
         assert units >= procs, (part, procs, share)
+        end = "+" if LKR_BATCH else "\\;"
         return [f"{BUSYBOX} find {' '.join(lkr_path(u) for u in range(i, units, procs))} "
-                f"-type f -exec {BUSYBOX} cat {{}} \\; >/dev/null" for i in range(procs)]
+                f"-type f -exec {BUSYBOX} cat {{}} {end} >/dev/null" for i in range(procs)]
     if part == "random":
         n = RANDOM_IOS // procs // share
         return [f"{RDPAT} {d}{RANDOM_FILE} random 4096 {n} {RANDOM_SEED + i}"
@@ -589,11 +739,14 @@ def part_cmds(part, procs, io, share):
                "8k-sr": "stride 4096 8192"}
     cmds = []
     for i in range(procs):
-        rd = f"{RDPAT} {d}{data_path(part, procs, share, i)}"
-        if part == "512k-sr":
-            cmds.append(" && ".join(f"{rd} stride 4096 524288 {4096 * k}" for k in range(4)))
-        else:
-            cmds.append(f"{rd} {pattern[part]}")
+        one = []
+        for f in stream_files(part, procs, share, i):
+            rd = f"{RDPAT} {d}{f}"
+            if part == "512k-sr":
+                one += [f"{rd} stride 4096 524288 {4096 * k}" for k in range(4)]
+            else:
+                one.append(f"{rd} {pattern[part]}")
+        cmds.append(" && ".join(one))
     return cmds
 
 
@@ -616,12 +769,58 @@ def workload_env():
     return BIN, dict(os.environ, PWD=BIN)
 
 
+# The workloads' cgroup (cgroup_setup()), None: they run where the suite does.
+CGROUP = None
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def cgroup_setup():
+    """A cgroup v2 for the workloads, with the memory controller: cgroup2
+    mounted at CGROUP_ROOT if it is not (virtme-ng's init may leave it
+    out), memory enabled for the root's children."""
+    global CGROUP
+    with open("/proc/mounts") as f:
+        mounted = any(l.split()[1] == CGROUP_ROOT and l.split()[2] == "cgroup2" for l in f)
+    if not mounted:
+        os.makedirs(CGROUP_ROOT, exist_ok=True)
+        sh("mount", "-t", "cgroup2", "none", CGROUP_ROOT)
+    with open(f"{CGROUP_ROOT}/cgroup.controllers") as f:
+        if "memory" not in f.read().split():
+            raise RuntimeError(f"{CGROUP_ROOT}: no memory controller")
+    write(f"{CGROUP_ROOT}/cgroup.subtree_control", "+memory")
+    CGROUP = f"{CGROUP_ROOT}/redcap-bench"
+    os.makedirs(CGROUP, exist_ok=True)
+
+
+def cgroup_limit(limit):
+    """The workloads' memory.max: @limit bytes (None: "max")."""
+    if CGROUP:
+        write(f"{CGROUP}/memory.max", "max" if limit is None else limit)
+
+
+def cgroup_join():
+    """In a workload's child before it runs: into the workloads' cgroup
+    (its page cache charged there from its first read)."""
+    if CGROUP:
+        with open(f"{CGROUP}/cgroup.procs", "w") as f:
+            f.write("0")
+
+
+def cgroup_events():
+    """The cgroup's memory.events (reclaim against memory.max: "max")."""
+    if not CGROUP:
+        return None
+    with open(f"{CGROUP}/memory.events") as f:
+        return {k: int(v) for k, v in (l.split() for l in f)}
+
+
 def run_procs(cmds):
-    """Start every command at once; seconds until the last one ends."""
+    """Start every command at once, in the workloads' cgroup; seconds
+    until the last one ends."""
     cwd, env = workload_env()
     t0 = time.monotonic()
     ps = [subprocess.Popen([BUSYBOX, "sh", "-c", c], stderr=subprocess.PIPE, text=True,
-                           cwd=cwd, env=env)
+                           cwd=cwd, env=env, preexec_fn=cgroup_join)
           for c in cmds]
     errs = [(c, p.communicate()[1], p.returncode) for c, p in zip(cmds, ps)]
     t = time.monotonic() - t0
@@ -802,13 +1001,18 @@ def load_rapiddisk():
 def one_run(args, base, workload, procs, io, config, rep, extra):
     stack = Stack(args, base, config)
     try:
+        limit = memory_max(config)
+        cgroup_limit(limit)
         cold(stack)
-        before = stack.disk_read_bytes()
+        before, events = stack.disk_read_bytes(), cgroup_events()
         t = run_procs(commands(workload, procs, io))
         rec = {"workload": workload, "procs": procs, "config": config, "io": io,
                "rep": rep, "app_time_s": round(t, 4),
                "disk_read_bytes": stack.disk_read_bytes() - before,
-               "kernel": KREL, "disk_profile": args.profile, "set": args.set}
+               "kernel": KREL, "disk_profile": args.profile, "set": args.set,
+               "memory_max_bytes": limit, "budget_bytes": BUDGET_SECTORS * SECTOR}
+        if events is not None:	# times the page cache was reclaimed at its bound
+            rec["memory_max_events"] = cgroup_events()["max"] - events["max"]
         rec["disk_stats"] = stack.disk_stats()
         if stack.redcap:
             rec["redcap_stats"] = dm_stats(stack.redcap)
@@ -829,6 +1033,7 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
 def bound_record(args, base, workload, procs, io, extra):
     stack = Stack(args, base, "bare")
     try:
+        cgroup_limit(memory_max("bare"))
         keep = (os.path.join(args.traces, f"{workload}-{procs}-{io}.blkparse")
                 if args.traces else None)
         if keep:
@@ -846,6 +1051,7 @@ def bound_record(args, base, workload, procs, io, extra):
            "app_time_s": round(t, 4),
            "disk_read_bytes": sum(n for _, n in ext) * SECTOR,
            "kernel": KREL, "disk_profile": args.profile, "set": args.set,
+           "memory_max_bytes": memory_max("bare"), "budget_bytes": BUDGET_SECTORS * SECTOR,
            "bound_runs": runs, "bound_unique_bytes": unique_sectors(ext) * SECTOR}
     rec.update(extra)
     return rec
@@ -876,8 +1082,9 @@ def main():
     ap.add_argument("--procs", nargs="+", type=int, help="instead of the set's")
     ap.add_argument("--io", nargs="+", choices=["buffered", "direct"],
                     help="only these of the set's I/O modes")
-    ap.add_argument("--configs", nargs="+", choices=CONFIGS + EXTRA_CONFIGS,
-                    help="instead of the set's")
+    ap.add_argument("--configs", nargs="+",
+                    help="instead of the set's (its full set's configurations and "
+                    "those EXTRA_CONFIGS adds, at the set's RAM)")
     ap.add_argument("--reps", type=int, help="instead of the set's")
     ap.add_argument("--part", metavar="J/N",
                     help="run only every N-th case from the J-th (J from 0) "
@@ -905,9 +1112,15 @@ def main():
                     help="the random readers' seeds are N, N + 1, ... (default %(default)s): "
                     "other offsets, the same pattern")
     args = ap.parse_args()
+    spec = SETS[args.set]
+    configure(spec)
     set_scale(args.scale)
     set_random_seed(args.random_seed)
-    spec = SETS[args.set]
+    bad = [c for c in args.configs or [] if c not in CONFIGS + EXTRA_CONFIGS]
+    if bad:
+        ap.error(f"--configs: {', '.join(bad)}: not one of {', '.join(CONFIGS + EXTRA_CONFIGS)}")
+    if EQUAL_RAM in (args.configs or spec["configs"]) and MEMORY_MAX_MIB is None:
+        ap.error(f"{EQUAL_RAM}: set {args.set} bounds no page cache")
     if not args.configs and "rapiddisk-brd" in spec["configs"] and not rapiddisk_built():
         # RapidDisk 9.0.0 does not build for every kernel (6.12): a set
         # goes on without it, --configs rapiddisk-brd fails in load_rapiddisk()
@@ -945,7 +1158,9 @@ def main():
 
 def run_suite(args, files, units):
     runs = args.runs
-    mib = sum(files.values()) * 11 // 10 // 1024 + units + 64
+    mib = sum(files.values()) * 11 // 10 // 1024 + units * LKR_UNIT_MIB + 64
+    if MEMORY_MAX_MIB is not None:
+        cgroup_setup()
     sh("modprobe", "-r", "brd", check=False)
     sh("modprobe", "brd", "rd_nr=3", f"rd_size={mib * 1024}")
     if any(c.startswith("bcache") for c in args.configs):
@@ -959,7 +1174,7 @@ def run_suite(args, files, units):
     log(f"bench: data on ext4 ({mib} MiB RAM disk) and model ready in "
         f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
 
-    extra = {"scale": data, "icount": args.icount, "model": base.model,
+    extra = {"scale": data, "icount": args.icount, "model": base.model, "cgroup": CGROUP,
              "model_learning": base.learning, "random_seed": RANDOM_SEED}
     records = []
     total = len(runs) * (len(args.configs) * args.reps + (not args.no_bound))

@@ -30,12 +30,20 @@ def test_tiny_bench_case(tmp_path):
     assert [(x["config"], x["workload"], x["procs"], x["io"], x["rep"]) for x in recs] == [
         ("bare", "8k-sr", 1, "buffered", 0),
         ("redcap-recommended", "8k-sr", 1, "buffered", 0),
+        ("bare-equal-ram", "8k-sr", 1, "buffered", 0),
         ("bound", "8k-sr", 1, "buffered", 0)]
     for x in recs:
         assert all(k in x for k in REQUIRED), x
         assert x["kernel"] == os.uname().release and x["disk_profile"] == "hdd7200"
         assert x["app_time_s"] > 0
-    bare, rc, bound = recs
+    bare, rc, equal, bound = recs
+    # the workloads ran in the cgroup v2 whose memory.max bounds their page
+    # cache (256 MiB), raised by the caches' 8 MiB for bare-equal-ram
+    assert bare["cgroup"] == "/sys/fs/cgroup/redcap-bench"
+    assert bare["memory_max_bytes"] == rc["memory_max_bytes"] == bound["memory_max_bytes"] \
+        == 256 << 20
+    assert equal["memory_max_bytes"] == (256 + 8) << 20 and equal["budget_bytes"] == 8 << 20
+    assert equal["disk_read_bytes"] == bare["disk_read_bytes"]
     # the model layer: every run starts from the trained tables (the cells
     # the bare run added are gone when redcap's run starts) and learns from
     # the run, as an admin's model layer does by default

@@ -276,3 +276,109 @@ def test_merge_refuses_runs_that_measured_another_disk(tmp_path):
     assert (r.returncode, merged) == (1, None)
     assert r.stdout.splitlines()[1] == \
         "merge: readahead: 0 cells in both, largest difference 0.00 % (-), over 1.0 %"
+
+
+# --------------------------------------------------------------------------
+# The server set (issue 46): sizes, the page cache's bound, the report's
+# pictures.  Each test configures a fresh copy of the suite: configure()
+# changes the module's sizes.
+
+
+def _server():
+    srv = _module("suite")
+    srv.configure(srv.SETS["server"])
+    return srv
+
+
+def test_server_set_gives_every_cache_64_mib():
+    srv = _server()
+    assert srv.BUDGET_SECTORS == 131072
+    assert srv.GEOMETRIES == {"2048x32k": (2048, 64), "1024x64k": (1024, 128),
+                              "512x128k": (512, 256), "256x256k": (256, 512)}
+    # redcapctl create's default: 64 MiB of 128 KiB segments
+    assert srv.redcap_parts(srv.RECOMMENDED) == (
+        "512x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
+    assert "redcap-512x128k-always" in srv.CONFIGS
+    assert "redcap-512x128k-adaptive+caware" in srv.EXTRA_CONFIGS
+    assert srv.SETS["server"]["configs"] == [
+        "bare", "bare-equal-ram", "redcap-recommended", "readahead", "dm-cache-brd",
+        "bcache-brd", "rapiddisk-brd", "warm"]
+    # the 8 MiB sets keep their names
+    assert suite.BUDGET_SECTORS == 16384 and suite.RECOMMENDED_STACK[0] == "64x128k"
+    assert "redcap-32x256k-always" in suite.CONFIGS
+
+
+def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
+    srv = _server()
+    assert srv.memory_max("bare") == 256 << 20 == 268435456
+    assert srv.memory_max("redcap-recommended") == 268435456
+    assert srv.memory_max("bare-equal-ram") == (256 + 64) << 20 == 335544320
+    # the 8 MiB full set bounds nothing: no equal-RAM configuration there
+    full = _module("suite")
+    full.configure(full.SETS["full"])
+    assert full.memory_max("bare") is None
+    with pytest.raises(ValueError):
+        full.memory_max("bare-equal-ram")
+    # tiny (make check) runs the cgroup path: 8 MiB caches, the same bound
+    tiny = _module("suite")
+    tiny.configure(tiny.SETS["tiny"])
+    assert tiny.memory_max("bare-equal-ram") == (256 + 8) << 20
+
+
+def test_server_set_matrix_and_data():
+    srv = _server()
+    runs = srv.set_runs(srv.SETS["server"])
+    assert len(runs) == 25
+    assert {p for w, p, io in runs if w == "lkr"} == {1, 4, 16}
+    assert {p for w, p, io in runs if w == "row"} == {1, 4} and all(
+        io == "buffered" for _, _, io in runs)
+    files, units = srv.set_data(srv.SETS["server"], runs)
+    # the streams' pool: 20 files of 80 MiB; the random readers' 1 GiB
+    assert files == {**{f"/tmp/redcap-bench/p{k}": 80 << 10 for k in range(20)},
+                     srv.RANDOM_FILE: 1 << 20}
+    assert units == 16
+    # 16 times the caches' RAM: each single stream workload reads 16 files
+    assert sum(80 << 10 for _ in srv.stream_files("ior-r", 1, 1, 0)) == 1280 << 10
+    read = {n for w, p, io in runs for c in srv.commands(w, p, io)
+            for n in re.findall(r"/tmp/redcap-bench/[^/ ]+", c)}
+    assert read == set(files) | {srv.lkr_path(u) for u in range(units)}
+
+
+def test_server_set_deals_the_pool_out():
+    srv = _server()
+    P = "/tmp/redcap-bench/p"
+    assert srv.stream_files("ior-r", 4, 1, 1) == [f"{P}1", f"{P}5", f"{P}9", f"{P}13"]
+    assert srv.stream_files("tac", 4, 1, 1) == [f"{P}13", f"{P}9", f"{P}5", f"{P}1"]
+    assert srv.stream_files("8k-sr", 16, 1, 15) == [f"{P}15"]
+    # row and mix: a quarter each, the 5th part after the single workloads' 16
+    assert srv.stream_files("ior-r", 1, 4, 0) == [f"{P}{k}" for k in range(4)]
+    assert srv.stream_files("512k-sr", 4, 4, 2) == [f"{P}18"]
+    R = srv.RDPAT
+    assert srv.commands("512k-sr", 16, "buffered")[3] == " && ".join(
+        f"{R} {P}3 stride 4096 524288 {k}" for k in (0, 4096, 8192, 12288))
+    assert srv.commands("tac", 1, "buffered")[0].startswith(f"{R} {P}15 back 65536 && ")
+    assert srv.commands("random", 16, "buffered")[0] == \
+        f"{R} /tmp/redcap-bench/random random 4096 128 1000"
+    lkr = srv.commands("lkr", 4, "buffered")
+    assert lkr[0] == (f"{srv.BUSYBOX} find /tmp/redcap-bench/l0 /tmp/redcap-bench/l4 "
+                      "/tmp/redcap-bench/l8 /tmp/redcap-bench/l12 -type f "
+                      f"-exec {srv.BUSYBOX} cat {{}} + >/dev/null")
+    mix = srv.commands("mix", 4, "buffered")
+    names = [n for c in mix for n in re.findall(rf"{P}\d+", c)]
+    assert len(set(names)) == 20	# 512k-sr reads each of its files 4 times
+
+
+def test_workloads_join_the_cgroup(monkeypatch, tmp_path):
+    """Every workload process writes itself into the cgroup's procs
+    before it runs; no cgroup (the 8 MiB sets): nothing written."""
+    srv = _module("suite")
+    assert srv.cgroup_join() is None
+    monkeypatch.setattr(srv, "CGROUP", str(tmp_path))
+    srv.cgroup_join()
+    assert (tmp_path / "cgroup.procs").read_text() == "0"
+    srv.cgroup_limit(335544320)
+    assert (tmp_path / "memory.max").read_text() == "335544320"
+    srv.cgroup_limit(None)
+    assert (tmp_path / "memory.max").read_text() == "max"
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 17\noom 0\noom_kill 0\n")
+    assert srv.cgroup_events()["max"] == 17
