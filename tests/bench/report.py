@@ -25,7 +25,11 @@ RECOMMENDED = "redcap-recommended"
 SUMMARY = [("rec", RECOMMENDED), ("64×128", "redcap-64x128k-always"),
            ("32×256", "redcap-32x256k-always")]
 ALTERNATIVES = {"readahead": "readahead", "dm-cache-brd": "dm-cache", "bcache-brd": "bcache",
-                "bcache-brd-nocutoff": "bcache-nocutoff", "rapiddisk-brd": "rapiddisk"}
+                "bcache-brd-nocutoff": "bcache-nocutoff", "rapiddisk-brd": "rapiddisk",
+                "bare-equal-ram": "equal-RAM page cache"}
+# The equal-RAM comparison (issue 46): the bare disk, the bare disk whose
+# page cache is given the caches' RAM, redcap's default stack.
+EQUAL_RAM = ("bare", "bare-equal-ram", RECOMMENDED)
 
 
 def load(path):
@@ -355,6 +359,124 @@ def section_repeatability(g, records=()):
     return out + ([""] if rep["wild"] else []) + drive
 
 
+def relative(g, io, configs):
+    """{(workload, procs): {config: median application time in % of the
+    bare disk's median}} over the cells of @io with a bare run, for the
+    @configs each cell has; bare is 100."""
+    out = {}
+    for (w, p, i), cfgs in g.items():
+        if i != io or not cfgs.get("bare"):
+            continue
+        base = statistics.median(cfgs["bare"])
+        out[(w, p)] = {c: 100 * statistics.median(cfgs[c]) / base
+                       for c in configs if cfgs.get(c) and base > 0}
+    return out
+
+
+def cell_order(keys):
+    return sorted(keys, key=lambda k: (WORKLOAD_ORDER.index(k[0]) if k[0] in WORKLOAD_ORDER
+                                       else 99, k[1]))
+
+
+def equal_ram(g, io):
+    """The equal-RAM comparison's rows: [(workload, procs, {config: % of
+    bare})] for the cells that ran all of EQUAL_RAM, and the geometric mean
+    of each over them (None without such cells)."""
+    rel = relative(g, io, EQUAL_RAM)
+    rows = [(w, p, rel[(w, p)]) for w, p in cell_order(rel)
+            if all(c in rel[(w, p)] for c in EQUAL_RAM)]
+    if not rows:
+        return [], None
+    return rows, {c: 100 * geomean([r[c] / 100 for _, _, r in rows]) for c in EQUAL_RAM}
+
+
+def table_equal_ram(g, io):
+    rows, mean = equal_ram(g, io)
+    if not rows:
+        return []
+    lines = ["| workload | procs | bare s | bare, page cache + the caches' RAM | "
+             "redcap-recommended |", "|---|---|---|---|---|"]
+    for w, p, r in rows:
+        lines.append(f"| {w} | {p} | {statistics.median(g[(w, p, io)]['bare']):.2f} | "
+                     f"{r['bare-equal-ram']:.0f} % | {r[RECOMMENDED]:.0f} % |")
+    lines.append(f"| geometric mean | | | {mean['bare-equal-ram']:.0f} % | "
+                 f"{mean[RECOMMENDED]:.0f} % |")
+    return lines
+
+
+def plot_bars(g, configs, io, path):
+    """Application time per configuration, per workload: one panel per
+    workload, a group of bars per process count, bare = 100 %."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    shown = [c for c in configs if c not in ("bound",)]
+    rel = relative(g, io, shown)
+    workloads = [w for w in WORKLOAD_ORDER if any(k[0] == w for k in rel)]
+    if not workloads:
+        return False
+    cols = 3
+    rows = (len(workloads) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.4 * rows), squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    width = 0.8 / max(1, len(shown))
+    for ax, w in zip(axes.flat, workloads):
+        procs = sorted(p for ww, p in rel if ww == w)
+        for n, c in enumerate(shown):
+            xs = [i + (n - (len(shown) - 1) / 2) * width for i in range(len(procs))]
+            ys = [rel[(w, p)].get(c, 0) for p in procs]
+            ax.bar(xs, ys, width, label=c, color=colors[n % len(colors)],
+                   edgecolor="black" if c == RECOMMENDED else None)
+        ax.axhline(100, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(procs)), [f"×{p}" for p in procs])
+        ax.set_title(f"{w} ({io})")
+        ax.set_ylabel("app time, % of bare")
+        ax.grid(True, axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(shown)), fontsize="small")
+    fig.tight_layout(rect=(0, 0.04 + 0.025 * ((len(shown) + 4) // 5), 1, 1))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def plot_equal_ram(g, io, path):
+    """The equal-RAM comparison as one picture: per cell, the bare disk
+    (100 %), the bare disk with the caches' RAM in its page cache, and
+    redcap's default stack; the geometric means last."""
+    rows, mean = equal_ram(g, io)
+    if not rows:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [f"{w} ×{p}" for w, p, _ in rows] + ["geo. mean"]
+    data = [r for _, _, r in rows] + [mean]
+    fig, ax = plt.subplots(figsize=(max(8, 0.75 * len(labels)), 4.5))
+    names = {"bare": "bare disk", "bare-equal-ram": "bare, page cache + the caches' RAM",
+             RECOMMENDED: "redcap (redcapctl's default stack)"}
+    colors = {"bare": "#bbbbbb", "bare-equal-ram": "#4c72b0", RECOMMENDED: "#dd8452"}
+    for n, c in enumerate(EQUAL_RAM):
+        xs = [i + (n - 1) * 0.27 for i in range(len(labels))]
+        bars = ax.bar(xs, [d[c] for d in data], 0.27, label=names[c], color=colors[c])
+        if c != "bare":
+            ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.axhline(100, color="black", linewidth=0.8)
+    ax.axvline(len(labels) - 1.5, color="black", linewidth=0.5, linestyle=":")
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_ylabel("app time, % of bare")
+    ax.set_title(f"Equal RAM: in the page cache or below it ({io})", pad=28)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small", ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def plot(g, configs, io, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -433,15 +555,35 @@ def main():
         out += ["## The virtual disk's price of the reads the recommended stack received", "",
                 "redcap's `vdisk_time_us` against the emulated drive's busy time in the bare "
                 "run and in `readahead` (medians of the repetitions).", ""] + priced + [""]
+    budget = r0.get("budget_bytes", 8 << 20) >> 20
+    bound = r0.get("memory_max_bytes")
+    if bound:
+        out += [f"The workloads ran in a cgroup whose `memory.max` bounded their page cache to "
+                f"{bound >> 20} MiB; `bare-equal-ram`: the bare disk with {budget} MiB more, "
+                "the caches' RAM given to the page cache instead.", ""]
     for io in ("buffered", "direct"):
         if not any(k[2] == io for k in g):
             continue
+        out += [f"## {io}: application time per configuration", "",
+                f"![{io}: application time per configuration, % of bare]"
+                f"({os.path.basename(base)}-{io}-bars.png)", ""] \
+            if plot_bars(g, configs, io, f"{base}-{io}-bars.png") else []
+        eq = table_equal_ram(g, io)
+        if eq:
+            plot_equal_ram(g, io, f"{base}-{io}-equal-ram.png")
+            out += [f"## {io}: equal RAM", "",
+                    f"Application time in % of the bare disk's (median of the repetitions): "
+                    f"the bare disk whose page cache is given the caches' {budget} MiB, and "
+                    "redcap's default stack with them below it.", "",
+                    f"![{io}: equal RAM]({os.path.basename(base)}-{io}-equal-ram.png)", ""] + \
+                eq + [""]
         out += [f"## {io}: summary, median change vs bare (%)", "",
-                "rec = redcap-recommended (64 × 128 KiB, adaptive+caware, read-ahead 1 MiB); 64×128, 32×256 = "
-                "redcap with "
-                "`policy always`; best alternative = the fastest of read_ahead_kb, dm-cache, "
-                "bcache and RapidDisk with the same RAM; warm = zero disk latency; bound = best "
-                "possible prefetch.", ""] + table_summary(g, io)
+                f"rec = redcap-recommended (128 KiB segments in {budget} MiB, adaptive+caware, "
+                "read-ahead 1 MiB); 64×128, 32×256 = redcap with "
+                "`policy always` (8 MiB sets); best alternative = the fastest of read_ahead_kb, "
+                "dm-cache, bcache, RapidDisk and the equal-RAM page cache, with the same RAM; "
+                "warm = zero disk latency; bound = best possible prefetch.", ""] + \
+            table_summary(g, io)
         out += ["", f"## {io}: application time vs bare (%)", ""] + table_changes(g, configs, io)
         out += ["", f"## {io}: share of the gap to the floor closed (%)", "",
                 "floor = max(warm: the zero-latency run, bound: I/O time of the best "
