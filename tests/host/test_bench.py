@@ -382,3 +382,52 @@ def test_workloads_join_the_cgroup(monkeypatch, tmp_path):
     assert (tmp_path / "memory.max").read_text() == "max"
     (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 17\noom 0\noom_kill 0\n")
     assert srv.cgroup_events()["max"] == 17
+
+
+def _g(cells):
+    return report.group([_rec(c, w, p, t, rep=i) for (w, p, c), ts in cells.items()
+                         for i, t in enumerate(ts)])
+
+
+def test_report_relative_times_and_the_equal_ram_rows():
+    g = _g({("tac", 1, "bare"): [20.0, 22.0, 21.0], ("tac", 1, "bare-equal-ram"): [18.9],
+            ("tac", 1, "redcap-recommended"): [10.5, 12.0, 9.0],
+            ("lkr", 4, "bare"): [10.0], ("lkr", 4, "bare-equal-ram"): [10.0],
+            ("lkr", 4, "redcap-recommended"): [4.0],
+            ("random", 1, "bare"): [11.0], ("random", 1, "bare-equal-ram"): [11.0]})
+    rel = report.relative(g, "buffered", ["bare", "redcap-recommended"])
+    assert rel[("tac", 1)] == {"bare": 100.0, "redcap-recommended": 50.0}
+    assert rel[("random", 1)] == {"bare": 100.0}
+    rows, mean = report.equal_ram(g, "buffered")
+    # random lacks redcap: left out; LKR before TAC
+    assert [(w, p) for w, p, _ in rows] == [("lkr", 4), ("tac", 1)]
+    assert rows[1][2]["bare-equal-ram"] == pytest.approx(90.0)
+    assert mean["bare"] == pytest.approx(100.0)
+    assert mean["redcap-recommended"] == pytest.approx(100 * (0.4 * 0.5) ** 0.5)
+    assert mean["bare-equal-ram"] == pytest.approx(100 * 0.9 ** 0.5)
+    assert report.table_equal_ram(g, "buffered")[-1] == "| geometric mean | | | 95 % | 45 % |"
+    assert report.equal_ram(g, "direct") == ([], None)
+
+
+def test_report_draws_the_bars_and_the_equal_ram_picture(tmp_path):
+    recs = []
+    for w in ("lkr", "tac"):
+        for p in (1, 4):
+            for c, t in (("bare", 10.0), ("bare-equal-ram", 9.0), ("redcap-recommended", 5.0),
+                         ("dm-cache-brd", 8.0)):
+                r = _rec(c, w, p, t)
+                r.update(kernel="6.1", disk_profile="hdd7200", set="server",
+                         memory_max_bytes=(320 if c == "bare-equal-ram" else 256) << 20,
+                         budget_bytes=64 << 20, disk_read_bytes=0)
+                recs.append(r)
+    (tmp_path / "s.json").write_text(json.dumps(recs))
+    # Debian's python3, with python3-matplotlib (make deps)
+    subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "report.py"),
+                    str(tmp_path / "s.json")], check=True, capture_output=True)
+    md = (tmp_path / "s.md").read_text()
+    assert "![buffered: equal RAM](s-buffered-equal-ram.png)" in md
+    assert "(s-buffered-bars.png)" in md
+    assert "| tac | 4 | 10.00 | 90 % | 50 % |" in md
+    assert "bounded their page cache to 256 MiB" in md
+    for png in ("s-buffered-bars.png", "s-buffered-equal-ram.png"):
+        assert (tmp_path / png).stat().st_size > 1000
