@@ -23,7 +23,7 @@ def _module(name):
 apps = _module("apps")
 CH = "/run/redcap-apps/bin/busybox chroot /run/redcap-apps /bin/sh -c "
 PGB = "/usr/lib/postgresql/15/bin/pgbench"
-GIT = "/usr/bin/git -C /data/git/linux"
+GIT = "/usr/bin/git -c safe.directory=/data/git/linux -C /data/git/linux"
 COPY_SRC = " ".join(f"/data/git/linux/{d}" for d in
                     ("arch", "fs", "net", "kernel", "mm", "include", "sound", "lib", "block",
                      "crypto", "security", "Documentation", "tools", "scripts"))
