@@ -383,8 +383,10 @@ def install(size_mib=512):
     # merged /usr: /bin, /lib ... are links into /usr on the host, the same here
     for top in ("bin", "sbin", "lib", "lib64"):
         if os.path.islink(f"/{top}"):
+            target = os.readlink(f"/{top}")
             if not os.path.lexists(f"{ROOT}/{top}"):
-                os.symlink(os.readlink(f"/{top}"), f"{ROOT}/{top}")
+                os.symlink(target, f"{ROOT}/{top}")
+            os.makedirs(os.path.join(ROOT, target.lstrip("/")), exist_ok=True)
         else:
             os.makedirs(f"{ROOT}/{top}", exist_ok=True)
     os.makedirs(f"{ROOT}/usr/bin", exist_ok=True)
@@ -414,7 +416,7 @@ def install(size_mib=512):
     # every program once (their first start costs more: not in a timed run)
     for c in (f"{PGBIN}/pgbench --version", f"{PGBIN}/postgres --version",
               "/usr/bin/git --version", "/usr/bin/rsync --version", "/usr/bin/cp --version",
-              "/usr/bin/dbench --help", "/usr/bin/postmark </dev/null"):
+              "/usr/bin/dbench --help", "printf 'quit\\n' | /usr/bin/postmark"):
         _sh(BUSYBOX, "chroot", ROOT, "/bin/sh", "-c", c + " >/dev/null 2>&1", check=False)
     for c in (f"{PGBIN}/pgbench --version", "/usr/bin/git --version"):
         _sh(BUSYBOX, "chroot", ROOT, "/bin/sh", "-c", c)
