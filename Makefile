@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir system
 SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
 	2>/dev/null),/lib/systemd/system-generators)
 
-.PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-sim clean \
+.PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-apps bench-sim clean \
 	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
 
 all: modules userspace man boot-tools
@@ -155,12 +155,17 @@ FUZZ_RUNS ?= 10000000
 fuzz: deps
 	@$(MAKE) -s -C tests/fuzz run FUZZ_RUNS=$(FUZZ_RUNS)
 
-# The benchmark suite (docs/results/README.md): QUICK=1 for the reduced set.
+# The benchmark suite (docs/results/README.md): the server set; QUICK=1 for the reduced set.
 PROFILE ?= hdd7200
 JOBS ?= 2
 bench: deps
 	@$(TOP)/tests/bench/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) \
 		--profile $(PROFILE) --jobs $(JOBS) $(if $(QUICK),--quick)
+
+# The real programs (tests/bench/apps.py) at the server set's scale.
+bench-apps: deps
+	@$(TOP)/tests/bench/run --kernel $(if $(filter native,$(KVER)),6.1,$(KVER)) \
+		--profile $(PROFILE) --jobs $(JOBS) --set apps
 
 # redcapctl simulate at the paper's scale, on the host (docs/results/README.md):
 # QUICK=1 for 1 and 4 processes and no curve.

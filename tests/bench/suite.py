@@ -47,6 +47,10 @@ import time
 
 TOP = os.environ.get("REDCAP_TOP", os.path.realpath(
     os.path.join(os.path.dirname(__file__), "..", "..")))
+# Real programs as workloads (tests/bench/apps.py): their names, data
+# image, chroot and commands.
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import apps  # noqa: E402
 KREL = os.environ.get("REDCAP_KREL", os.uname().release)
 CACHE = os.environ.get("REDCAP_CACHE", os.path.expanduser("~/.cache/redcap"))
 MNT = "/tmp/redcap-bench"
@@ -173,6 +177,9 @@ RAPIDDISK_MGMT = "/sys/kernel/rapiddisk/mgmt"
 RAPIDDISK_RD = 0
 
 WORKLOADS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random", "row", "mix"]
+# The real programs (apps.WORKLOADS) run on apps.image()'s ext4, not on the
+# suite's own data: a suite run takes the ones or the others.
+APPS = list(apps.WORKLOADS)
 # The workloads "row" and "mix" are made of (lkr is buffered only).
 PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
 
@@ -205,18 +212,45 @@ SETS = {
     #   are the kernel's and drivers', not charged to it;
     # * bare-equal-ram: the bare disk with memory.max raised by the caches'
     #   64 MiB, the page cache given redcap's RAM instead (Zhu & Hu).
-    # Buffered only (the page cache is what is bounded), processes 1, 4
-    # and 16 (row and mix: 1 and 4, a part per pool quarter), 3 repetitions.
-    # ESTIMATE
-    "server": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
-                            [1, 4, 16], "buffered"),
+    # Buffered only (the page cache is what is bounded), 3 repetitions.
+    # Its time, sized on 2026-12-02 from one guest's 48 runs of 12 cells
+    # (bare, redcap-recommended, bare-equal-ram and warm; LKR, IOR-R, TAC,
+    # 8K-SR, 512K-SR and random ×1 and ×16; hdd7200), on this 2-core
+    # machine shared with two other engineers' guests, so an upper
+    # bound: a run costs 1 s (random warm) to 86 s (8K-SR ×16 bare) of
+    # wall time, about 20 s per 1.25 GiB moved (IOR-R warm: 25 s) plus the
+    # disk's requests (8K-SR ×16 bare, 87,000 of them: 86 s).  Taking the
+    # other alternatives' runs as long as the bare disk's, ×4 as the mean
+    # of ×1 and ×16, 4K-SR as IOR-R, and row and mix as a quarter of each
+    # part's: processes 1, 4 and 16 everywhere, 3 repetitions and the
+    # prefetch bound would take 152 min per guest with --jobs 2, over the
+    # 2 hours a drive may take.  Cut to: no ×4 of the four streams that
+    # move the most (IOR-R, TAC, 4K-SR, 8K-SR: 1 and 16), warm (a CPU floor,
+    # deterministic) once, no bound (--bound adds it, +6 min): 107 min per
+    # guest, plus 5 min of data and training: 112 min per drive with
+    # --jobs 2 (4 h 20 with one guest).  21 cells, 7 configurations × 3 +
+    # warm × 1 = 462 runs.
+    "server": dict(groups=[(["lkr", "512k-sr", "random"], [1, 4, 16], "buffered"),
+                           (["ior-r", "tac", "4k-sr", "8k-sr"], [1, 16], "buffered"),
                            (["row", "mix"], [1, 4], "buffered")],
                    configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
                             "bcache-brd", "rapiddisk-brd", "warm"],
-                   reps=3, budget_mib=64, memory_max_mib=256, pool_mib=80,
+                   reps=3, once=["warm"], bound=False,
+                   budget_mib=64, memory_max_mib=256, pool_mib=80,
                    random_mib=1024, random_ios=2048, lkr_units=16,
                    lkr_dirs=["mm", "block", "ipc", "init", "security"], lkr_unit_mib=12,
                    lkr_batch=True),
+    # The real programs (tests/bench/apps.py) at the server set's RAM and
+    # bound, on apps.image() (PostgreSQL's 1.2 GiB, a git repository of
+    # Linux, room for the writers), 1 and 4 processes (git checkout and the
+    # server day: 1), no prefetch bound (a block trace of one program's
+    # run says little about what a page cache and a server could have
+    # read ahead).  The writers' runs start from the pristine image: the
+    # emulated disk sits on a dm-snapshot of it, dropped after each.
+    "apps": dict(groups=[(APPS, [1, 4], "buffered")],
+                 configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
+                          "bcache-brd", "rapiddisk-brd", "warm"],
+                 reps=3, budget_mib=64, memory_max_mib=256),
     "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
                           [1, 2, 4, 8, 16], "buffered"),
                          (["row", "mix"], [1, 2, 4], "buffered"),
@@ -245,7 +279,8 @@ LKR_BATCH = False		# find -exec cat {} + (one cat for many files), not \;
 LKR_UNIT_MIB = 1		# what a copy takes on ext4 (sizes the RAM disk)
 PART_SHARE = 4			# in row and mix, each part has 1/4 of its data
 # no more processes than LKR copies
-MAX_PROCS = {"lkr": LKR_UNITS, "row": LKR_UNITS // PART_SHARE, "mix": LKR_UNITS // PART_SHARE}
+MAX_PROCS = {"lkr": LKR_UNITS, "row": LKR_UNITS // PART_SHARE, "mix": LKR_UNITS // PART_SHARE,
+             **apps.MAX_PROCS}
 # The streams' pool (sets with pool_mib): files of POOL_MIB, the first
 # POOL_SINGLE of which every stream workload reads (stream_files()).
 # 0: the old layout, p files of DATA_MIB/p per process count.
@@ -437,6 +472,8 @@ def data_needed(runs):
     of LKR copies that @runs read."""
     files, units = {}, 0
     for w, procs, io in runs:
+        if w in APPS:
+            continue
         parts, share = parts_of(w, io)
         for part in parts:
             if part == "lkr":
@@ -559,14 +596,13 @@ class Base:
     every run starts from the trained tables, see fresh_model()) and, for
     the floor, a measuring vdisk straight on the RAM disk (bench-warm)."""
 
-    def __init__(self, args):
-        prof = PROFILES[args.profile]
-        n = self.n = sectors("/dev/ram0")
-        self.names = ["bench-warm", "bench-vd", "bench-hdd"]
-        self.hdd = dm_create("bench-hdd", f"0 {n} vdisk /dev/ram0 6 mode emulate "
-                             f"profile {args.profile} capacity {prof['capacity']}")
-        self.vd = dm_create("bench-vd", f"0 {n} vdisk {self.hdd}")
-        self.warm = dm_create("bench-warm", f"0 {n} vdisk /dev/ram0")
+    def __init__(self, args, snapshot=False):
+        self.profile = args.profile
+        self.n = sectors("/dev/ram0")
+        # the real programs' writers: the disk is a snapshot of the image
+        # on /dev/ram0, its changes on /dev/ram3, dropped by restore()
+        self.snapshot = snapshot
+        self.make()
         sh(*VDISKCTL, "train", "bench-vd", "--time", str(args.train))
         dm_message("bench-vd", "train", "off")
         self.learning = not args.frozen_model
@@ -577,6 +613,24 @@ class Base:
             os.makedirs(args.traces, exist_ok=True)
             shutil.copy(self.tables, os.path.join(args.traces, f"model-{args.profile}.tables"))
         self.model = self.model_state()
+
+    def make(self):
+        n, data = self.n, "/dev/ram0"
+        self.names = ["bench-warm", "bench-vd", "bench-hdd"]
+        if self.snapshot:
+            # non-persistent, 4 KiB chunks: the changes live in /dev/ram3
+            data = dm_create("bench-snap", f"0 {n} snapshot /dev/ram0 /dev/ram3 N 8")
+            self.names.append("bench-snap")
+        self.hdd = dm_create("bench-hdd", f"0 {n} vdisk {data} 6 mode emulate "
+                             f"profile {self.profile} capacity {PROFILES[self.profile]['capacity']}")
+        self.vd = dm_create("bench-vd", f"0 {n} vdisk {self.hdd}")
+        self.warm = dm_create("bench-warm", f"0 {n} vdisk {data}")
+
+    def restore(self):
+        """The data as in the pristine image: the snapshot and the devices
+        over it made anew (the trained tables are loaded by every run)."""
+        self.close()
+        self.make()
 
     @staticmethod
     def model_state():
@@ -955,8 +1009,9 @@ def settle(stack):
         last = now
 
 
-def cold(stack):
-    """Mount the stack's top read-only with nothing of it cached anywhere:
+def cold(stack, rw=False):
+    """Mount the stack's top read-only (@rw: read-write) with nothing of it
+    cached anywhere:
     the last unmount dropped the files' pages, the block devices' buffers
     are flushed here and any cache is new.  Once the mount's own reads are
     over (settle()), the drive is reset to its cold state.  (Not
@@ -964,10 +1019,15 @@ def cold(stack):
     them back costs guest time under icount.)"""
     for dev in {stack.top, stack.disk}:
         flush_buffers(dev)
-    sh(BUSYBOX, "mount", "-t", "ext4", "-o", "ro", stack.top, MNT)
+    sh(BUSYBOX, "mount", "-t", "ext4", "-o", "rw" if rw else "ro", stack.top, MNT)
     settle(stack)
-    # a cold drive (its cache, head position and counters as at load):
-    # the counters count the run, not the mount's reads
+    reset_counters(stack)
+
+
+def reset_counters(stack):
+    """A cold drive (its cache, head position and counters as at load):
+    the counters count the run, not the mount's reads (nor a server's
+    start)."""
     dm_message(os.path.basename(stack.disk), "reset")
     if stack.redcap:
         dm_message(stack.redcap, "reset_stats")
@@ -999,25 +1059,43 @@ def load_rapiddisk():
 
 
 def one_run(args, base, workload, procs, io, config, rep, extra):
+    app = workload in APPS
+    if app and workload in apps.WRITES:
+        base.restore()
     stack = Stack(args, base, config)
     try:
         limit = memory_max(config)
         cgroup_limit(limit)
-        cold(stack)
+        cold(stack, rw=app and workload in apps.WRITES)
+        if app:
+            # untimed: the data bound into the programs' chroot, a server
+            # started (in the cgroup) and the disk quiet again
+            apps.setup(workload, MNT, CGROUP)
+            settle(stack)
+            reset_counters(stack)
         before, events = stack.disk_read_bytes(), cgroup_events()
-        t = run_procs(commands(workload, procs, io))
-        rec = {"workload": workload, "procs": procs, "config": config, "io": io,
-               "rep": rep, "app_time_s": round(t, 4),
-               "disk_read_bytes": stack.disk_read_bytes() - before,
-               "kernel": KREL, "disk_profile": args.profile, "set": args.set,
-               "memory_max_bytes": limit, "budget_bytes": BUDGET_SECTORS * SECTOR}
-        if events is not None:	# times the page cache was reclaimed at its bound
-            rec["memory_max_events"] = cgroup_events()["max"] - events["max"]
-        rec["disk_stats"] = stack.disk_stats()
-        if stack.redcap:
-            rec["redcap_stats"] = dm_stats(stack.redcap)
-        if stack.rapiddisk:
-            rec["rapiddisk_stats"] = rapiddisk_stats("bench-rdc")
+        try:
+            t = run_procs(apps.commands(workload, procs, MNT) if app
+                          else commands(workload, procs, io))
+            # the run's counters, before a server's shutdown writes
+            rec = {"workload": workload, "procs": procs, "config": config, "io": io,
+                   "rep": rep, "app_time_s": round(t, 4),
+                   "disk_read_bytes": stack.disk_read_bytes() - before,
+                   "kernel": KREL, "disk_profile": args.profile, "set": args.set,
+                   "memory_max_bytes": limit, "budget_bytes": BUDGET_SECTORS * SECTOR}
+            if events is not None:	# times the page cache was reclaimed at its bound
+                rec["memory_max_events"] = cgroup_events()["max"] - events["max"]
+            rec["disk_stats"] = stack.disk_stats()
+            if stack.redcap:
+                rec["redcap_stats"] = dm_stats(stack.redcap)
+            if stack.rapiddisk:
+                rec["rapiddisk_stats"] = rapiddisk_stats("bench-rdc")
+        finally:
+            if app:
+                results = apps.results(workload)
+                apps.teardown(workload, MNT)
+        if app:
+            rec["app_results"] = results
         if stack.model:
             # the model layer's state when the stack was made and after the run
             rec["model_run"] = {"start": stack.model, "end": base.model_state()}
@@ -1077,7 +1155,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--set", choices=SETS, default="full")
     ap.add_argument("--profile", choices=PROFILES, default="hdd7200")
-    ap.add_argument("--workloads", nargs="+", choices=WORKLOADS,
+    ap.add_argument("--workloads", nargs="+", choices=WORKLOADS + APPS,
                     help="only these of the set's workloads")
     ap.add_argument("--procs", nargs="+", type=int, help="instead of the set's")
     ap.add_argument("--io", nargs="+", choices=["buffered", "direct"],
@@ -1092,6 +1170,9 @@ def main():
                     "on disk is the whole set's, as when run in one piece")
     ap.add_argument("--no-bound", action="store_true",
                     help="skip the traced runs that give the prefetch bound")
+    ap.add_argument("--bound", action="store_true",
+                    help="the traced runs that give the prefetch bound, in a set without "
+                    "them (server)")
     ap.add_argument("--traces", metavar="DIR",
                     help="keep the bound's block traces (<workload>-<procs>-<io>.blkparse) "
                     "and the trained model (model-<profile>.tables) in DIR, for "
@@ -1128,7 +1209,13 @@ def main():
         spec = dict(spec, configs=[c for c in spec["configs"] if c != "rapiddisk-brd"])
     args.configs = args.configs or spec["configs"]
     args.reps = args.reps or spec["reps"]
+    # configurations run in the first repetition only
+    args.once = [c for c in spec.get("once", []) if c in args.configs]
+    args.no_bound = args.no_bound or not (spec.get("bound", True) or args.bound)
     args.runs = set_runs(spec, args.workloads, args.procs, args.io)
+    if len({w in APPS for w, _, _ in args.runs}) > 1:
+        ap.error("the real programs (apps.WORKLOADS) run in a suite of their own "
+                 "(--set apps): their data is apps.image()")
     files, units = set_data(spec, args.runs)
     if args.part:
         j, n = map(int, args.part.split("/"))
@@ -1158,26 +1245,40 @@ def main():
 
 def run_suite(args, files, units):
     runs = args.runs
-    mib = sum(files.values()) * 11 // 10 // 1024 + units * LKR_UNIT_MIB + 64
+    app = runs[0][0] in APPS
+    if app:
+        image = apps.image(CACHE)	# built on the host by tests/bench/run
+        mib = (os.path.getsize(image) >> 20) + 64
+    else:
+        mib = sum(files.values()) * 11 // 10 // 1024 + units * LKR_UNIT_MIB + 64
     if MEMORY_MAX_MIB is not None:
         cgroup_setup()
     sh("modprobe", "-r", "brd", check=False)
-    sh("modprobe", "brd", "rd_nr=3", f"rd_size={mib * 1024}")
+    # ram1, ram2: the other caches' RAM and metadata; ram3: the writers' changes
+    sh("modprobe", "brd", f"rd_nr={4 if app else 3}", f"rd_size={mib * 1024}")
     if any(c.startswith("bcache") for c in args.configs):
         sh("modprobe", "bcache")
     if "rapiddisk-brd" in args.configs:
         load_rapiddisk()
     t0 = time.monotonic()
     install_programs(args.rdpat)
-    data = make_data(args, files, units)
-    base = Base(args)
+    if app:
+        # the image onto the RAM disk once (its free room left unwritten)
+        sh("dd", f"if={image}", "of=/dev/ram0", "bs=4M", "conv=sparse", "status=none")
+        os.makedirs(MNT, exist_ok=True)
+        data = {"apps_image": os.path.basename(image), **apps.image_info(CACHE),
+                "memory_max_mib": MEMORY_MAX_MIB, "budget_mib": BUDGET_SECTORS >> 11}
+    else:
+        data = make_data(args, files, units)
+    base = Base(args, snapshot=app)
     log(f"bench: data on ext4 ({mib} MiB RAM disk) and model ready in "
         f"{time.monotonic() - t0:.0f} s of guest time: {data}, model {base.model}")
 
     extra = {"scale": data, "icount": args.icount, "model": base.model, "cgroup": CGROUP,
              "model_learning": base.learning, "random_seed": RANDOM_SEED}
     records = []
-    total = len(runs) * (len(args.configs) * args.reps + (not args.no_bound))
+    total = len(runs) * (len(args.configs) * args.reps - len(args.once) * (args.reps - 1)) + \
+        (not args.no_bound) * len([r for r in runs if r[0] not in APPS])
     done = 0
     t0 = time.monotonic()
 
@@ -1194,10 +1295,12 @@ def run_suite(args, files, units):
     for rep in range(args.reps):
         for w, p, io in runs:
             for config in args.configs:
-                progress(one_run(args, base, w, p, io, config, rep, extra))
+                if rep == 0 or config not in args.once:
+                    progress(one_run(args, base, w, p, io, config, rep, extra))
     if not args.no_bound:
         for w, p, io in runs:
-            progress(bound_record(args, base, w, p, io, extra))
+            if w not in APPS:
+                progress(bound_record(args, base, w, p, io, extra))
     base.close()
     sh("modprobe", "-r", "brd", check=False)
     log(f"bench: {done} records in {args.out}, {(time.monotonic() - t0) / 60:.1f} min "

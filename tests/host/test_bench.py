@@ -327,11 +327,16 @@ def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
 
 def test_server_set_matrix_and_data():
     srv = _server()
-    runs = srv.set_runs(srv.SETS["server"])
-    assert len(runs) == 25
+    spec = srv.SETS["server"]
+    runs = srv.set_runs(spec)
+    assert len(runs) == 21
     assert {p for w, p, io in runs if w == "lkr"} == {1, 4, 16}
+    assert {p for w, p, io in runs if w == "tac"} == {1, 16}
     assert {p for w, p, io in runs if w == "row"} == {1, 4} and all(
         io == "buffered" for _, _, io in runs)
+    # the estimate in the set's comment: 7 configurations 3 times, warm once
+    assert len(runs) * (3 * (len(spec["configs"]) - 1) + 1) == 462
+    assert spec["once"] == ["warm"] and spec["bound"] is False
     files, units = srv.set_data(srv.SETS["server"], runs)
     # the streams' pool: 20 files of 80 MiB; the random readers' 1 GiB
     assert files == {**{f"/tmp/redcap-bench/p{k}": 80 << 10 for k in range(20)},
@@ -431,3 +436,20 @@ def test_report_draws_the_bars_and_the_equal_ram_picture(tmp_path):
     assert "bounded their page cache to 256 MiB" in md
     for png in ("s-buffered-bars.png", "s-buffered-equal-ram.png"):
         assert (tmp_path / png).stat().st_size > 1000
+
+
+def test_apps_set_runs_the_real_programs_on_their_own_image():
+    """The apps set: every one of apps.WORKLOADS with 1 and 4 processes
+    (those apps.MAX_PROCS holds to one: once), nothing of the suite's own
+    data, the server set's RAM and bound."""
+    srv = _module("suite")
+    spec = srv.SETS["apps"]
+    srv.configure(spec)
+    apps = srv.apps
+    runs = srv.set_runs(spec)
+    assert runs == [(w, p, "buffered") for w in apps.WORKLOADS for p in (1, 4)
+                    if p <= apps.MAX_PROCS.get(w, p)]
+    assert srv.set_data(spec, runs) == ({}, 0)
+    assert srv.memory_max("bare-equal-ram") == 335544320
+    assert spec["configs"] == srv.SETS["server"]["configs"]
+    assert set(srv.APPS) == set(apps.WORKLOADS) and not set(srv.APPS) & set(srv.WORKLOADS)
