@@ -55,7 +55,7 @@ def test_image_name_carries_the_recipe_version():
     ("pgbench-rw", f"{PGB} -n -c 1 -j 1 -t 1500 -h /tmp -U postgres postgres "
      ">/out/pgbench-rw.txt 2>&1"),
     ("git-log", f"{GIT} log -p v6.1..v6.12-headers -- . >/dev/null"),
-    ("git-grep", f"{GIT} grep -n -F spin_lock_irqsave -- . >/dev/null"),
+    ("git-grep", f"{GIT} grep -n -F spin_lock_irqsave -- . >/dev/null || [ $? -eq 1 ]"),
     ("git-checkout", f"{GIT} checkout -q v6.12-headers"),
     ("cp-a", f"/usr/bin/mkdir /data/cp-a-0 && /usr/bin/cp -a {COPY_SRC} /data/cp-a-0/"),
     ("rsync", f"/usr/bin/rsync -a {COPY_SRC} /data/rsync-0/"),
@@ -83,9 +83,9 @@ def test_git_readers_split_the_tree():
     cmds = apps.commands("git-grep", 2)
     assert cmds == [
         f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- drivers include net tools kernel "
-        "scripts security block rust usr init certs >/dev/null'",
+        "scripts security block rust usr init certs >/dev/null || [ $? -eq 1 ]'",
         f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- arch fs sound Documentation lib mm "
-        "crypto samples virt io_uring ipc LICENSES >/dev/null'"]
+        "crypto samples virt io_uring ipc LICENSES >/dev/null || [ $? -eq 1 ]'"]
     assert len(apps.commands("git-log", 4)) == 4
     assert apps.commands("git-log", 4)[3] == (
         f"{CH}'{GIT} log -p v6.1..v6.12-headers -- fs Documentation mm samples io_uring "
@@ -117,7 +117,7 @@ def test_server_day_is_its_parts_at_once():
     assert apps.commands("server-day", 1) == [
         f"{CH}'{PGB} -n -c 4 -j 4 -t 375 -h /tmp -U postgres postgres "
         ">/out/pgbench-rw.txt 2>&1'",
-        f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- . >/dev/null'",
+        f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- . >/dev/null || [ $? -eq 1 ]'",
         f"{CH}'/usr/bin/mkdir /data/cp-a-0 && /usr/bin/cp -a {COPY_SRC} /data/cp-a-0/'",
         f"{CH}'/usr/bin/dbench -c /usr/share/dbench/client.txt -D /data/dbench -t 20 2 "
         ">/out/dbench.txt 2>&1'"]
@@ -128,9 +128,10 @@ def test_smoke_runs_are_small():
         f"{CH}'{PGB} -n -c 1 -j 1 -t 50 -h /tmp -U postgres postgres "
         ">/out/pgbench-rw.txt 2>&1'"]
     assert apps.commands("git-grep", 1, smoke=True) == [
-        f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- ipc >/dev/null'"]
+        f"{CH}'{GIT} grep -n -F spin_lock_irqsave -- Makefile block >/dev/null "
+        "|| [ $? -eq 1 ]'"]
     assert apps.commands("git-log", 1, smoke=True) == [
-        f"{CH}'{GIT} log -p v6.12-headers~1..v6.12-headers -- ipc >/dev/null'"]
+        f"{CH}'{GIT} log -p v6.12-headers~1..v6.12-headers -- Makefile block >/dev/null'"]
     assert "-t 3 1 >" in apps.commands("dbench", 1, smoke=True)[0]
 
 
