@@ -81,7 +81,7 @@ static u32 rc_wb_bucket(const struct rc_cache *c, u64 seg)
 	return rc_bucket(rc_hash32(seg), c->wb_mask);
 }
 
-int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
+int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, u64 now)
 {
 	u32 nr_hash, nr_wb, i;
 	char *p = mem;
@@ -98,7 +98,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift)
 	c->wb_mask = nr_wb - 1;
 	c->write_policy = RC_WRITE_INVALIDATE;
 	rc_adapt_init(&c->adapt);
-	rc_caware_init(&c->caware, 0);
+	rc_caware_init(&c->caware, now);
 	rc_budget_init(&c->budget);
 	rc_streams_init(&c->streams);
 	c->prefetch_forward = 1;
@@ -913,12 +913,50 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	rc_fill_runs(plan->fills, plan->nr_fills);
 }
 
-void rc_read_hit_done(struct rc_cache *c, u32 idx, u32 sectors, u64 ns, u64 now)
+/* The service of a disk request submitted at @start that completed at @end. */
+static u64 rc_disk_service(struct rc_cache *c, u64 start, u64 end)
 {
-	rc_unpin(c, idx);
-	rc_adapt_copy(&c->adapt, sectors, ns);
-	rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, ns, now);
-	rc_caware_record(&c->caware, RC_CL_CACHE_READ, ns, now);
+	u64 from = c->disk_last_done < end ? c->disk_last_done : end;
+
+	if (start > from)
+		from = start;
+	if (end > c->disk_last_done)
+		c->disk_last_done = end;
+	return end - from;
+}
+
+void rc_event(struct rc_cache *c, const struct rc_event *ev)
+{
+	u64 ns = ev->end - ev->start;
+
+	switch (ev->kind) {
+	case RC_EV_HIT:
+		rc_unpin(c, ev->idx);
+		rc_adapt_copy(&c->adapt, ev->sectors, ns);
+		rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, ns, ev->end);
+		rc_caware_record(&c->caware, RC_CL_CACHE_READ, ns, ev->end);
+		break;
+	case RC_EV_WAITED:
+		rc_caware_record(&c->caware, RC_CL_CACHE_READ, ns, ev->end);
+		break;
+	case RC_EV_FILL:
+	case RC_EV_BYPASS:
+		if (ev->error)
+			break;
+		rc_adapt_disk_done(&c->adapt, ev->kind == RC_EV_FILL ? RC_DISK_FILL : RC_DISK_BARE,
+				   ev->sector, ev->sectors, rc_disk_service(c, ev->start, ev->end));
+		if (ev->kind == RC_EV_BYPASS)
+			rc_caware_record(&c->caware, RC_CL_SOURCE_READ, ns, ev->end);
+		break;
+	case RC_EV_WRITE:
+		if (!ev->error)
+			rc_caware_record(&c->caware, RC_CL_SOURCE_WRITE, ns, ev->end);
+		break;
+	case RC_EV_WRITE_COPY:
+		rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_WRITE, ev->end - ev->copy, ev->end);
+		rc_caware_record(&c->caware, RC_CL_CACHE_WRITE, ns, ev->end);
+		break;
+	}
 }
 
 enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,

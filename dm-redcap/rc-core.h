@@ -152,6 +152,7 @@ struct rc_cache {
 	u32 prob_head, prob_tail;
 	u32 demand_takes;	/* entries taken for segments asked for (wraps) */
 	u32 free_head;
+	u64 disk_last_done;	/* the disk's last completion (rc_event()) */
 	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
@@ -189,11 +190,11 @@ size_t rc_cache_mem_size(u32 nr_entries);
 /*
  * Lay the cache out in @mem (rc_cache_mem_size() bytes, any alignment of
  * at least 8) with every entry free and all counters zero.
- * @seg_shift: log2 of the segment size in sectors.
+ * @seg_shift: log2 of the segment size in sectors; @now: the caller's clock.
  * Returns 0, or -1 if nr_entries is 0 or above RC_MAX_ENTRIES.
  */
 #define RC_MAX_ENTRIES	(1u << 24)
-int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift);
+int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, u64 now);
 
 /*
  * The steps of a read's decision, rc_read() to rc_read_judge(): the glue
@@ -306,7 +307,7 @@ void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_act
 /*
  * The policy contract for a read: the caller (the glue, the simulator)
  * hands each read to rc_map_read() under the cache lock, does what the
- * plan says, and reports the outcome with rc_read_hit_done() (a hit) or,
+ * plan says, and reports the outcome with rc_event() (a hit: RC_EV_HIT) or,
  * for the fills it started, rc_fill_done() and what follows it.
  *
  * rc_map_read() needs prices from the caller's virtual disks, in the
@@ -373,18 +374,55 @@ struct rc_read_plan {
  * each priced and paid for (rc_prefetch_judge()), as the fills along are.
  * On FILL and WAIT the caller queues the
  * read on plan->idx before the lock is dropped; on HIT it copies from it
- * and calls rc_read_hit_done().  The caller starts plan->fills, or
+ * and reports RC_EV_HIT (rc_event()).  The caller starts plan->fills, or
  * cancels one that cannot be set up with rc_fill_cancel().
  */
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan);
 
 /*
- * A hit of rc_map_read() on entry @idx was copied: @sectors in @ns,
- * ending at @now.  Unpins the entry and feeds the copy's time to the
- * adaptive state and to C-Aware.
+ * What the caller reports back: each thing a plan (or a write) made it do,
+ * once done, as one event.  The core routes it to the estimators
+ * (rc_adapt) and to placement (rc_caware); the glue and the simulator
+ * report through rc_event() alone and call no policy hook themselves.
+ * Times are ns of the caller's monotonic clock.
+ *
+ * RC_EV_HIT	a hit of rc_map_read() on entry @idx was copied: @sectors,
+ *		@start (the read's arrival) to @end.  Unpins the entry.
+ * RC_EV_WAITED	a read queued on a fill was copied when it was served:
+ *		@start (its arrival) to @end.
+ * RC_EV_FILL	a fill's disk request of @sectors at @sector, submitted at
+ *		@start, completed at @end with @error.
+ * RC_EV_BYPASS	a read sent to the disk as received, likewise.
+ * RC_EV_WRITE	a write that went to the disk only: @start (its arrival)
+ *		to @end, with @error.
+ * RC_EV_WRITE_COPY  a whole-segment write's data was copied into the entry
+ *		rc_write_allocate() gave it: the write arrived at @start, the
+ *		copy ran from @copy to @end.
+ *
+ * The disk is taken as a server of one request at a time: a request's
+ * service is from its submission, or the completion before it if later,
+ * to its completion.  Failed requests teach nothing.
  */
-void rc_read_hit_done(struct rc_cache *c, u32 idx, u32 sectors, u64 ns, u64 now);
+enum rc_event_kind {
+	RC_EV_HIT,
+	RC_EV_WAITED,
+	RC_EV_FILL,
+	RC_EV_BYPASS,
+	RC_EV_WRITE,
+	RC_EV_WRITE_COPY,
+};
+
+struct rc_event {
+	enum rc_event_kind kind;
+	int error;
+	u32 idx;		/* RC_EV_HIT */
+	u32 sectors;
+	u64 sector;
+	u64 start, copy, end;
+};
+
+void rc_event(struct rc_cache *c, const struct rc_event *ev);
 
 /*
  * The fill of entry @idx finished with @error (0 or negative errno),
@@ -538,6 +576,17 @@ const char *rc_geometry(u32 seg_sectors, u32 nr_segs, u32 page_shift, u64 max_by
 
 /* Set the policy; the state follows (adaptive keeps the current one). */
 void rc_set_policy(struct rc_cache *c, enum rc_policy p);
+
+/* Set the adaptive policies' estimator. */
+static inline void rc_set_estimator(struct rc_cache *c, enum rc_estimator e)
+{
+	c->adapt.estimator = e;
+}
+
+static inline void rc_set_write_policy(struct rc_cache *c, enum rc_write_policy wp)
+{
+	c->write_policy = wp;
+}
 
 static inline bool rc_active(const struct rc_cache *c)
 {

@@ -228,8 +228,6 @@ struct redcap_cache {
 	 */
 	struct vd_vdisk vdisk;
 	struct vd_vdisk vdisk_cache;
-	/* end of the last disk read redcap saw complete (service times) */
-	u64 disk_last_done;
 };
 
 /* One table's target: its origin, its features and its model. */
@@ -319,20 +317,14 @@ static void redcap_remap(struct redcap_c *rc, struct bio *bio)
 	bio_set_dev(bio, rc->origin->bdev);
 }
 
-/*
- * A disk read of @sectors submitted at @start finished now: its service
- * time as a one-at-a-time server sees it, i.e. not counting the time it
- * queued behind the previous completion.  cc->lock held.
- */
-static u64 redcap_disk_done(struct redcap_cache *cc, enum rc_disk_kind kind,
-			    sector_t sector, u32 sectors, u64 start)
+/* Report @ev to the core (cc->lock not held). */
+static void redcap_event(struct redcap_cache *cc, const struct rc_event *ev)
 {
-	u64 now = ktime_get_ns();
-	u64 ns = now - max(start, min(cc->disk_last_done, now));
+	unsigned long flags;
 
-	cc->disk_last_done = max(cc->disk_last_done, now);
-	rc_adapt_disk_done(&cc->cache->adapt, kind, sector, sectors, ns);
-	return now;
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_event(cc->cache, ev);
+	spin_unlock_irqrestore(&cc->lock, flags);
 }
 
 /*
@@ -344,14 +336,11 @@ static void redcap_fill_endio(struct bio *bio)
 {
 	struct redcap_fill *f = container_of(bio, struct redcap_fill, bio);
 	struct redcap_cache *cc = f->cc;
-	unsigned long flags;
 
 	f->status = bio->bi_status;
-	if (!f->status) {
-		spin_lock_irqsave(&cc->lock, flags);
-		redcap_disk_done(cc, RC_DISK_FILL, f->sector, f->sectors, f->start_ns);
-		spin_unlock_irqrestore(&cc->lock, flags);
-	}
+	redcap_event(cc, &(struct rc_event){ .kind = RC_EV_FILL,
+		     .error = blk_status_to_errno(f->status), .sector = f->sector,
+		     .sectors = f->sectors, .start = f->start_ns, .end = ktime_get_ns() });
 	redcap_fi_endio_delay();
 	queue_work(cc->wq, &f->work);
 }
@@ -380,7 +369,6 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 	struct bio_list waiters;
 	unsigned long flags;
 	struct bio *bio;
-	u64 now;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	/* k > 0: it went down in the request of the entry before */
@@ -407,11 +395,8 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 			struct redcap_pb *pb = redcap_pb(bio);
 
 			redcap_copy(cc, idx, bio, bio->bi_iter, true);
-			now = ktime_get_ns();
-			spin_lock_irqsave(&cc->lock, flags);
-			rc_caware_record(&cc->cache->caware, RC_CL_CACHE_READ,
-					 now - pb->start_ns, now);
-			spin_unlock_irqrestore(&cc->lock, flags);
+			redcap_event(cc, &(struct rc_event){ .kind = RC_EV_WAITED,
+				     .start = pb->start_ns, .end = ktime_get_ns() });
 			bio_endio(bio);
 			n++;
 		}
@@ -637,7 +622,6 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len };
 	struct rc_read_plan plan;
 	unsigned long flags;
-	u64 now;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	rc_map_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), pb->start_ns, &pricer,
@@ -657,10 +641,9 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	case RC_READ_HIT:
 		pb->kind = PB_CACHE;
 		redcap_copy(cc, plan.idx, bio, bio->bi_iter, true);
-		now = ktime_get_ns();
-		spin_lock_irqsave(&cc->lock, flags);
-		rc_read_hit_done(cc->cache, plan.idx, bio_sectors(bio), now - pb->start_ns, now);
-		spin_unlock_irqrestore(&cc->lock, flags);
+		redcap_event(cc, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
+			     .sectors = bio_sectors(bio), .start = pb->start_ns,
+			     .end = ktime_get_ns() });
 		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;
 	case RC_READ_FILL:
@@ -759,15 +742,11 @@ static bool redcap_whole_segment(struct redcap_cache *cc, struct redcap_pb *pb)
 static void redcap_write_fill(struct redcap_cache *cc, struct bio *bio, struct redcap_pb *pb,
 			      struct redcap_fill *f)
 {
-	unsigned long flags;
-	u64 copied, now = ktime_get_ns();
+	u64 now = ktime_get_ns();
 
 	redcap_copy(cc, f->idx[0], bio, pb->saved_iter, false);
-	copied = ktime_get_ns();
-	spin_lock_irqsave(&cc->lock, flags);
-	rc_caware_record(&cc->cache->caware, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
-	rc_caware_record(&cc->cache->caware, RC_CL_CACHE_WRITE, copied - pb->start_ns, copied);
-	spin_unlock_irqrestore(&cc->lock, flags);
+	redcap_event(cc, &(struct rc_event){ .kind = RC_EV_WRITE_COPY, .start = pb->start_ns,
+		     .copy = now, .end = ktime_get_ns() });
 
 	atomic_inc(&cc->fills_inflight);
 	queue_work(cc->wq, &f->work);
@@ -789,13 +768,11 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	case PB_CACHE:
 		break;
 	case PB_BYPASS:
-		if (*error)
-			break;
-		spin_lock_irqsave(&cc->lock, flags);
-		now = redcap_disk_done(cc, RC_DISK_BARE, pb->saved_iter.bi_sector,
-				       pb->saved_iter.bi_size >> SECTOR_SHIFT, pb->start_ns);
-		rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_READ, now - pb->start_ns, now);
-		spin_unlock_irqrestore(&cc->lock, flags);
+		redcap_event(cc, &(struct rc_event){ .kind = RC_EV_BYPASS,
+			     .error = blk_status_to_errno(*error),
+			     .sector = pb->saved_iter.bi_sector,
+			     .sectors = pb->saved_iter.bi_size >> SECTOR_SHIFT,
+			     .start = pb->start_ns, .end = ktime_get_ns() });
 		break;
 	case PB_WRITE:
 		now = ktime_get_ns();
@@ -818,9 +795,10 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 				rc_fill_cancel(cc->cache, fidx);
 			}
 		}
-		if (!*error && !f)
-			rc_caware_record(&cc->cache->caware, RC_CL_SOURCE_WRITE,
-					 now - pb->start_ns, now);
+		if (!f)
+			rc_event(cc->cache, &(struct rc_event){ .kind = RC_EV_WRITE,
+				 .error = blk_status_to_errno(*error), .start = pb->start_ns,
+				 .end = now });
 		spin_unlock_irqrestore(&cc->lock, flags);
 		if (f) {
 			f->from_write = true;
@@ -917,11 +895,11 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	for (i = 0; i < cc->nr_segs; i++)
 		bio_list_init(&cc->ents[i].waiters);
 
-	if (rc_cache_init(cc->cache, cc->core_mem, cc->nr_segs, ilog2(cc->seg_sectors))) {
+	if (rc_cache_init(cc->cache, cc->core_mem, cc->nr_segs, ilog2(cc->seg_sectors),
+			  ktime_get_ns())) {
 		ti->error = "Cannot initialise cache";
 		return -EINVAL;
 	}
-	rc_caware_init(&cc->cache->caware, ktime_get_ns());
 	vd_vdisk_init(&cc->vdisk);
 	vd_vdisk_init(&cc->vdisk_cache);
 
@@ -1182,8 +1160,8 @@ static int redcap_preresume(struct dm_target *ti)
 	if (rc->applied)
 		return 0;
 	spin_lock_irqsave(&cc->lock, flags);
-	cc->cache->write_policy = rc->write_policy;
-	cc->cache->adapt.estimator = rc->estimator;
+	rc_set_write_policy(cc->cache, rc->write_policy);
+	rc_set_estimator(cc->cache, rc->estimator);
 	rc_set_policy(cc->cache, rc->policy);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	rc->applied = true;
@@ -1477,10 +1455,10 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		rc_set_policy(cc->cache, m.value);
 		break;
 	case RC_MSG_ESTIMATOR:
-		cc->cache->adapt.estimator = m.value;
+		rc_set_estimator(cc->cache, m.value);
 		break;
 	case RC_MSG_WRITE_POLICY:
-		cc->cache->write_policy = m.value;
+		rc_set_write_policy(cc->cache, m.value);
 		break;
 	case RC_MSG_SET:
 		rc_set_tunable(cc->cache, m.key, m.uvalue);

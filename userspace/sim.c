@@ -247,7 +247,6 @@ struct sim {
 	struct sample *q;		/* samples in flight, a ring */
 	size_t q_head, q_nr, q_cap;
 	struct vd_vdisk vdisk, vdisk_cache;	/* the vdisk estimator's */
-	u64 disk_last_done;		/* spk's one-at-a-time server */
 	struct rc_cache *cache;
 	void *cache_mem;
 	struct heap h;
@@ -359,22 +358,12 @@ static bool vdisk_price(struct sim *s, struct vd_vdisk *v, enum vd_dir dir, u64 
 	return v->unestimated == unest;
 }
 
-/* A disk read finished at @now (the glue's redcap_disk_done()). */
-static void disk_done(struct sim *s, enum rc_disk_kind kind, u64 sector, u32 sectors,
-		      u64 start, u64 now)
+/* Report an event to the cache, as the glue does (rc_event()). */
+static void event(struct sim *s, enum rc_event_kind kind, u64 sector, u32 sectors, u64 start,
+		  u64 end)
 {
-	u64 from = s->disk_last_done < now ? s->disk_last_done : now;
-
-	if (start > from)
-		from = start;
-	if (now > s->disk_last_done)
-		s->disk_last_done = now;
-	rc_adapt_disk_done(&s->cache->adapt, kind, sector, sectors, now - from);
-}
-
-static void record(struct sim *s, enum rc_class cl, u64 ns, u64 now)
-{
-	rc_caware_record(&s->cache->caware, cl, ns, now);
+	rc_event(s->cache, &(struct rc_event){ .kind = kind, .sector = sector,
+					       .sectors = sectors, .start = start, .end = end });
 }
 
 static int part_done(struct sim *s, u32 req, u64 when)
@@ -482,7 +471,9 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	switch (plan.act) {
 	case RC_READ_HIT:
 		copied = now + copy_ns(plan.sectors);
-		rc_read_hit_done(s->cache, plan.idx, plan.sectors, copied - now, copied);
+		rc_event(s->cache, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
+						       .sectors = plan.sectors, .start = now,
+						       .end = copied });
 		return part_done(s, req, copied);
 	case RC_READ_FILL:
 	case RC_READ_WAIT:
@@ -501,7 +492,7 @@ static int fill_done(struct sim *s, const struct event *e)
 	u64 now = e->time, t;
 
 	if (e->c != FROM_WRITE)
-		disk_done(s, RC_DISK_FILL, e->c, (u32)e->b, e->d, now);
+		event(s, RC_EV_FILL, e->c, (u32)e->b, e->d, now);
 	act = rc_fill_done(s->cache, idx, 0, (u32)e->b, e->a & JOINED);
 	i = s->wait_head[idx];
 	s->wait_head[idx] = NONE32;
@@ -510,7 +501,7 @@ static int fill_done(struct sim *s, const struct event *e)
 
 		if (act == RC_FILL_SERVE) {
 			t = now + copy_ns(w->sectors);
-			record(s, RC_CL_CACHE_READ, t - s->rs[w->req].issue, t);
+			event(s, RC_EV_WAITED, 0, 0, s->rs[w->req].issue, t);
 			if (part_done(s, w->req, t))
 				return -1;
 		} else if (bypass(s, w->req, w->sector, w->sectors, now)) {
@@ -542,13 +533,13 @@ static int write_done(struct sim *s, const struct event *e)
 	if (sectors == s->c->seg_sectors && !(sector & (s->c->seg_sectors - 1)) &&
 	    rc_write_allocate(s->cache, seg, (u32)e->d, &idx)) {
 		copied = now + copy_ns(sectors);
-		record(s, RC_CL_DIRECT_CACHE_WRITE, copied - now, copied);
-		record(s, RC_CL_CACHE_WRITE, copied - start, copied);
+		rc_event(s->cache, &(struct rc_event){ .kind = RC_EV_WRITE_COPY, .start = start,
+						       .copy = now, .end = copied });
 		if (push(s, copied, EV_FILL_DONE, idx, sectors, FROM_WRITE, now))
 			return -1;
 		return part_done(s, req, copied);
 	}
-	record(s, RC_CL_SOURCE_WRITE, now - start, now);
+	event(s, RC_EV_WRITE, 0, 0, start, now);
 	return part_done(s, req, now);
 }
 
@@ -694,10 +685,8 @@ static int step(struct sim *s, const struct event *e)
 	case EV_PART_DONE:
 		return request_done(s, (u32)e->a, e->time);
 	case EV_BYPASS_DONE:
-		if (s->cache) {
-			disk_done(s, RC_DISK_BARE, e->b, (u32)e->c, e->d, e->time);
-			record(s, RC_CL_SOURCE_READ, e->time - e->d, e->time);
-		}
+		if (s->cache)
+			event(s, RC_EV_BYPASS, e->b, (u32)e->c, e->d, e->time);
 		return request_done(s, (u32)e->a, e->time);
 	case EV_FILL_DONE:
 		return fill_done(s, e);
@@ -767,13 +756,13 @@ static int cache_setup(struct sim *s)
 		return oom(s);
 	s->cache = s->cache_mem;
 	if (rc_cache_init(s->cache, (char *)s->cache_mem + sizeof(*s->cache), c->nr_segs,
-			  (u32)__builtin_ctz(c->seg_sectors))) {
+			  (u32)__builtin_ctz(c->seg_sectors), 0)) {
 		snprintf(s->err, SIM_ERR_MAX, "the cache cannot be built");
 		return -1;
 	}
 	rc_set_policy(s->cache, c->policy);
-	s->cache->write_policy = c->write_policy;
-	s->cache->adapt.estimator = c->estimator;
+	rc_set_write_policy(s->cache, c->write_policy);
+	rc_set_estimator(s->cache, c->estimator);
 	for (i = 0; i < RC_TUN_NR; i++)
 		if (c->tun_given & (1u << i))
 			rc_set_tunable(s->cache, (enum rc_tunable)i, c->tun[i]);

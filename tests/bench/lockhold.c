@@ -107,7 +107,7 @@ int main(void)
 	for (r = 0; r < REPEAT; r++) {
 		u32 i = 0;
 
-		rc_cache_init(&c, mem, ENTRIES, 8);
+		rc_cache_init(&c, mem, ENTRIES, 8, 0);
 		fill(&c);
 		t = now_ns();
 		rc_range_start(&c, 0, ENTRIES, (u64)ENTRIES * 256);
@@ -115,7 +115,7 @@ int main(void)
 		full_max = t > full_max ? t : full_max;
 		rc_range_done(&c, 0, ENTRIES);
 
-		rc_cache_init(&c, mem, ENTRIES, 8);
+		rc_cache_init(&c, mem, ENTRIES, 8, 0);
 		fill(&c);
 		rc_range_begin(&c, 0, ENTRIES, (u64)ENTRIES * 256);
 		while (i < ENTRIES) {

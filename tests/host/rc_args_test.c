@@ -167,7 +167,7 @@ CTEST(tunables_set_and_read_back)
 	void *mem = malloc(sz);
 	int k;
 
-	CHECK_EQ(rc_cache_init(&c, mem, 4, 8), 0);
+	CHECK_EQ(rc_cache_init(&c, mem, 4, 8, 0), 0);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_WINDOW), RC_ADAPT_WINDOW);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_DECAY_MS), RC_CAWARE_DECAY_MS);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */

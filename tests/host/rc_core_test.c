@@ -21,7 +21,7 @@ static struct rc_cache *mk_policy(u32 n, enum rc_write_policy wp)
 	CHECK(sz > 0);
 	mem = malloc(sz);
 	CHECK(mem);
-	CHECK_EQ(rc_cache_init(c, mem, n, 8), 0);
+	CHECK_EQ(rc_cache_init(c, mem, n, 8, 0), 0);
 	CHECK(c->entries == mem);
 	c->write_policy = wp;
 	return c;
@@ -369,12 +369,12 @@ CTEST(init_rejects_bad_sizes)
 	struct rc_cache c;
 	static u64 mem[128];
 
-	CHECK_EQ(rc_cache_init(&c, mem, 0, 8), -1);
-	CHECK_EQ(rc_cache_init(&c, mem, RC_MAX_ENTRIES + 1, 8), -1);
-	CHECK_EQ(rc_cache_init(&c, mem, 0xffffffffu, 8), -1);
-	CHECK_EQ(rc_cache_init(&c, mem, 1, 64), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, 0, 8, 0), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, RC_MAX_ENTRIES + 1, 8, 0), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, 0xffffffffu, 8, 0), -1);
+	CHECK_EQ(rc_cache_init(&c, mem, 1, 64, 0), -1);
 	CHECK(rc_cache_mem_size(1) <= sizeof(mem));
-	CHECK_EQ(rc_cache_init(&c, mem, 1, 0), 0);
+	CHECK_EQ(rc_cache_init(&c, mem, 1, 0, 0), 0);
 	CHECK_EQ(rc_sector_to_seg(&c, 12345), 12345);
 }
 
@@ -3214,7 +3214,7 @@ CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_each)
 	CHECK_EQ(plan.nr_fills, 0);
 	CHECK_EQ(c->entries[plan.idx].pins, 1);
 	CHECK_PRICES(&l, { RC_VD_BARE, 6 * 256 + 200, 56 });
-	rc_read_hit_done(c, plan.idx, 56, 3000, 5000);
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 56, .start = 2000, .end = 5000 });
 	CHECK_EQ(c->entries[plan.idx].pins, 0);
 	CHECK_EQ(c->lru_head, plan.idx);
 	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_misses = 1, .read_bypassed = 2,
@@ -3331,7 +3331,7 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 	rc_map_read(c, 12 * 256, 256 + 64, 0, &p, &rest);
 	CHECK_EQ(rest.act, RC_READ_HIT);
 	CHECK_EQ(rest.idx, idx[2]);
-	rc_read_hit_done(c, idx[2], rest.sectors, 1000, 0);
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx[2], .sectors = rest.sectors, .end = 1000 });
 	for (k = 0; k < 3; k++)
 		CHECK(c->entries[idx[k]].on_list && !c->entries[idx[k]].on_prob);
 	/* the last 64 sectors: a miss of their own */
@@ -3485,7 +3485,7 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 	/* 13 is read: a hit, and off probation */
 	CHECK_EQ(pair_read(c, &p, 13, &plan), 0);
 	CHECK_EQ(plan.act, RC_READ_HIT);
-	rc_read_hit_done(c, plan.idx, 8, 1000, 0);
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 8, .end = 1000 });
 	CHECK_EQ(pair_read(c, &p, 16, &plan), 1);	/* 17 is cached */
 	serve_plan(c, &plan, 1);
 	CHECK_EQ(pair_read(c, &p, 0, &plan), 1);	/* nothing near 0 */
@@ -3623,7 +3623,7 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 			if (before < -10 * (s64)MS && plan.nr_fills > 1)
 				red++;
 			if (plan.act == RC_READ_HIT)
-				rc_read_hit_done(c, plan.idx, 256, MS / 10, 0);
+				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 256, .end = MS / 10 });
 			for (f = 0; f < plan.nr_fills; f++) {
 				CHECK_EQ(rc_fill_done(c, plan.fills[f].idx, 0, 256,
 						      plan.fills[f].ahead), RC_FILL_SERVE);

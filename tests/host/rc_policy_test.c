@@ -25,7 +25,7 @@ static struct rc_cache *mk(u32 n, u32 seg_shift)
 	CHECK(sz > 0);
 	mem = malloc(sz);
 	CHECK(mem);
-	CHECK_EQ(rc_cache_init(c, mem, n, seg_shift), 0);
+	CHECK_EQ(rc_cache_init(c, mem, n, seg_shift, 0), 0);
 	return c;
 }
 
