@@ -885,6 +885,27 @@ static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	rc_plan_prefetch(c, p, now, plan);
 }
 
+/* Sort @plan's fills and cut them into disk requests of at most p->run_max segments. */
+static void rc_plan_reqs(const struct rc_cache *c, const struct rc_pricer *p,
+			 struct rc_read_plan *plan)
+{
+	u32 i, k, len, max = p->run_max ? p->run_max : 1;
+	struct rc_fill_req *r;
+
+	rc_fill_runs(plan->fills, plan->nr_fills);
+	plan->nr_reqs = 0;
+	for (i = 0; i < plan->nr_fills; i += len) {
+		len = rc_fill_run(plan->fills + i, plan->nr_fills - i, max);
+		r = &plan->reqs[plan->nr_reqs++];
+		r->sector = plan->fills[i].seg << c->seg_shift;
+		r->first = i;
+		r->nr = len;
+		r->sectors = 0;
+		for (k = i; k < i + len; k++)
+			r->sectors += rc_seg_len(c, plan->fills[k].seg, p->capacity);
+	}
+}
+
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
@@ -910,7 +931,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	}
 	plan->act = act;
 	plan->sectors = len;
-	rc_fill_runs(plan->fills, plan->nr_fills);
+	rc_plan_reqs(c, p, plan);
 }
 
 /* The service of a disk request submitted at @start that completed at @end. */

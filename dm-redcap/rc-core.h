@@ -324,6 +324,7 @@ struct rc_pricer {
 	bool (*price)(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns);
 	void *ctx;
 	u64 capacity;
+	u32 run_max;		/* segments one disk request may read (>= 1) */
 };
 
 /*
@@ -354,6 +355,18 @@ static inline bool rc_fill_own(const struct rc_fill_item *f)
 void rc_fill_runs(struct rc_fill_item *f, u32 n);
 u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
 
+/*
+ * One disk request of a plan: a run of contiguous segments' fills,
+ * plan->fills[first .. first + nr), reading @sectors from @sector (the
+ * last segment clipped at the device's end).  Its fills after the first
+ * complete with @joined true (rc_fill_done()).
+ */
+struct rc_fill_req {
+	u64 sector;
+	u32 sectors;
+	u32 first, nr;
+};
+
 /* What rc_map_read() decided for a read. */
 struct rc_read_plan {
 	enum rc_read_action act;
@@ -361,6 +374,8 @@ struct rc_read_plan {
 	u32 sectors;		/* taken from the read: the rest is a read of its own */
 	u32 nr_fills;		/* fills to start, sorted by segment; the miss's, on FILL */
 	struct rc_fill_item fills[RC_FILL_RUN_MAX];
+	u32 nr_reqs;		/* the disk requests that read them, in order */
+	struct rc_fill_req reqs[RC_FILL_RUN_MAX];
 };
 
 /*
@@ -374,8 +389,9 @@ struct rc_read_plan {
  * each priced and paid for (rc_prefetch_judge()), as the fills along are.
  * On FILL and WAIT the caller queues the
  * read on plan->idx before the lock is dropped; on HIT it copies from it
- * and reports RC_EV_HIT (rc_event()).  The caller starts plan->fills, or
- * cancels one that cannot be set up with rc_fill_cancel().
+ * and reports RC_EV_HIT (rc_event()).  The caller sends plan->reqs down
+ * (at most p->run_max segments each), or cancels each fill of one that
+ * cannot be set up with rc_fill_cancel().
  */
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan);

@@ -276,11 +276,6 @@ static struct redcap_pb *redcap_pb(struct bio *bio)
 	return dm_per_bio_data(bio, sizeof(struct redcap_pb));
 }
 
-static sector_t redcap_seg_start(struct redcap_cache *cc, u64 seg)
-{
-	return (sector_t)seg << cc->cache->seg_shift;
-}
-
 /*
  * Copy between @bio's data at @iter and the buffer of entry @idx.  Bios
  * read or written through the cache never span segments (redcap_cut()),
@@ -468,23 +463,23 @@ static u32 redcap_run_max(struct redcap_cache *cc)
 }
 
 /*
- * Read the @nr contiguous segments of @it (in order; the last clipped at
- * the end) into their entries, in one request.  Returns false, having
- * started nothing, when no fill can be set up.
+ * Read the segments of request @r of @plan into their entries.  Returns
+ * false, having started nothing, when no fill can be set up.
  */
-static bool redcap_start_run(struct redcap_c *rc, const struct rc_fill_item *it, u32 nr)
+static bool redcap_start_req(struct redcap_c *rc, const struct rc_read_plan *plan,
+			     const struct rc_fill_req *r)
 {
+	const struct rc_fill_item *it = plan->fills + r->first;
+	unsigned int bytes = r->sectors << SECTOR_SHIFT;
 	struct redcap_cache *cc = rc->cc;
-	sector_t start = redcap_seg_start(cc, it[0].seg);
-	u32 sectors = min_t(sector_t, (sector_t)nr * cc->seg_sectors, cc->len - start);
-	unsigned int bytes = sectors << SECTOR_SHIFT;
+	u32 nr = r->nr;
 	struct redcap_fill *f;
 	unsigned int i, k;
 
-	f = redcap_fill_alloc(rc, DIV_ROUND_UP(bytes, PAGE_SIZE), start, sectors);
+	f = redcap_fill_alloc(rc, DIV_ROUND_UP(bytes, PAGE_SIZE), r->sector, r->sectors);
 	if (!f)
 		return false;
-	f->bio.bi_iter.bi_sector = start;
+	f->bio.bi_iter.bi_sector = r->sector;
 	for (k = 0; k < nr; k++) {
 		struct page **pages = cc->pages + (size_t)it[k].idx * cc->pages_per_seg;
 
@@ -580,15 +575,15 @@ static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 
  */
 static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, struct bio *bio)
 {
-	u32 i, k, len, max = redcap_run_max(rc->cc);
-	struct rc_fill_item *f = plan->fills;
+	const struct rc_fill_item *f = plan->fills;
+	const struct rc_fill_req *r;
 	bool own = true;
+	u32 k;
 
-	for (i = 0; i < plan->nr_fills; i += len) {
-		len = rc_fill_run(f + i, plan->nr_fills - i, max);
-		if (redcap_start_run(rc, f + i, len))
+	for (r = plan->reqs; r < plan->reqs + plan->nr_reqs; r++) {
+		if (redcap_start_req(rc, plan, r))
 			continue;
-		for (k = i; k < i + len; k++) {
+		for (k = r->first; k < r->first + r->nr; k++) {
 			redcap_cancel_fill(rc, f[k].idx, rc_fill_own(&f[k]) ? bio : NULL);
 			own &= !rc_fill_own(&f[k]);
 		}
@@ -619,7 +614,8 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len };
+	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len,
+					  .run_max = redcap_run_max(cc) };
 	struct rc_read_plan plan;
 	unsigned long flags;
 

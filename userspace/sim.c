@@ -358,6 +358,8 @@ static bool vdisk_price(struct sim *s, struct vd_vdisk *v, enum vd_dir dir, u64 
 	return v->unestimated == unest;
 }
 
+#define SIM_RUN_PAGES	256
+
 /* Report an event to the cache, as the glue does (rc_event()). */
 static void event(struct sim *s, enum rc_event_kind kind, u64 sector, u32 sectors, u64 start,
 		  u64 end)
@@ -419,32 +421,24 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 }
 
 /*
- * Start the fills of @plan at @now, one disk request per run of contiguous
- * segments (the glue's redcap_start_fills(); 4 KiB pages), each entry's
- * completion an event of its own.
+ * Send the disk requests of @plan down at @now (the glue's
+ * redcap_start_fills()), each entry's completion an event of its own.
  */
 static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 {
-	u32 i, k, len, max = 256 / (s->c->seg_sectors / 8), sectors;
 	const struct rc_fill_item *f = plan->fills;
-	u64 start, done;
+	const struct rc_fill_req *r;
+	u32 k;
+	u64 done;
 
-	max = max < 1 ? 1 : max > RC_FILL_RUN_MAX ? RC_FILL_RUN_MAX : max;
-	for (i = 0; i < plan->nr_fills; i += len) {
-		len = rc_fill_run(f + i, plan->nr_fills - i, max);
-		start = f[i].seg * s->c->seg_sectors;
-		sectors = 0;
-		for (k = i; k < i + len; k++)
-			sectors += rc_seg_len(s->cache, f[k].seg, s->capacity);
-		if (disk(s, VD_READ, start, sectors, now, &done))
+	for (r = plan->reqs; r < plan->reqs + plan->nr_reqs; r++) {
+		if (disk(s, VD_READ, r->sector, r->sectors, now, &done))
 			return -1;
-		for (k = i; k < i + len; k++) {
-			start = f[k].seg * s->c->seg_sectors;
+		for (k = r->first; k < r->first + r->nr; k++)
 			if (push(s, done, EV_FILL_DONE, f[k].idx | (rc_fill_own(&f[k]) ? 0 : AHEAD) |
-				 (k > i ? JOINED : 0), rc_seg_len(s->cache, f[k].seg, s->capacity), start,
-				 now))
+				 (k > r->first ? JOINED : 0), rc_seg_len(s->cache, f[k].seg, s->capacity),
+				 f[k].seg * s->c->seg_sectors, now))
 				return -1;
-		}
 	}
 	return 0;
 }
@@ -457,7 +451,9 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
  */
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
-	const struct rc_pricer pricer = { .price = price, .ctx = s, .capacity = s->capacity };
+	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
+	const struct rc_pricer pricer = { .price = price, .ctx = s, .capacity = s->capacity,
+					  .run_max = SIM_RUN_PAGES / (s->c->seg_sectors / 8) };
 	struct rc_read_plan plan;
 	u64 copied;
 

@@ -3193,7 +3193,8 @@ CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_each)
 {
 	struct rc_cache *c = mk(4);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 
 	fill_seg(c, 6);
@@ -3214,7 +3215,8 @@ CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_each)
 	CHECK_EQ(plan.nr_fills, 0);
 	CHECK_EQ(c->entries[plan.idx].pins, 1);
 	CHECK_PRICES(&l, { RC_VD_BARE, 6 * 256 + 200, 56 });
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 56, .start = 2000, .end = 5000 });
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 56,
+				       .start = 2000, .end = 5000 });
 	CHECK_EQ(c->entries[plan.idx].pins, 0);
 	CHECK_EQ(c->lru_head, plan.idx);
 	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_misses = 1, .read_bypassed = 2,
@@ -3232,7 +3234,8 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	u32 k;
 
@@ -3256,6 +3259,11 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 	}
 	CHECK_EQ(plan.fills[0].idx, plan.idx);
 	CHECK_EQ(rc_fill_run(plan.fills, 3, RC_FILL_RUN_MAX), 3);
+	CHECK_EQ(plan.nr_reqs, 1);
+	CHECK_EQ(plan.reqs[0].sector, 102 * 256);
+	CHECK_EQ(plan.reqs[0].sectors, 2 * 256 + 100);
+	CHECK_EQ(plan.reqs[0].first, 0);
+	CHECK_EQ(plan.reqs[0].nr, 3);
 	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 102 * 256, 256 },
 		     { RC_VD_CACHE, 103 * 256, 256 }, { RC_VD_CACHE, 104 * 256, 100 });
 	for (k = 0; k < 3; k++) {
@@ -3265,6 +3273,45 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 	}
 	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 5,
 		  .fill_sectors = 4 * 256 + 100, .fill_joined = 2);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A run longer than the caller's requests may be (p->run_max segments)
+ * goes down as several requests, each with its own fills.
+ */
+CTEST(map_read_cuts_a_run_at_the_callers_request_size)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100,
+				     .run_max = 2 };
+	struct rc_read_plan plan;
+	u32 k;
+
+	c->prefetch = 2;
+	for (k = 100; k < 102; k++) {
+		rc_map_read(c, k * 256, 256, 0, &p, &plan);
+		CHECK_EQ(rc_fill_done(c, plan.idx, 0, 256, false), RC_FILL_SERVE);
+		rc_unpin(c, plan.idx);
+	}
+	rc_map_read(c, 102 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(plan.nr_fills, 3);
+	CHECK_EQ(plan.nr_reqs, 2);
+	CHECK_EQ(plan.reqs[0].sector, 102 * 256);
+	CHECK_EQ(plan.reqs[0].sectors, 2 * 256);
+	CHECK_EQ(plan.reqs[0].first, 0);
+	CHECK_EQ(plan.reqs[0].nr, 2);
+	CHECK_EQ(plan.reqs[1].sector, 104 * 256);
+	CHECK_EQ(plan.reqs[1].sectors, 100);
+	CHECK_EQ(plan.reqs[1].first, 2);
+	CHECK_EQ(plan.reqs[1].nr, 1);
+	for (k = 0; k < 3; k++) {
+		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, k < 2 ? 256 : 100, k == 1),
+			 RC_FILL_SERVE);
+		rc_unpin(c, plan.fills[k].idx);
+	}
 	check_invariants(c);
 	rm(c);
 }
@@ -3295,7 +3342,8 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan, rest;
 	u32 k, idx[3];
 
@@ -3331,7 +3379,8 @@ CTEST(map_read_fills_the_segments_a_miss_reads_on_into_in_its_run)
 	rc_map_read(c, 12 * 256, 256 + 64, 0, &p, &rest);
 	CHECK_EQ(rest.act, RC_READ_HIT);
 	CHECK_EQ(rest.idx, idx[2]);
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx[2], .sectors = rest.sectors, .end = 1000 });
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx[2],
+				       .sectors = rest.sectors, .end = 1000 });
 	for (k = 0; k < 3; k++)
 		CHECK(c->entries[idx[k]].on_list && !c->entries[idx[k]].on_prob);
 	/* the last 64 sectors: a miss of their own */
@@ -3355,7 +3404,8 @@ CTEST(map_read_fills_along_up_to_a_segment_held_or_written)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	u32 cookie, w;
 
@@ -3403,7 +3453,8 @@ CTEST(map_read_batch_ahead_starts_after_the_fills_along)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	u32 k;
 
@@ -3449,7 +3500,8 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 
 	c->prefetch_pairs = 1;
@@ -3485,7 +3537,8 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 	/* 13 is read: a hit, and off probation */
 	CHECK_EQ(pair_read(c, &p, 13, &plan), 0);
 	CHECK_EQ(plan.act, RC_READ_HIT);
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 8, .end = 1000 });
+	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 8,
+				       .end = 1000 });
 	CHECK_EQ(pair_read(c, &p, 16, &plan), 1);	/* 17 is cached */
 	serve_plan(c, &plan, 1);
 	CHECK_EQ(pair_read(c, &p, 0, &plan), 1);	/* nothing near 0 */
@@ -3514,7 +3567,8 @@ CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
 {
 	struct rc_cache *c = mk(8);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
@@ -3555,7 +3609,8 @@ CTEST(pairs_stop_at_the_device_end_and_at_writes_in_flight)
 {
 	struct rc_cache *c = mk(16);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 21 * 256 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 21 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	enum rc_write_action wa;
 	u32 cookie, idx;
@@ -3601,7 +3656,8 @@ static bool adversary_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u
 CTEST(budget_bounds_read_ahead_that_never_pays)
 {
 	struct rc_cache *c = mk(64);
-	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32 };
+	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32,
+				     .run_max = RC_FILL_RUN_MAX };
 	const s64 cap = RC_BUDGET_CAP_MS * (s64)MS;
 	struct rc_read_plan plan;
 	s64 low = 0, before;
@@ -3623,7 +3679,8 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 			if (before < -10 * (s64)MS && plan.nr_fills > 1)
 				red++;
 			if (plan.act == RC_READ_HIT)
-				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx, .sectors = 256, .end = MS / 10 });
+				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
+							       .sectors = 256, .end = MS / 10 });
 			for (f = 0; f < plan.nr_fills; f++) {
 				CHECK_EQ(rc_fill_done(c, plan.fills[f].idx, 0, 256,
 						      plan.fills[f].ahead), RC_FILL_SERVE);
@@ -3655,7 +3712,8 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 CTEST(budget_pays_the_fills_along_a_read_and_bounds_them)
 {
 	struct rc_cache *c = mk(64);
-	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32 };
+	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32,
+				     .run_max = RC_FILL_RUN_MAX };
 	const s64 read_cost = 2 * MS + 7 * 7 * MS;
 	struct rc_read_plan plan, rest;
 	u64 sector, end;
