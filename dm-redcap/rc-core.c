@@ -451,19 +451,20 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
  * docs/results/README.md: a simulated budget kept in the red what the
  * active one would have paid back).
  */
-static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, u32 *idx)
+static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_state *st,
+					    u64 seg, u32 i, u32 *idx)
 {
 	struct rc_entry *e;
 	u32 b;
 
 	if (rc_serves(c, i)) {
-		c->sim = RC_SIM_SERVED;
+		st->sim = RC_SIM_SERVED;
 		c->ctr.read_hits_inactive++;
 		return rc_read_cached(c, i, idx);
 	}
 	if (i != RC_NONE) {
 		e = &c->entries[i];
-		c->sim = RC_SIM_HIT;
+		st->sim = RC_SIM_HIT;
 		c->ctr.sim_hits++;
 		if (e->on_list) {	/* VALID unpinned or GHOST: now most recent */
 			rc_lru_del(c, i);
@@ -475,9 +476,9 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, u64 seg, u32 i, 
 		i = c->wb_inflight[b] || c->range_inflight || rc_caware_bypasses(c) ?
 		    RC_NONE : rc_take_entry(c);
 		if (i == RC_NONE) {
-			c->sim = RC_SIM_BYPASS;
+			st->sim = RC_SIM_BYPASS;
 		} else {
-			c->sim = RC_SIM_MISS;
+			st->sim = RC_SIM_MISS;
 			c->ctr.sim_misses++;
 			c->demand_takes++;
 			e = &c->entries[i];
@@ -516,7 +517,7 @@ static bool rc_stream_room(const struct rc_cache *c, u64 sector, u32 sectors, in
  * together, and it reaches them while they are read.  At most half the
  * degree lookups.
  */
-static void rc_prefetch_due(struct rc_cache *c, u64 seg, int dir)
+static void rc_prefetch_due(struct rc_cache *c, struct rc_read_state *st, u64 seg, int dir)
 {
 	u64 run = c->streams.run >> c->seg_shift;
 	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
@@ -532,10 +533,10 @@ static void rc_prefetch_due(struct rc_cache *c, u64 seg, int dir)
 	}
 	if (ahead == trigger)
 		return;
-	c->pf_seg = seg;
-	c->pf_dir = dir;
-	c->pf_left = degree;
-	c->pf_started = false;
+	st->pf_seg = seg;
+	st->pf_dir = dir;
+	st->pf_left = degree;
+	st->pf_started = false;
 }
 
 static u32 rc_refused_clock(const struct rc_cache *c)
@@ -586,8 +587,8 @@ static enum rc_refused rc_refused_filled(struct rc_cache *c, bool lately, u32 s)
 }
 
 /* rc_read(), and rc_read_join() with @join: bypass where a fill would start. */
-static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx,
-					 bool join)
+static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_state *st,
+					 u64 sector, u32 sectors, u32 *idx, bool join)
 {
 	u64 seg = sector >> c->seg_shift;
 	/* Only the budget and the read-ahead look at streams. */
@@ -596,14 +597,14 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	u32 i, b, slot = 0;
 
 	c->ctr.reads++;
-	c->sim = RC_SIM_NONE;
-	c->refused_by = RC_REFUSED_NONE;
-	c->pf_left = 0;
+	st->sim = RC_SIM_NONE;
+	st->refused_by = RC_REFUSED_NONE;
+	st->pf_left = 0;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
-		return rc_read_simulate(c, seg, i, idx);
+		return rc_read_simulate(c, st, seg, i, idx);
 	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward))
-		rc_prefetch_due(c, seg, dir);
+		rc_prefetch_due(c, st, seg, dir);
 
 	if (rc_serves(c, i))
 		return rc_read_cached(c, i, idx);
@@ -628,7 +629,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 		c->ctr.read_bypassed_budget++;
 		c->ctr.read_bypassed_reread += reread;
 		if (!join)	/* a joining piece would not have filled */
-			c->refused_by = rc_refuse(c, seg, lately, slot);
+			st->refused_by = rc_refuse(c, seg, lately, slot);
 		goto bypass;
 	}
 	if (join) {
@@ -644,7 +645,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, u64 sector, u32 sec
 	c->ctr.read_misses++;
 	if (!plain)
 		c->ctr.read_misses_streamed++;
-	c->refused_by = rc_refused_filled(c, lately, slot);
+	st->refused_by = rc_refused_filled(c, lately, slot);
 	*idx = i;
 	return RC_READ_FILL;
 
@@ -653,31 +654,32 @@ bypass:
 	return RC_READ_BYPASS;
 }
 
-enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx)
+enum rc_read_action rc_read(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors,
+			    u32 *idx)
 {
-	return rc_read_piece(c, sector, sectors, idx, false);
+	return rc_read_piece(c, st, sector, sectors, idx, false);
 }
 
-bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors)
+bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors)
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
 	if (rc_serves(c, i))
 		return false;
-	rc_read_piece(c, sector, sectors, &idx, true);
+	rc_read_piece(c, st, sector, sectors, &idx, true);
 	c->ctr.read_joined++;
 	return true;
 }
 
-u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
+u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg)
 {
 	u32 i, b;
 	u64 s;
 
-	while (c->pf_left) {
-		c->pf_left--;
-		s = c->pf_seg + (u64)(s64)c->pf_dir;	/* below 0: wraps above @limit */
-		c->pf_seg = s;
+	while (st->pf_left) {
+		st->pf_left--;
+		s = st->pf_seg + (u64)(s64)st->pf_dir;	/* below 0: wraps above @limit */
+		st->pf_seg = s;
 		if (s >= limit)
 			break;
 		i = rc_lookup(c, s);
@@ -690,17 +692,17 @@ u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg)
 		 */
 		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
 		    2 * (c->nr_ahead + 1) > c->nr_entries ||
-		    (!c->pf_started && rc_budgeted(c) && c->budget.share &&
+		    (!st->pf_started && rc_budgeted(c) && c->budget.share &&
 		     c->budget.balance <= -(s64)c->budget.cap_ns))
 			break;
 		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
 		if (i == RC_NONE)
 			break;
-		c->pf_started = true;
+		st->pf_started = true;
 		*seg = s;
 		return i;
 	}
-	c->pf_left = 0;
+	st->pf_left = 0;
 	return RC_NONE;
 }
 
@@ -713,18 +715,18 @@ void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok)
 	rc_adapt_charge(&c->adapt, cvd_ns);
 }
 
-void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
-		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
+void rc_read_judge(struct rc_cache *c, const struct rc_read_state *st, u64 sector, u32 sectors,
+		   enum rc_read_action act, u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok)
 {
 	bool served = act == RC_READ_HIT || act == RC_READ_WAIT;
 
-	if (rc_budgeted(c) && c->sim == RC_SIM_NONE && vd_ok && cvd_ok) {
+	if (rc_budgeted(c) && st->sim == RC_SIM_NONE && vd_ok && cvd_ok) {
 		rc_budget_read(&c->budget, served, act == RC_READ_FILL, vd_ns, cvd_ns);
-		rc_budget_ghost(&c->budget, c->refused_by, vd_ns);
+		rc_budget_ghost(&c->budget, st->refused_by, vd_ns);
 	}
 	if (served)
 		rc_adapt_served(&c->adapt);
-	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, c->sim, vd_ns, vd_ok,
+	rc_adapt_read(&c->adapt, sector, sectors, 1u << c->seg_shift, st->sim, vd_ns, vd_ok,
 		      cvd_ns, cvd_ok);
 }
 
@@ -737,8 +739,8 @@ static bool rc_price_fill(const struct rc_cache *c, const struct rc_pricer *p, u
 }
 
 /* The fills ahead rc_prefetch() starts, each priced and paid for, into @plan. */
-static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 now,
-			     struct rc_read_plan *plan)
+static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st,
+			     const struct rc_pricer *p, u64 now, struct rc_read_plan *plan)
 {
 	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift, ns;
 	struct rc_fill_item *it;
@@ -746,7 +748,7 @@ static void rc_plan_prefetch(struct rc_cache *c, const struct rc_pricer *p, u64 
 
 	for (; plan->nr_fills < RC_FILL_RUN_MAX; plan->nr_fills++) {
 		it = &plan->fills[plan->nr_fills];
-		it->idx = rc_prefetch(c, limit, &it->seg);
+		it->idx = rc_prefetch(c, st, limit, &it->seg);
 		if (it->idx == RC_NONE)
 			break;
 		it->ahead = true;
@@ -796,7 +798,8 @@ static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
  * are.  A segment cached or filling, or held off by a write or a range in
  * flight, ends the run.  A forward stream's batch starts after the last.
  */
-static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
+static void rc_plan_along(struct rc_cache *c, struct rc_read_state *st,
+			  const struct rc_pricer *p, u64 sector,
 			  u32 sectors, u64 now, struct rc_read_plan *plan)
 {
 	u64 seg = rc_sector_to_seg(c, sector);
@@ -811,8 +814,8 @@ static void rc_plan_along(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	if (plan->nr_fills == first)
 		return;
 	seg = plan->fills[plan->nr_fills - 1].seg;
-	if (c->pf_left && c->pf_dir > 0 && c->pf_seg < seg)
-		c->pf_seg = seg;
+	if (st->pf_left && st->pf_dir > 0 && st->pf_seg < seg)
+		st->pf_seg = seg;
 }
 
 /* Whether @seg is cached or filling for a read (not filled ahead and unread). */
@@ -865,7 +868,8 @@ static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
  * a hit), or would have while inactive.  Then, for a fill, the fills along
  * the @rest sectors of the read after it, and the fills ahead it leaves.
  */
-static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sector,
+static void rc_plan_piece(struct rc_cache *c, struct rc_read_state *st,
+			  const struct rc_pricer *p, u64 sector,
 			  u32 sectors, u32 rest, enum rc_read_action act, u64 now,
 			  struct rc_read_plan *plan)
 {
@@ -873,16 +877,16 @@ static void rc_plan_piece(struct rc_cache *c, const struct rc_pricer *p, u64 sec
 	u64 vd_ns, cvd_ns = 0;
 
 	vd_ok = p->price(p->ctx, RC_VD_BARE, sector, sectors, now, &vd_ns);
-	if (act == RC_READ_FILL || c->sim == RC_SIM_MISS)
+	if (act == RC_READ_FILL || st->sim == RC_SIM_MISS)
 		cvd_ok = rc_price_fill(c, p, rc_sector_to_seg(c, sector), now, &cvd_ns);
-	else if (act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
+	else if (act == RC_READ_BYPASS && st->sim != RC_SIM_HIT)
 		cvd_ok = p->price(p->ctx, RC_VD_CACHE, sector, sectors, now, &cvd_ns);
-	rc_read_judge(c, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
+	rc_read_judge(c, st, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
 	if (act == RC_READ_FILL)
-		rc_plan_along(c, p, sector + sectors, rest, now, plan);
+		rc_plan_along(c, st, p, sector + sectors, rest, now, plan);
 	if (act == RC_READ_FILL && !rest && c->prefetch_pairs)
 		rc_plan_pair(c, p, rc_sector_to_seg(c, sector), now, plan);
-	rc_plan_prefetch(c, p, now, plan);
+	rc_plan_prefetch(c, st, p, now, plan);
 }
 
 /* Sort @plan's fills and cut them into disk requests of at most p->run_max segments. */
@@ -910,23 +914,24 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
 	u32 len = rc_in_seg(c, sector, sectors), n, joined;
+	struct rc_read_state st;
 	enum rc_read_action act;
 
 	plan->idx = RC_NONE;
 	plan->nr_fills = 0;
 	if (rc_policy_caware(c->policy))
 		rc_caware_decay(&c->caware, now);
-	act = rc_read(c, sector, len, &plan->idx);
+	act = rc_read(c, &st, sector, len, &plan->idx);
 	if (act == RC_READ_FILL)
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
 			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
-	rc_plan_piece(c, p, sector, len, sectors - len, act, now, plan);
+	rc_plan_piece(c, &st, p, sector, len, sectors - len, act, now, plan);
 	for (joined = 1; act == RC_READ_BYPASS && len < sectors && joined < RC_JOIN_MAX;
 	     joined++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
-		if (!rc_read_join(c, sector + len, n))
+		if (!rc_read_join(c, &st, sector + len, n))
 			break;
-		rc_plan_piece(c, p, sector + len, n, 0, act, now, plan);
+		rc_plan_piece(c, &st, p, sector + len, n, 0, act, now, plan);
 		len += n;
 	}
 	plan->act = act;

@@ -160,15 +160,9 @@ struct rc_cache {
 	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
 	u32 prefetch_forward;	/* forward streams too (else backward only) */
 	u32 prefetch_pairs;	/* a miss among segments read lately fills its pair's other half */
-	u32 pf_left;		/* what the last rc_read() left to rc_prefetch() */
-	int pf_dir;
-	bool pf_started;	/* a fill of that batch has started */
-	u64 pf_seg;
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
-	enum rc_sim sim;	/* what the last rc_read() simulated */
-	enum rc_refused refused_by; /* what it did with the segments the budget refused */
 	struct rc_adapt adapt;	/* its .active is the cache's state */
 	struct rc_caware caware;
 	struct rc_budget budget; /* pays the fills of the adaptive policies */
@@ -197,6 +191,20 @@ size_t rc_cache_mem_size(u32 nr_entries);
 int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, u64 now);
 
 /*
+ * What one read's decision leaves for its judgement and its fills ahead,
+ * rc_read() to rc_read_judge() and rc_prefetch(): the caller's, on its
+ * stack (rc_map_read()'s), never the cache's.
+ */
+struct rc_read_state {
+	enum rc_sim sim;	/* inactive: what the cache would have done */
+	enum rc_refused refused_by; /* what it did with the segments the budget refused */
+	u32 pf_left;		/* fills ahead left to rc_prefetch() */
+	int pf_dir;
+	bool pf_started;	/* a fill of that batch has started */
+	u64 pf_seg;
+};
+
+/*
  * The steps of a read's decision, rc_read() to rc_read_judge(): the glue
  * and the simulator call rc_map_read() (below), which takes them in order;
  * the host tests drive them one at a time.
@@ -209,7 +217,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
  *
  * Inactive (rc_active() false), every read bypasses and the cache is
  * simulated: the index and LRU go on as if the segment were cached, with
- * GHOST entries standing for segments that hold no data, and c->sim says
+ * GHOST entries standing for segments that hold no data, and st->sim says
  * what the cache would have done, with C-Aware's rule where the policy
  * has it (not the budget, nor the read-ahead); but an adaptive policy
  * on the vdisk estimator serves a segment the cache still holds, HIT or
@@ -220,7 +228,8 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
  * (rc_budget_allows()).  Active, a read that goes on with a stream may
  * also leave rc_prefetch() a batch of segments ahead of it (see there).
  */
-enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *idx);
+enum rc_read_action rc_read(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors,
+			    u32 *idx);
 
 /*
  * The piece of a read bio in the segment after a piece rc_read() or
@@ -232,7 +241,7 @@ enum rc_read_action rc_read(struct rc_cache *c, u64 sector, u32 sectors, u32 *id
  * read_bypassed_joined): a read is not cut in two to fill half of it.
  * Every piece that joins is counted in read_joined.
  */
-bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
+bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors);
 
 /* Segments one bypassed read takes down together (a bound on one lock hold). */
 #define RC_JOIN_MAX		32
@@ -267,7 +276,7 @@ bool rc_read_join(struct rc_cache *c, u64 sector, u32 sectors);
  */
 #define RC_PREFETCH_MAX		8
 #define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
-u32 rc_prefetch(struct rc_cache *c, u64 limit, u64 *seg);
+u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg);
 
 /*
  * Pairs (c->prefetch_pairs): a miss whose read stays in its segment, with
@@ -301,8 +310,8 @@ void rc_prefetch_judge(struct rc_cache *c, u64 cvd_ns, bool cvd_ok);
  * could not price it.  Feeds the adaptive state (rc_adapt_read()) and,
  * with rc_budgeted() and the cache active, the budget.
  */
-void rc_read_judge(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
-		   u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
+void rc_read_judge(struct rc_cache *c, const struct rc_read_state *st, u64 sector, u32 sectors,
+		   enum rc_read_action act, u64 vd_ns, bool vd_ok, u64 cvd_ns, bool cvd_ok);
 
 /*
  * The policy contract for a read: the caller (the glue, the simulator)

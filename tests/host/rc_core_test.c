@@ -1393,14 +1393,14 @@ static void st_read(struct st *s)
 		s->want.read_bypassed++;
 		s->want.read_bypassed_inactive++;
 		if (expect != RC_NONE || ghost != RC_NONE) {
-			CHECK_EQ(s->c->sim, RC_SIM_HIT);
+			CHECK_EQ(rs.sim, RC_SIM_HIT);
 			s->want.sim_hits++;
 		} else if (no_victim || s->inflight[seg]) {
-			CHECK_EQ(s->c->sim, RC_SIM_BYPASS);
-		} else if (s->c->sim == RC_SIM_BYPASS) {
+			CHECK_EQ(rs.sim, RC_SIM_BYPASS);
+		} else if (rs.sim == RC_SIM_BYPASS) {
 			CHECK(s->nw > 0);	/* a write to the bucket flies */
 		} else {
-			CHECK_EQ(s->c->sim, RC_SIM_MISS);
+			CHECK_EQ(rs.sim, RC_SIM_MISS);
 			CHECK(st_ghost_idx(s, seg) != RC_NONE);
 			s->want.sim_misses++;
 			if (!nfree && tail_valid)
@@ -1408,7 +1408,7 @@ static void st_read(struct st *s)
 		}
 		return;
 	}
-	CHECK_EQ(s->c->sim, RC_SIM_NONE);
+	CHECK_EQ(rs.sim, RC_SIM_NONE);
 	if (a != RC_READ_BYPASS)
 		CHECK_EQ(busy, 0);
 	if (s->inflight[seg] && expect == RC_NONE)
@@ -1846,7 +1846,7 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK(!rc_active(c));
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	g = hashed_idx(c, 7);
 	CHECK(g != RC_NONE && g != a);
@@ -1856,13 +1856,13 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	CHECK_EQ(c->nr_pinned, 0);
 	check_invariants(c);
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(hashed_idx(c, 7), g);
 	/* A VALID segment: a simulated hit, bypassed, not pinned, now most recent. */
 	CHECK_EQ(c->lru_tail, a);
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK_EQ(c->entries[a].state, RC_VALID);
 	CHECK_EQ(c->entries[a].pins, 0);
 	CHECK_EQ(c->lru_head, a);
@@ -1875,7 +1875,7 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 	/* Active again: the valid segment hits for real, nothing simulated. */
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	hit_seg(c, 5, a);
-	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(rs.sim, RC_SIM_NONE);
 	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 1, .read_bypassed = 3,
 		  .read_bypassed_inactive = 3,
 		  .sim_hits = 2, .sim_misses = 1, .fill_ios = 1, .fill_sectors = 256);
@@ -1902,37 +1902,37 @@ CTEST(adaptive_inactive_serves_what_is_cached)
 	CHECK(!rc_active(c));
 	c->adapt.estimator = RC_EST_SPK;
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_HIT);
-	CHECK(rc_read_join(c, 6 * 256, 256));	/* filling, not served: joins */
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
+	CHECK(rc_read_join(c, &rs, 6 * 256, 256));	/* filling, not served: joins */
 	c->adapt.estimator = RC_EST_VDISK;
 	rc_reset_counters(c);
 
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, a);
-	CHECK_EQ(c->sim, RC_SIM_SERVED);
+	CHECK_EQ(rs.sim, RC_SIM_SERVED);
 	CHECK_EQ(c->entries[a].pins, 1);
 	rc_unpin(c, a);
 	CHECK_EQ(c->lru_head, a);
 	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_WAIT);
 	CHECK_EQ(idx, f);
-	CHECK_EQ(c->sim, RC_SIM_SERVED);
+	CHECK_EQ(rs.sim, RC_SIM_SERVED);
 	CHECK_EQ(c->entries[f].pins, 1);	/* the fill's: waiters take none */
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	g = hashed_idx(c, 7);
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 2,
 		  .read_bypassed_inactive = 2, .sim_hits = 1, .sim_misses = 1);
 
 	/* A bypassed piece, then the valid and the filling segment: bios of their own. */
-	CHECK_EQ(rc_read(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
-	CHECK(!rc_read_join(c, 5 * 256, 256));
-	CHECK(!rc_read_join(c, 6 * 256, 256));
-	CHECK(rc_read_join(c, 7 * 256, 256));
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rc_read(c, &rs, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(!rc_read_join(c, &rs, 5 * 256, 256));
+	CHECK(!rc_read_join(c, &rs, 6 * 256, 256));
+	CHECK(rc_read_join(c, &rs, 7 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 4,
 		  .read_bypassed_inactive = 4, .read_joined = 1, .sim_hits = 2, .sim_misses = 2);
 
@@ -1950,7 +1950,7 @@ CTEST(adaptive_inactive_serves_what_is_cached)
 	CHECK_EQ(idx, f);
 	rc_unpin(c, f);
 	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->entries[a].state, RC_GHOST);
 	CHECK_EQ(c->entries[a].seg, 8);
 	rc_hold_fills(c, false);
@@ -1971,10 +1971,10 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	CHECK_EQ(read_seg(c, 1, &f), RC_READ_FILL);
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK_EQ(c->entries[f].state, RC_FILLING);
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_inactive = 2,
@@ -1983,7 +1983,7 @@ CTEST(sim_hit_on_filling_and_busy_when_all_pinned)
 	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, f);
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->entries[f].state, RC_GHOST);
 	CHECK_EQ(c->entries[f].seg, 2);
 	check_invariants(c);
@@ -2005,7 +2005,7 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	rc_reset_counters(c);
 	CHECK_EQ(c->lru_tail, a);
 	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);	/* takes a: seg 1 */
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(hashed_idx(c, 1), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 3), a);
 	CHECK_EQ(c->nr_valid, 1);
@@ -2020,7 +2020,7 @@ CTEST(sim_miss_full_cache_evicts_lru_tail)
 	  .sim_misses = 2, .evictions = 2);
 	CHECK_EQ(c->lru_tail, a);			/* ghost of seg 3 */
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);	/* takes the ghost */
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 5), a);
 	CHECK_EQ(c->nr_ghost, 2);
@@ -2048,7 +2048,7 @@ CTEST(active_read_of_ghost_fills_in_its_entry)
 	CHECK_EQ(c->nr_ghost, 2);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_FILL);
-	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(rs.sim, RC_SIM_NONE);
 	CHECK_EQ(idx, g7);
 	CHECK_EQ(c->entries[g7].state, RC_FILLING);
 	CHECK_EQ(c->nr_ghost, 1);
@@ -2169,7 +2169,7 @@ CTEST(caware_bypass_counts_and_keeps_ghost)
 	rc_caware_record(&c->caware, RC_CL_DIRECT_CACHE_READ, 3000000, 0);
 	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 1000000, 0);
 	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(rs.sim, RC_SIM_NONE);
 	CHECK_EQ(c->caware.rule[3], 1);
 	CHECK_EQ(hashed_idx(c, 9), g);
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
@@ -2203,11 +2203,11 @@ CTEST(sim_miss_during_write_bypasses_without_ghost)
 	rc_set_policy(c, RC_POLICY_OFF);
 	cookie = rc_write_start(c, 8, 8, true);
 	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	CHECK_EQ(rc_write_done(c, 8, cookie, 0, true, &idx), RC_WRITE_DONE);
 	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_inactive = 2,
@@ -2526,7 +2526,7 @@ CTEST(drop_some_drops_at_most_its_budget)
 /* A 32 KiB read at @sector: a quarter of a 256-sector segment. */
 static enum rc_read_action rd32k(struct rc_cache *c, u64 sector, u32 *idx)
 {
-	return rc_read(c, sector, 64, idx);
+	return rc_read(c, &rs, sector, 64, idx);
 }
 
 /* Take every fill ahead rc_read() left; their segments into @segs, entries into @idx. */
@@ -2535,7 +2535,7 @@ static u32 take_ahead(struct rc_cache *c, u64 *segs, u32 *idx, u32 max)
 	u32 n = 0, i;
 	u64 seg;
 
-	while ((i = rc_prefetch(c, PF_LIMIT, &seg)) != RC_NONE) {
+	while ((i = rc_prefetch(c, &rs, PF_LIMIT, &seg)) != RC_NONE) {
 		CHECK(n < max);
 		CHECK_EQ(c->entries[i].state, RC_FILLING);
 		CHECK_EQ(c->entries[i].seg, seg);
@@ -2543,7 +2543,7 @@ static u32 take_ahead(struct rc_cache *c, u64 *segs, u32 *idx, u32 max)
 		segs[n] = seg;
 		idx[n++] = i;
 	}
-	CHECK_EQ(rc_prefetch(c, PF_LIMIT, &seg), RC_NONE);	/* and stays done */
+	CHECK_EQ(rc_prefetch(c, &rs, PF_LIMIT, &seg), RC_NONE);	/* and stays done */
 	check_invariants(c);
 	return n;
 }
@@ -2664,12 +2664,12 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 	hit32k(c, 3 * 256 + 64);
 	hit32k(c, 3 * 256 + 128);
 	hit32k(c, 3 * 256 + 192);
-	idx = rc_prefetch(c, 6, &seg);			/* degree 1 */
+	idx = rc_prefetch(c, &rs, 6, &seg);			/* degree 1 */
 	CHECK(idx != RC_NONE);
 	CHECK_EQ(seg, 4);
-	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);
+	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);
 	CHECK_EQ(rd32k(c, 4 * 256, &idx), RC_READ_WAIT);	/* waits on 4 */
-	idx = rc_prefetch(c, 6, &seg);
+	idx = rc_prefetch(c, &rs, 6, &seg);
 	CHECK(idx != RC_NONE);
 	CHECK_EQ(seg, 5);
 	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 4), 0, 256, false), RC_FILL_SERVE);
@@ -2679,9 +2679,9 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 	hit32k(c, 4 * 256 + 64);
 	hit32k(c, 4 * 256 + 128);
 	hit32k(c, 4 * 256 + 192);
-	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 5 is there */
+	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);	/* 5 is there */
 	hit32k(c, 5 * 256);
-	CHECK_EQ(rc_prefetch(c, 6, &seg), RC_NONE);	/* 6 is beyond the end */
+	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);	/* 6 is beyond the end */
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 9, .read_hits = 7, .read_hits_waited = 1, .read_misses = 1,
 		  .prefetches = 2, .prefetch_hits = 2, .fill_ios = 3, .fill_sectors = 768);
@@ -2702,7 +2702,7 @@ static void miss_seg(struct rc_cache *c, u64 seg)
 {
 	u32 idx = RC_NONE;
 
-	CHECK_EQ(rc_read(c, seg * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, seg * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 }
@@ -2721,7 +2721,7 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	c->prefetch = 8;
 	miss_seg(c, 100);
 	miss_seg(c, 101);				/* the stream's direction */
-	CHECK_EQ(rc_read(c, 102 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 102 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);		/* degree 3 */
 	CHECK_EQ(as[0], 103);
 	CHECK_EQ(as[2], 105);
@@ -2730,10 +2730,10 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
 	fill_ahead_done(c, ai[2]);
-	CHECK_EQ(rc_read(c, 103 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 103 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
-	CHECK_EQ(rc_read(c, 104 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 104 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	/* degree 5, trigger 3: 106 on, but no more than 4 ahead and unread */
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);
@@ -2780,7 +2780,7 @@ static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
 		miss_seg(c, 10 * k);
 	miss_seg(c, 500);
 	miss_seg(c, 501);
-	CHECK_EQ(rc_read(c, 502 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 502 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
 	CHECK_EQ(as[0], 503);
 	CHECK_EQ(as[1], 504);
@@ -2841,7 +2841,7 @@ CTEST(prefetch_a_read_takes_a_segment_off_probation)
 	u32 a503, a504, idx = RC_NONE, k;
 	struct rc_cache *c = probation_setup(&a503, &a504);
 
-	CHECK_EQ(rc_read(c, 503 * 256, 64, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 503 * 256, 64, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, a503);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->lru_head, a503);
@@ -2907,7 +2907,7 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	c->adapt.estimator = RC_EST_VDISK;
 	CHECK(rc_budgeted(c));
 	stream4(c, 40);
-	idx = rc_prefetch(c, PF_LIMIT, &seg);
+	idx = rc_prefetch(c, &rs, PF_LIMIT, &seg);
 	CHECK(idx != RC_NONE);
 	CHECK_EQ(seg, 41);
 	rc_prefetch_judge(c, 3000000, true);
@@ -2927,7 +2927,7 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 static u32 take_paid(struct rc_cache *c, u64 want, u64 ns)
 {
 	u64 seg = 0;
-	u32 i = rc_prefetch(c, PF_LIMIT, &seg);
+	u32 i = rc_prefetch(c, &rs, PF_LIMIT, &seg);
 
 	CHECK(i != RC_NONE);
 	CHECK_EQ(seg, want);
@@ -2955,7 +2955,7 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	c->prefetch = 4;
 	miss_seg(c, 100);
 	miss_seg(c, 101);
-	CHECK_EQ(rc_read(c, 102 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
+	CHECK_EQ(rc_read(c, &rs, 102 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
 	for (k = 0; k < 3; k++)
 		ai[k] = take_paid(c, 103 + k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 3, 5), 0);
@@ -2964,17 +2964,17 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	rc_unpin(c, idx);
 	for (k = 0; k < 3; k++)
 		fill_ahead_done(c, ai[k]);
-	CHECK_EQ(rc_read(c, 103 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 103 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
-	CHECK_EQ(rc_read(c, 104 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 104 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	/* 106 on are due: 9 ms in the red, above minus the cap: they go */
 	for (k = 0; k < 4; k++)
 		ai[k] = take_paid(c, 106 + k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
 	CHECK_EQ(c->budget.balance, -21000000);
-	CHECK_EQ(rc_read(c, 105 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 105 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->nr_ahead, 4);
 	CHECK_CTR(c, .reads = 6, .read_hits = 3, .read_misses = 3, .prefetches = 7,
@@ -3038,12 +3038,12 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 
 	/* Fills held: the read's first piece bypasses, and the joined ones as held. */
 	rc_hold_fills(c, true);
-	CHECK_EQ(rc_read(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
-	CHECK(!rc_read_join(c, 5 * 256, 256));	/* valid: a bio of its own */
-	CHECK(!rc_read_join(c, 6 * 256, 256));	/* filling: likewise */
+	CHECK_EQ(rc_read(c, &rs, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(!rc_read_join(c, &rs, 5 * 256, 256));	/* valid: a bio of its own */
+	CHECK(!rc_read_join(c, &rs, 6 * 256, 256));	/* filling: likewise */
 	CHECK_EQ(c->entries[a].state, RC_VALID);
 	CHECK_EQ(c->entries[a].pins, 0);
-	CHECK(rc_read_join(c, 7 * 256, 128));
+	CHECK(rc_read_join(c, &rs, 7 * 256, 128));
 	CHECK_EQ(idx, 12345);
 	CHECK_CTR(c, .reads = 4, .read_misses = 2, .read_bypassed = 2, .read_bypassed_held = 2,
 		  .read_joined = 1, .fill_ios = 1, .fill_sectors = 256);
@@ -3051,7 +3051,7 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 
 	/* Where rc_read() would fill, the piece bypasses all the same: joined. */
 	CHECK_EQ(free_len(c), 2);
-	CHECK(rc_read_join(c, 8 * 256, 256));
+	CHECK(rc_read_join(c, &rs, 8 * 256, 256));
 	CHECK_EQ(hashed_idx(c, 8), RC_NONE);
 	CHECK_EQ(free_len(c), 2);
 	CHECK_EQ(c->nr_filling, 1);
@@ -3063,10 +3063,10 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 
 	/* Inactive: every piece joins, and is played on the simulated cache. */
 	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK(rc_read_join(c, 5 * 256, 256));
-	CHECK_EQ(c->sim, RC_SIM_HIT);
-	CHECK(rc_read_join(c, 9 * 256, 256));
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK(rc_read_join(c, &rs, 5 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
+	CHECK(rc_read_join(c, &rs, 9 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	g = hashed_idx(c, 9);
 	CHECK(g != RC_NONE);
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
@@ -3078,9 +3078,9 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 
 	/* Active again: a ghost is a miss, and joins. */
 	rc_set_policy(c, RC_POLICY_ALWAYS);
-	CHECK(rc_read_join(c, 9 * 256, 256));
+	CHECK(rc_read_join(c, &rs, 9 * 256, 256));
 	CHECK_EQ(c->entries[g].state, RC_GHOST);
-	CHECK(!rc_read_join(c, 5 * 256, 256));
+	CHECK(!rc_read_join(c, &rs, 5 * 256, 256));
 	CHECK_CTR(c, .reads = 8, .read_misses = 2, .read_bypassed = 6, .read_bypassed_held = 2,
 		  .read_bypassed_joined = 2, .read_joined = 5, .read_bypassed_inactive = 2,
 		  .sim_hits = 1,
@@ -3101,11 +3101,11 @@ CTEST(read_join_counts_the_budget_before_the_join)
 	CHECK(rc_active(c));
 	c->budget.balance = -1;
 	c->budget.red = RC_BUDGET_OVERDRAFT;
-	CHECK_EQ(rc_read(c, 3 * 256 + 128, 128, &idx), RC_READ_BYPASS);
-	CHECK(rc_read_join(c, 4 * 256, 256));
+	CHECK_EQ(rc_read(c, &rs, 3 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK(rc_read_join(c, &rs, 4 * 256, 256));
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_budget = 2, .read_joined = 1);
 	c->budget.balance = 0;
-	CHECK(rc_read_join(c, 5 * 256, 256));
+	CHECK(rc_read_join(c, &rs, 5 * 256, 256));
 	CHECK_CTR(c, .reads = 3, .read_bypassed = 3, .read_bypassed_budget = 2,
 		  .read_bypassed_joined = 1, .read_joined = 2);
 	CHECK_EQ(free_len(c), 4);

@@ -306,7 +306,7 @@ CTEST(caware_decay_brings_starved_class_back)
 	record_once(w, RC_CL_CACHE_READ, 20 * MS, now);	/* a slow cache device */
 	record_once(w, RC_CL_SOURCE_READ, 5 * MS, now);
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_NONE);
+	CHECK_EQ(rs.sim, RC_SIM_NONE);
 	CHECK_EQ(c->ctr.read_bypassed_caware, 1);
 	CHECK_EQ(c->ctr.read_bypassed, 1);
 	check_rules(w, 5, 1);
@@ -478,16 +478,16 @@ CTEST(caware_inactive_simulates_the_rule)
 	record_once(&c->caware, RC_CL_DIRECT_CACHE_READ, 3 * MS, 0);
 	record_once(&c->caware, RC_CL_SOURCE_READ, 1 * MS, 0);
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_BYPASS);
 	CHECK_EQ(c->nr_ghost, 0);
 	check_rules(&c->caware, 3, 1);
 	rc_caware_record(&c->caware, RC_CL_SOURCE_READ, 10 * MS, 0);	/* a slow source */
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->nr_ghost, 1);
 	CHECK_EQ(c->caware.rule[6], 1);
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);	/* a simulated hit: no rule */
-	CHECK_EQ(c->sim, RC_SIM_HIT);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK_EQ(c->caware.rule[3] + c->caware.rule[6], 2);
 	CHECK_EQ(c->ctr.sim_misses, 1);
 	CHECK_EQ(c->ctr.sim_hits, 1);
@@ -515,11 +515,11 @@ CTEST(caware_inactive_probes_rule5_too)
 	record_once(&c->caware, RC_CL_SOURCE_READ, 5 * MS, 0);
 	for (k = 1; k < RC_CAWARE_PROBE; k++) {
 		CHECK_EQ(read_seg(c, k, &idx), RC_READ_BYPASS);
-		CHECK_EQ(c->sim, RC_SIM_BYPASS);
+		CHECK_EQ(rs.sim, RC_SIM_BYPASS);
 	}
 	CHECK_EQ(c->ctr.sim_misses, 0);
 	CHECK_EQ(read_seg(c, 50, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->ctr.sim_misses, 1);
 	CHECK_EQ(c->caware.probes, 1);
 	check_rules(&c->caware, 5, RC_CAWARE_PROBE);
@@ -1011,14 +1011,14 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 	if (vd)
 		vd_ns = disk_read(&s->vdisk, sector, sectors);
 	act = read_seg(c, seg, &idx);
-	if (vd && (act == RC_READ_FILL || c->sim == RC_SIM_MISS))
+	if (vd && (act == RC_READ_FILL || rs.sim == RC_SIM_MISS))
 		cvd_ns = disk_read(&s->cvdisk, start, seg_sectors);
-	else if (vd && act == RC_READ_BYPASS && c->sim != RC_SIM_HIT)
+	else if (vd && act == RC_READ_BYPASS && rs.sim != RC_SIM_HIT)
 		cvd_ns = disk_read(&s->cvdisk, sector, sectors);
-	rc_read_judge(c, sector, sectors, act, vd_ns, vd, cvd_ns, vd);
+	rc_read_judge(c, &rs, sector, sectors, act, vd_ns, vd, cvd_ns, vd);
 	switch (act) {
 	case RC_READ_FILL:
-		CHECK_EQ(c->sim, RC_SIM_NONE);
+		CHECK_EQ(rs.sim, RC_SIM_NONE);
 		t = disk_read(&s->disk, start, seg_sectors);
 		rc_adapt_disk_done(&c->adapt, RC_DISK_FILL, start, seg_sectors, t);
 		CHECK_EQ(rc_fill_done(c, idx, 0, seg_sectors, false), RC_FILL_SERVE);
@@ -1026,7 +1026,7 @@ static void stream_read(struct stream *s, u64 sector, u32 sectors)
 		s->fills++;
 		break;
 	case RC_READ_HIT:	/* inactive: a segment still cached */
-		CHECK(c->sim == RC_SIM_NONE || c->sim == RC_SIM_SERVED);
+		CHECK(rs.sim == RC_SIM_NONE || rs.sim == RC_SIM_SERVED);
 		rc_adapt_copy(&c->adapt, sectors, sectors * COPY_NS);
 		rc_unpin(c, idx);
 		s->hits++;
@@ -1272,14 +1272,14 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	c->budget.red = 3;
 	c->budget.balance = -121 * (s64)MS;
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_FILL);
-	rc_read_judge(c, 256, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	rc_read_judge(c, &rs, 256, 8, RC_READ_FILL, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
 	CHECK_EQ(c->budget.red, 4);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	/* unpriced: nothing changes */
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
-	rc_read_judge(c, 512, 8, RC_READ_BYPASS, 0, false, 0, true);
+	rc_read_judge(c, &rs, 512, 8, RC_READ_BYPASS, 0, false, 0, true);
 	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
 	CHECK_EQ(c->budget.earned_ns, 10000);
 	CHECK_EQ(c->ctr.reads, 2);
@@ -1289,7 +1289,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	/* with estimator spk the budget neither gates nor counts */
 	c->adapt.estimator = RC_EST_SPK;
 	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_FILL);
-	rc_read_judge(c, 512, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	rc_read_judge(c, &rs, 512, 8, RC_READ_FILL, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, 10000 - 161 * (s64)MS);
 	rc_fill_cancel(c, idx);
 	c->adapt.estimator = RC_EST_VDISK;
@@ -1297,7 +1297,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	CHECK_EQ(c->ctr.read_bypassed_budget, 2);
 	/* a hit on the filled segment pays it back: fills start again */
 	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_HIT);
-	rc_read_judge(c, 264, 8, RC_READ_HIT, 170 * MS, true, 0, true);
+	rc_read_judge(c, &rs, 264, 8, RC_READ_HIT, 170 * MS, true, 0, true);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->budget.balance, 10000 + 9 * (s64)MS + 170 * MS / 128);
 	CHECK_EQ(c->budget.red, 0);
@@ -1308,8 +1308,8 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	c->budget.balance = -50 * (s64)MS;
 	c->budget.red = RC_BUDGET_OVERDRAFT;
 	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_BYPASS);
-	CHECK_EQ(c->sim, RC_SIM_MISS);
-	rc_read_judge(c, 768, 8, RC_READ_BYPASS, 1280000, true, 41280000, true);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
+	rc_read_judge(c, &rs, 768, 8, RC_READ_BYPASS, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, -50 * (s64)MS);
 	/* policy always: misses fill whatever the balance */
 	/* emptying the cache starts the budget again from 0 */
@@ -1320,7 +1320,7 @@ CTEST(budget_gates_the_misses_of_adaptive_policies)
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 	c->budget.balance = -1000 * (s64)MS;
 	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);
-	rc_read_judge(c, 1024, 8, RC_READ_FILL, 1280000, true, 41280000, true);
+	rc_read_judge(c, &rs, 1024, 8, RC_READ_FILL, 1280000, true, 41280000, true);
 	CHECK_EQ(c->budget.balance, -1000 * (s64)MS);
 	rc_fill_cancel(c, idx);
 	rm(c);
@@ -1336,11 +1336,11 @@ static void adversary_read(struct rc_cache *c, struct adversary *a, u64 sector, 
 			   u64 vd, u64 cvd)
 {
 	u32 idx = RC_NONE;
-	enum rc_read_action act = rc_read(c, sector, sectors, &idx);
+	enum rc_read_action act = rc_read(c, &rs, sector, sectors, &idx);
 
 	if (act == RC_READ_FILL && cvd - vd > a->max_spend)
 		a->max_spend = cvd - vd;
-	rc_read_judge(c, sector, sectors, act, vd, true, act == RC_READ_FILL ? cvd : vd, true);
+	rc_read_judge(c, &rs, sector, sectors, act, vd, true, act == RC_READ_FILL ? cvd : vd, true);
 	if (act == RC_READ_HIT) {
 		a->hits++;
 		rc_unpin(c, idx);
@@ -1461,26 +1461,26 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 	CHECK(rc_budget_allows(&c->budget, true));
 	/* forward: 992 and 1000 give the stream its direction; 1008 goes on
 	 * with room up to 1024 (segment 3): it fills */
-	CHECK_EQ(rc_read(c, 992, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1000, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1008, 8, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 992, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1000, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1008, 8, &idx), RC_READ_FILL);
 	CHECK_EQ(c->entries[idx].seg, 3);
 	rc_fill_cancel(c, idx);
 	/* ... 1016 goes on too, but its segment ends at 1024: no room */
-	CHECK_EQ(rc_read(c, 1016, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1016, 8, &idx), RC_READ_BYPASS);
 	/* backward: 2032, 2016, then 2000 with room down to 1792: it fills */
-	CHECK_EQ(rc_read(c, 2032, 16, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 2016, 16, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 2000, 16, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 2032, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 2016, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 2000, 16, &idx), RC_READ_FILL);
 	CHECK_EQ(c->entries[idx].seg, 7);
 	rc_fill_cancel(c, idx);
 	/* ... 1552, 1544, 1536: the third goes on backward, but its segment
 	 * starts there: no room */
-	CHECK_EQ(rc_read(c, 1552, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1544, 8, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rc_read(c, 1536, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1552, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1544, 8, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1536, 8, &idx), RC_READ_BYPASS);
 	/* a gap of 168 > 32 from 2000: a new stream */
-	CHECK_EQ(rc_read(c, 1816, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1816, 16, &idx), RC_READ_BYPASS);
 	/* (a cancelled fill is counted a bypass, not a miss; the decision stays) */
 	CHECK_EQ(c->ctr.read_misses, 0);
 	CHECK_EQ(c->ctr.read_bypassed_nomem, 2);
@@ -1489,13 +1489,13 @@ CTEST(budget_lets_a_stream_with_room_overdraw_to_minus_the_cap)
 	/* at minus the cap, a stream waits like any miss */
 	c->budget.balance = -(s64)c->budget.cap_ns;
 	CHECK(!rc_budget_allows(&c->budget, true));
-	CHECK_EQ(rc_read(c, 1984, 16, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rc_read(c, &rs, 1984, 16, &idx), RC_READ_BYPASS);
 	c->budget.balance = 1 - (s64)c->budget.cap_ns;
-	CHECK_EQ(rc_read(c, 1968, 16, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 1968, 16, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
 	/* with the balance at 0, a fill is not counted as the stream's */
 	c->budget.balance = 0;
-	CHECK_EQ(rc_read(c, 1952, 16, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 1952, 16, &idx), RC_READ_FILL);
 	rc_fill_cancel(c, idx);
 	CHECK_EQ(c->ctr.read_bypassed_nomem, 4);
 	CHECK_EQ(c->ctr.read_misses_streamed, 3);
@@ -1623,7 +1623,7 @@ static enum rc_refused refused_read(struct rc_cache *c, u64 seg, enum rc_read_ac
 		CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 		rc_unpin(c, idx);
 	}
-	return c->refused_by;
+	return rs.refused_by;
 }
 
 /*
@@ -1662,8 +1662,8 @@ CTEST(budget_remembers_refused_segments_while_a_fill_would_be_cached)
 	CHECK_EQ(refused_read(c, 17, RC_READ_HIT), RC_REFUSED_NONE);	/* filled: forgotten */
 
 	/* a joining piece is not a refused fill */
-	CHECK(rc_read_join(c, 40 * 256, 256));
-	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK(rc_read_join(c, &rs, 40 * 256, 256));
+	CHECK_EQ(rs.refused_by, RC_REFUSED_NONE);
 	CHECK_EQ(refused_read(c, 40, RC_READ_BYPASS), RC_REFUSED_NEW);
 
 	/* emptying the cache forgets the refusals */
@@ -1693,34 +1693,34 @@ CTEST(budget_refuses_rereads_of_refused_segments_until_later_rereads_pay)
 	budget_red(c);
 	c->budget.balance = -1 * (s64)MS;
 	adversary_read(c, &a, 10 * 256, 8, 3 * MS, 5 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_NEW);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_NEW);
 	adversary_read(c, &a, 10 * 256 + 8, 8, 3 * MS, 5 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_AGAIN);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_AGAIN);
 	CHECK_EQ(c->budget.reread_ns, -2 * (s64)MS);
 	/* the ghost's credit took the balance out of the red ... */
 	CHECK(c->budget.balance >= 0);
 	CHECK(rc_budget_allows(&c->budget, false));
 	/* ... but segment 10's third read is a re-read: the origin */
 	adversary_read(c, &a, 10 * 256 + 16, 8, 1 * MS, 5 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_LATER);
 	CHECK_EQ(c->ctr.read_bypassed_reread, 1);
 	CHECK_EQ(c->budget.reread_ns, -1 * (s64)MS);
 	CHECK_EQ(a.fills, 1);
 	/* a segment not refused lately fills */
 	adversary_read(c, &a, 11 * 256, 8, 3 * MS, 3 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_NONE);
 	CHECK_EQ(a.fills, 2);
 	adversary_read(c, &a, 10 * 256 + 24, 8, 1 * MS, 5 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_LATER);
 	CHECK_EQ(c->budget.reread_ns, 0);
 	CHECK_EQ(c->ctr.read_bypassed_reread, 2);
 	/* back at 0: the next re-read fills, its last */
 	adversary_read(c, &a, 10 * 256 + 32, 8, 1 * MS, 3 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_LATER);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_LATER);
 	CHECK_EQ(a.fills, 3);
 	CHECK_EQ(c->budget.reread_ns, 1 * (s64)MS);
 	adversary_read(c, &a, 10 * 256 + 40, 8, 1 * MS, 3 * MS);
-	CHECK_EQ(c->refused_by, RC_REFUSED_NONE);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_NONE);
 	CHECK_EQ(a.hits, 1);
 	CHECK_EQ(c->ctr.reads, 8);
 	CHECK_EQ(c->ctr.read_hits, 1);
@@ -1752,12 +1752,12 @@ CTEST(budget_ghost_credit_lets_the_next_miss_fill)
 	bal = c->budget.balance;
 	CHECK(bal < 0);
 	adversary_read(c, &a, 10 * 256, 8, 5 * MS, 7 * MS);	/* refused */
-	CHECK_EQ(c->refused_by, RC_REFUSED_NEW);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_NEW);
 	CHECK_EQ(c->budget.ghost_ns, -2 * (s64)MS);
 	bal += (s64)(5 * MS / RC_BUDGET_SHARE);
 	CHECK_EQ(c->budget.balance, bal);
 	adversary_read(c, &a, 10 * 256 + 8, 8, 5 * MS, 7 * MS);	/* refused again */
-	CHECK_EQ(c->refused_by, RC_REFUSED_AGAIN);
+	CHECK_EQ(rs.refused_by, RC_REFUSED_AGAIN);
 	CHECK_EQ(c->budget.ghost_ns, 0);
 	CHECK_EQ(c->budget.ghost_earned_ns, 3 * MS);
 	bal += (s64)(5 * MS / RC_BUDGET_SHARE) + 3 * (s64)MS;
