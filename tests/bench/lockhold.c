@@ -2,9 +2,12 @@
 /*
  * The longest time one lock hold spends walking entries for a discard over
  * a 1M-segment cache, before (one walk of every entry) and after (chunks of
- * REDCAP_WALK_CHUNK), and the time the vdisk model takes to price a request
+ * REDCAP_WALK_CHUNK), the time the vdisk model takes to price a request
  * whose cell is empty on a 1 PiB disk (2^20 columns), which it does on
- * every bio under both locks: the portable cores built with -O2 on the host.
+ * every bio under both locks, and the decision of one read (rc_map_read(),
+ * one lock hold) at 1M segments: its worst hold and how many model
+ * pricings it makes, per kind of read.  The portable cores built with -O2
+ * on the host.
  * usage: make lockhold && build/bench/lockhold
  */
 #include <stdio.h>
@@ -36,12 +39,14 @@ static unsigned long long now_ns(void)
 /* A full cache: every entry VALID, half of them in the discarded range. */
 static void fill(struct rc_cache *c)
 {
+	struct rc_read_state st;
 	u32 i, idx;
 
 	for (i = 0; i < ENTRIES; i++) {
-		if (rc_read(c, (u64)i * 2 << c->seg_shift, 1u << c->seg_shift, &idx) != RC_READ_FILL)
+		if (rc_read(c, &st, (u64)i * 2 << c->seg_shift, 1u << c->seg_shift, &idx) !=
+		    RC_READ_FILL)
 			abort();
-		rc_fill_done(c, idx, 0, 256);
+		rc_fill_done(c, idx, 0, 256, false);
 		rc_unpin(c, idx);
 	}
 }
@@ -93,6 +98,155 @@ static void model_estimate(void)
 	free(mem);
 }
 
+/* The read path's pricer: a trained model, both virtual disks, counted. */
+struct pricer {
+	struct vd_model m;
+	struct vd_vdisk vd[2];
+	u32 calls;
+};
+
+static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	struct pricer *p = ctx;
+	u64 busy = p->vd[vd].busy_ns;
+
+	p->calls++;
+	vd_vdisk_submit(&p->vd[vd], &p->m, VD_READ, sector, sectors, now);
+	*ns = p->vd[vd].busy_ns - busy;
+	return true;
+}
+
+/* Every cell of the read table: a 7200 rpm disk's 8.5 ms seek (or 0.1 ms near) + transfer. */
+static void train(struct vd_model *m)
+{
+	u32 row, col;
+
+	for (row = 0; row < m->rows; row++)
+		for (col = 0; col < m->cols; col++)
+			if (vd_model_set_cell(m, VD_READ, row, col, 1,
+					      (col ? 8500000 : 100000) + (row + 1) * 27000ull))
+				abort();
+}
+
+#define READS		20000
+#define DISK_SECTORS	(1ull << 31)	/* 1 TiB */
+
+/*
+ * @name: READS reads made by @next (sector and sectors of read i) through
+ * a cache of ENTRIES x 128 KiB on redcapctl's default engine; each fill
+ * completes before the next read.  Prints the pricings per read (mean,
+ * worst) and the worst hold of rc_map_read().
+ */
+static void read_path(struct rc_cache *c, void *mem, struct pricer *pr, const char *name,
+		      void (*next)(u32 i, u64 *sector, u32 *sectors))
+{
+	const struct rc_pricer p = { .price = price, .ctx = pr, .capacity = DISK_SECTORS,
+				     .run_max = 1 };
+	static unsigned long long holds[READS * 16];
+	unsigned long long t, calls = 0, worst_calls = 0;
+	struct rc_read_plan plan;
+	size_t nholds = 0;
+	u64 sector, now = 0;
+	u32 i, k, sectors;
+
+	rc_cache_init(c, mem, ENTRIES, 8, 0);
+	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	rc_set_estimator(c, RC_EST_VDISK);
+	c->prefetch = 2;
+	c->prefetch_forward = 0;
+	c->prefetch_pairs = 1;
+	vd_vdisk_init(&pr->vd[0]);
+	vd_vdisk_init(&pr->vd[1]);
+	for (i = 0; i < READS; i++) {
+		next(i, &sector, &sectors);
+		while (sectors) {
+			now += 1000000;
+			pr->calls = 0;
+			t = now_ns();
+			rc_map_read(c, sector, sectors, now, &p, &plan);
+			t = now_ns() - t;
+			if (nholds < sizeof(holds) / sizeof(holds[0]))
+				holds[nholds++] = t;
+			calls += pr->calls;
+			worst_calls = pr->calls > worst_calls ? pr->calls : worst_calls;
+			for (k = 0; k < plan.nr_fills; k++) {
+				if (rc_fill_done(c, plan.fills[k].idx, 0, 256, false) != RC_FILL_SERVE)
+					abort();
+				rc_fill_waiters_done(c, plan.fills[k].idx, RC_FILL_SERVE,
+						     rc_fill_own(&plan.fills[k]), 1);
+			}
+			if (plan.act == RC_READ_HIT)
+				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
+								.sectors = plan.sectors,
+								.start = now, .end = now + 1000 });
+			else if (plan.act == RC_READ_BYPASS)
+				rc_event(c, &(struct rc_event){ .kind = RC_EV_BYPASS,
+								.sector = sector,
+								.sectors = plan.sectors, .start = now,
+								.end = now + 5000000 });
+			sector += plan.sectors;
+			sectors -= plan.sectors;
+		}
+	}
+	qsort(holds, nholds, sizeof(holds[0]), cmp_ull);
+	printf("  %-28s pricings per decision: mean %.2f, worst %llu; hold median %.1f us, "
+	       "p99.9 %.1f us, worst %.1f us\n", name, (double)calls / nholds, worst_calls,
+	       holds[nholds / 2] / 1e3, holds[nholds * 999 / 1000] / 1e3, holds[nholds - 1] / 1e3);
+}
+
+static u64 rnd(u32 i)
+{
+	u64 x = i * 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 29;
+	return x * 0xbf58476d1ce4e5b9ull;
+}
+
+static void random_4k(u32 i, u64 *sector, u32 *sectors)
+{
+	*sector = rnd(i) % (DISK_SECTORS / 8) * 8;
+	*sectors = 8;
+}
+
+static void backward_64k(u32 i, u64 *sector, u32 *sectors)
+{
+	*sector = (u64)(READS - i) * 128;
+	*sectors = 128;
+}
+
+static void forward_1m(u32 i, u64 *sector, u32 *sectors)
+{
+	*sector = (u64)i * 2048;
+	*sectors = 2048;
+}
+
+static void strided_4k(u32 i, u64 *sector, u32 *sectors)
+{
+	*sector = (u64)i * 24;
+	*sectors = 8;
+}
+
+static void read_paths(void)
+{
+	void *mem = malloc(rc_cache_mem_size(ENTRIES));
+	struct pricer *pr = malloc(sizeof(*pr));
+	void *mmem = malloc(vd_model_mem_size(DISK_SECTORS, 64, 64));
+	struct rc_cache c;
+
+	if (!mem || !pr || !mmem || vd_model_init(&pr->m, mmem, DISK_SECTORS, 64, 64))
+		abort();
+	train(&pr->m);
+	printf("one read's decision (rc_map_read()), %u entries x 128 KiB, %u reads each:\n",
+	       ENTRIES, READS);
+	read_path(&c, mem, pr, "random 4 KiB", random_4k);
+	read_path(&c, mem, pr, "backward 64 KiB (TAC)", backward_64k);
+	read_path(&c, mem, pr, "forward 1 MiB", forward_1m);
+	read_path(&c, mem, pr, "strided 4 KiB / 8 KiB skip", strided_4k);
+	free(mmem);
+	free(pr);
+	free(mem);
+}
+
 int main(void)
 {
 	struct rc_cache c;
@@ -128,6 +282,7 @@ int main(void)
 		rc_range_done(&c, 0, ENTRIES);
 	}
 	model_estimate();
+	read_paths();
 	printf("entries=%u chunk=%u repeats=%d\n", ENTRIES, CHUNK, REPEAT);
 	printf("one walk of every entry: worst %.1f us\n", full_max / 1e3);
 	qsort(chunks, nchunks, sizeof(chunks[0]), cmp_ull);
