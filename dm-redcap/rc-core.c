@@ -730,21 +730,20 @@ void rc_read_judge(struct rc_cache *c, const struct rc_read_state *st, u64 secto
 		      cvd_ns, cvd_ok);
 }
 
-/* Price a fill of segment @seg (clipped at the device's end) on the cache's disk. */
-static bool rc_price_fill(const struct rc_cache *c, const struct rc_pricer *p, u64 seg,
-			  u64 now, u64 *ns)
-{
-	return p->price(p->ctx, RC_VD_CACHE, seg << c->seg_shift, rc_seg_len(c, seg, p->capacity),
-			now, ns);
-}
+/* A piece of a read rc_map_read() took: where, and what rc_read() left of it. */
+struct rc_piece {
+	u64 sector;
+	u32 sectors;
+	enum rc_sim sim;
+	enum rc_refused refused_by;
+};
 
-/* The fills ahead rc_prefetch() starts, each priced and paid for, into @plan. */
+/* The fills ahead rc_prefetch() starts, into @plan. */
 static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st,
-			     const struct rc_pricer *p, u64 now, struct rc_read_plan *plan)
+			     const struct rc_pricer *p, struct rc_read_plan *plan)
 {
-	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift, ns;
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
 	struct rc_fill_item *it;
-	bool ok;
 
 	for (; plan->nr_fills < RC_FILL_RUN_MAX; plan->nr_fills++) {
 		it = &plan->fills[plan->nr_fills];
@@ -753,23 +752,17 @@ static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st,
 			break;
 		it->ahead = true;
 		it->along = false;
-		ok = rc_price_fill(c, p, it->seg, now, &ns);
-		rc_prefetch_judge(c, ns, ok);
 	}
 }
 
 /*
  * Start a fill of @seg for @plan, unless it is cached or filling or a write
  * or a range in flight holds it off: appended (@ahead: no read asked for
- * it; else filled along a miss's read), priced on the cache's disk and
- * paid as fills ahead are (rc_prefetch_judge()).  False if it did not start.
+ * it; else filled along a miss's read).  False if it did not start.
  */
-static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg, bool ahead,
-			 u64 now, struct rc_read_plan *plan)
+static bool rc_plan_fill(struct rc_cache *c, u64 seg, bool ahead, struct rc_read_plan *plan)
 {
 	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
-	bool ok;
-	u64 ns;
 
 	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
 	    c->range_inflight)
@@ -780,8 +773,6 @@ static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
 	c->entries[i].along = !ahead;
 	plan->fills[plan->nr_fills++] =
 		(struct rc_fill_item){ .seg = seg, .idx = i, .ahead = ahead, .along = !ahead };
-	ok = rc_price_fill(c, p, seg, now, &ns);
-	rc_prefetch_judge(c, ns, ok);
 	return true;
 }
 
@@ -794,20 +785,19 @@ static bool rc_plan_fill(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
  * is left to the rest's own decision (LKR's small files read across a
  * boundary lost 5 points on the hdd15k when filled along).  They follow
  * the miss's decision (the budget admits the read as a whole, by its
- * first fill, as it does a stream's batch) and are paid as fills ahead
- * are.  A segment cached or filling, or held off by a write or a range in
+ * first fill, as it does a stream's batch) and go down in its request.
+ * A segment cached or filling, or held off by a write or a range in
  * flight, ends the run.  A forward stream's batch starts after the last.
  */
-static void rc_plan_along(struct rc_cache *c, struct rc_read_state *st,
-			  const struct rc_pricer *p, u64 sector,
-			  u32 sectors, u64 now, struct rc_read_plan *plan)
+static void rc_plan_along(struct rc_cache *c, struct rc_read_state *st, u64 sector,
+			  u32 sectors, struct rc_read_plan *plan)
 {
 	u64 seg = rc_sector_to_seg(c, sector);
 	u64 end = (sector + sectors) >> c->seg_shift;
 	u32 first = plan->nr_fills;
 
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
-		if (!rc_plan_fill(c, p, seg, false, now, plan))
+		if (!rc_plan_fill(c, seg, false, plan))
 			break;
 		c->ctr.fill_along++;
 	}
@@ -843,10 +833,9 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 
 /*
  * The other half of the pair of the miss's segment @seg, when reads
- * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead,
- * priced and paid for.
+ * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead.
  */
-static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg, u64 now,
+static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
 			 struct rc_read_plan *plan)
 {
 	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
@@ -857,36 +846,8 @@ static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
 	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0) ||
 	    !rc_near_read_lately(c, seg, limit))
 		return;
-	if (rc_plan_fill(c, p, t, true, now, plan))
+	if (rc_plan_fill(c, t, true, plan))
 		c->ctr.prefetch_paired++;
-}
-
-/*
- * Judge the piece of @sectors at @sector rc_read() or rc_read_join() just
- * handled with @act: its price on the bare disk, and that of what the
- * cache sent down for it (a fill, the read itself on a bypass, nothing on
- * a hit), or would have while inactive.  Then, for a fill, the fills along
- * the @rest sectors of the read after it, and the fills ahead it leaves.
- */
-static void rc_plan_piece(struct rc_cache *c, struct rc_read_state *st,
-			  const struct rc_pricer *p, u64 sector,
-			  u32 sectors, u32 rest, enum rc_read_action act, u64 now,
-			  struct rc_read_plan *plan)
-{
-	bool vd_ok, cvd_ok = true;
-	u64 vd_ns, cvd_ns = 0;
-
-	vd_ok = p->price(p->ctx, RC_VD_BARE, sector, sectors, now, &vd_ns);
-	if (act == RC_READ_FILL || st->sim == RC_SIM_MISS)
-		cvd_ok = rc_price_fill(c, p, rc_sector_to_seg(c, sector), now, &cvd_ns);
-	else if (act == RC_READ_BYPASS && st->sim != RC_SIM_HIT)
-		cvd_ok = p->price(p->ctx, RC_VD_CACHE, sector, sectors, now, &cvd_ns);
-	rc_read_judge(c, st, sector, sectors, act, vd_ns, vd_ok, cvd_ns, cvd_ok);
-	if (act == RC_READ_FILL)
-		rc_plan_along(c, st, p, sector + sectors, rest, now, plan);
-	if (act == RC_READ_FILL && !rest && c->prefetch_pairs)
-		rc_plan_pair(c, p, rc_sector_to_seg(c, sector), now, plan);
-	rc_plan_prefetch(c, st, p, now, plan);
 }
 
 /* Sort @plan's fills and cut them into disk requests of at most p->run_max segments. */
@@ -910,33 +871,150 @@ static void rc_plan_reqs(const struct rc_cache *c, const struct rc_pricer *p,
 	}
 }
 
+/* @total shared out in proportion: @part of @whole (@whole > 0). */
+static u64 rc_share(u64 total, u32 part, u32 whole)
+{
+	return part == whole ? total : rc_div64(total * part, whole);
+}
+
+/* What the cache would have sent down for inactive piece @pc: [*from, *to). */
+static bool rc_piece_extent(const struct rc_cache *c, const struct rc_piece *pc, u64 capacity,
+			    u64 *from, u64 *to)
+{
+	u64 seg = rc_sector_to_seg(c, pc->sector);
+
+	if (pc->sim == RC_SIM_MISS) {
+		*from = seg << c->seg_shift;
+		*to = *from + rc_seg_len(c, seg, capacity);
+		return true;
+	}
+	*from = pc->sector;
+	*to = pc->sector + pc->sectors;
+	return pc->sim == RC_SIM_BYPASS;
+}
+
+/*
+ * The price on the cache's disk of what the inactive cache would have sent
+ * down for each of @n pieces, into @ns and @ok: one request per run of
+ * adjacent pieces that are not hits, shared out by what each adds to it.
+ */
+static void rc_price_simulated(const struct rc_cache *c, const struct rc_pricer *p, u64 now,
+			       const struct rc_piece *pc, u32 n, u64 *ns, bool *ok)
+{
+	u64 from = 0, to = 0, rfrom = 0, rto = 0, run_ns = 0;
+	u32 i, k, first = 0;
+	bool run_ok = true;
+
+	for (i = 0; i <= n; i++) {
+		bool sent = i < n && rc_piece_extent(c, &pc[i], p->capacity, &from, &to);
+
+		if (sent && i > first && rto == from) {
+			rto = to;
+			continue;
+		}
+		if (i > first) {	/* the run [first, i) ends: price it, share it out */
+			run_ok = p->price(p->ctx, RC_VD_CACHE, rfrom, (u32)(rto - rfrom), now,
+					  &run_ns);
+			for (k = first; k < i; k++) {
+				rc_piece_extent(c, &pc[k], p->capacity, &from, &to);
+				ns[k] = rc_share(run_ns, (u32)(to - from), (u32)(rto - rfrom));
+				ok[k] = run_ok;
+			}
+		}
+		if (i < n) {
+			ns[i] = 0;
+			ok[i] = true;
+		}
+		first = sent ? i : i + 1;
+		rfrom = from;
+		rto = to;
+	}
+}
+
+/*
+ * Price and judge the read @plan took, decided piece by piece in @pc (@n
+ * pieces): the read is played once on the bare disk, and what the cache
+ * sends down for it once per request on the cache's (at most two
+ * pricings for a plan of one request).  Each piece is judged on its share
+ * of both (rc_read_judge()); a fill's share is its request's price; a
+ * request with none of the read's own fills is speculation
+ * (rc_prefetch_judge()).
+ */
+static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now,
+			  const struct rc_piece *pc, u32 n, struct rc_read_plan *plan)
+{
+	u64 vd_ns, req_ns[RC_FILL_RUN_MAX], cvd_ns[RC_JOIN_MAX], bypass_ns = 0;
+	bool vd_ok, req_ok[RC_FILL_RUN_MAX], cvd_ok[RC_JOIN_MAX], own, bypass_ok = true;
+	struct rc_read_state st = { 0 };
+	const struct rc_fill_req *r;
+	u32 i, k, own_req = RC_NONE;
+
+	vd_ok = p->price(p->ctx, RC_VD_BARE, pc[0].sector, plan->sectors, now, &vd_ns);
+	for (i = 0; i < plan->nr_reqs; i++) {
+		r = &plan->reqs[i];
+		req_ok[i] = p->price(p->ctx, RC_VD_CACHE, r->sector, r->sectors, now, &req_ns[i]);
+		for (k = r->first, own = false; k < r->first + r->nr; k++)
+			own |= rc_fill_own(&plan->fills[k]);
+		if (own)
+			own_req = i;
+		else
+			rc_prefetch_judge(c, req_ns[i], req_ok[i]);
+	}
+	if (pc[0].sim != RC_SIM_NONE) {
+		rc_price_simulated(c, p, now, pc, n, cvd_ns, cvd_ok);
+	} else if (plan->act == RC_READ_BYPASS) {
+		bypass_ok = p->price(p->ctx, RC_VD_CACHE, pc[0].sector, plan->sectors, now,
+				     &bypass_ns);
+	}
+	for (i = 0; i < n; i++) {
+		if (pc[i].sim == RC_SIM_NONE) {
+			cvd_ok[i] = own_req != RC_NONE ? req_ok[own_req] : bypass_ok;
+			cvd_ns[i] = own_req != RC_NONE ? req_ns[own_req] :
+				    rc_share(bypass_ns, pc[i].sectors, plan->sectors);
+		}
+		st.sim = pc[i].sim;
+		st.refused_by = pc[i].refused_by;
+		rc_read_judge(c, &st, pc[i].sector, pc[i].sectors, plan->act,
+			      rc_share(vd_ns, pc[i].sectors, plan->sectors), vd_ok,
+			      cvd_ns[i], cvd_ok[i]);
+	}
+}
+
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
-	u32 len = rc_in_seg(c, sector, sectors), n, joined;
+	u32 len = rc_in_seg(c, sector, sectors), n;
+	struct rc_piece pc[RC_JOIN_MAX];
 	struct rc_read_state st;
 	enum rc_read_action act;
+	u32 np = 1;
 
 	plan->idx = RC_NONE;
 	plan->nr_fills = 0;
 	if (rc_policy_caware(c->policy))
 		rc_caware_decay(&c->caware, now);
 	act = rc_read(c, &st, sector, len, &plan->idx);
-	if (act == RC_READ_FILL)
+	pc[0] = (struct rc_piece){ sector, len, st.sim, st.refused_by };
+	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
 			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
-	rc_plan_piece(c, &st, p, sector, len, sectors - len, act, now, plan);
-	for (joined = 1; act == RC_READ_BYPASS && len < sectors && joined < RC_JOIN_MAX;
-	     joined++) {
+		rc_plan_along(c, &st, sector + len, sectors - len, plan);
+		if (len == sectors && c->prefetch_pairs)
+			rc_plan_pair(c, p, rc_sector_to_seg(c, sector), plan);
+	}
+	rc_plan_prefetch(c, &st, p, plan);
+	for (; act == RC_READ_BYPASS && len < sectors && np < RC_JOIN_MAX; np++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
-		rc_plan_piece(c, &st, p, sector + len, n, 0, act, now, plan);
+		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
+		rc_plan_prefetch(c, &st, p, plan);
 		len += n;
 	}
 	plan->act = act;
 	plan->sectors = len;
 	rc_plan_reqs(c, p, plan);
+	rc_plan_judge(c, p, now, pc, np, plan);
 }
 
 /* The service of a disk request submitted at @start that completed at @end. */

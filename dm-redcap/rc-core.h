@@ -319,8 +319,8 @@ void rc_read_judge(struct rc_cache *c, const struct rc_read_state *st, u64 secto
  * plan says, and reports the outcome with rc_event() (a hit: RC_EV_HIT) or,
  * for the fills it started, rc_fill_done() and what follows it.
  *
- * rc_map_read() needs prices from the caller's virtual disks, in the
- * order it asks (each call plays the request on that disk): @vd is
+ * rc_map_read() needs prices from the caller's virtual disks, once it has
+ * decided (each call plays the request on that disk): @vd is
  * RC_VD_BARE, the virtual disk of what the cache received, or
  * RC_VD_CACHE, the one of what the cache sends down (or would, inactive).
  * price() sets *ns and returns false when the model could not price the
@@ -388,14 +388,21 @@ struct rc_read_plan {
 };
 
 /*
- * One decision for the read of @sectors at @sector arriving at @now:
- * C-Aware's decay, rc_read() on its piece in its first segment, and for a
- * bypass the pieces after it that rc_read_join() lets join (up to
- * RC_JOIN_MAX segments), for a fill the segments the rest of the read
- * covers (filled along, in the same request: the rest comes back as a read
- * of its own and waits on them); each piece judged on its prices
- * (rc_read_judge()) and followed by the fills ahead rc_prefetch() starts,
- * each priced and paid for (rc_prefetch_judge()), as the fills along are.
+ * One decision for the read of @sectors at @sector arriving at @now,
+ * made first and priced after: C-Aware's decay, rc_read() on its piece in
+ * its first segment, and for a bypass the pieces after it that
+ * rc_read_join() lets join (up to RC_JOIN_MAX segments), for a fill the
+ * segments the rest of the read covers (filled along, in the same request:
+ * the rest comes back as a read of its own and waits on them) and the
+ * other half of its pair, and after each piece the fills ahead
+ * rc_prefetch() starts.  Then the read it took is played once on the bare
+ * disk, and what the cache sends down for it once per request on the
+ * cache's (inactive: once per run of pieces the simulated cache would
+ * have sent down): at most two pricings for a plan of one request, which
+ * is every plan of the default read-ahead.  Each piece is judged
+ * (rc_read_judge()) on its share of both, by sectors, a fill's share
+ * being its whole request; a request with none of the read's own fills
+ * is speculation, paid for whole (rc_prefetch_judge()).
  * On FILL and WAIT the caller queues the
  * read on plan->idx before the lock is dropped; on HIT it copies from it
  * and reports RC_EV_HIT (rc_event()).  The caller sends plan->reqs down

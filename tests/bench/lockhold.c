@@ -141,7 +141,7 @@ static void read_path(struct rc_cache *c, void *mem, struct pricer *pr, const ch
 		      void (*next)(u32 i, u64 *sector, u32 *sectors))
 {
 	const struct rc_pricer p = { .price = price, .ctx = pr, .capacity = DISK_SECTORS,
-				     .run_max = 1 };
+				     .run_max = 8 };	/* 256 pages a bio */
 	static unsigned long long holds[READS * 16];
 	unsigned long long t, calls = 0, worst_calls = 0;
 	struct rc_read_plan plan;
