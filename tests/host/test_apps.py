@@ -60,7 +60,7 @@ def test_image_name_carries_the_recipe_version():
     ("cp-a", f"/usr/bin/mkdir /data/cp-a-0 && /usr/bin/cp -a {COPY_SRC} /data/cp-a-0/"),
     ("rsync", f"/usr/bin/rsync -a {COPY_SRC} /data/rsync-0/"),
     ("postmark", "/usr/bin/mkdir -p /data/postmark/0 && printf \"set location "
-     "/data/postmark/0\\nset number 20000\\nset transactions 40000\\nset size 512 65536\\n"
+     "/data/postmark/0\\nset number 10000\\nset transactions 4000\\nset size 512 65536\\n"
      "set subdirectories 20\\nset seed 42\\nrun\\nquit\\n\" | /usr/bin/postmark "
      ">/out/postmark-0.txt 2>&1"),
     ("dbench", "/usr/bin/dbench -c /usr/share/dbench/client.txt -D /data/dbench -t 20 1 "
@@ -109,7 +109,7 @@ def test_copies_split_the_directories():
 def test_postmark_and_dbench_with_processes():
     pm = apps.commands("postmark", 2)
     assert len(pm) == 2
-    assert "set location /data/postmark/1\\nset number 10000\\nset transactions 20000" in pm[1]
+    assert "set location /data/postmark/1\\nset number 5000\\nset transactions 2000" in pm[1]
     assert "set seed 43" in pm[1] and ">/out/postmark-1.txt" in pm[1]
     assert apps.commands("dbench", 8) == [
         f"{CH}'/usr/bin/dbench -c /usr/share/dbench/client.txt -D /data/dbench -t 20 8 "
