@@ -172,3 +172,9 @@ def test_results_parse_the_programs_outputs():
         "pgbench-rw_tps": 43.219876, "pgbench-rw_transactions": 1500,
         "dbench_mb_s": 88.0867, "postmark-0_tps": 1333}
     assert apps.parse_results("pgbench-ro", {"pgbench-ro.txt": "FATAL: no"}) == {}
+
+
+def test_snapshot_table():
+    """The restore: a non-persistent snapshot with 4 KiB chunks."""
+    assert apps.snapshot_table("/dev/ram0", "/dev/ram1", 7864320) == \
+        "0 7864320 snapshot /dev/ram0 /dev/ram1 N 8"
