@@ -618,8 +618,9 @@ class Base:
         n, data = self.n, "/dev/ram0"
         self.names = ["bench-warm", "bench-vd", "bench-hdd"]
         if self.snapshot:
-            # non-persistent, 4 KiB chunks: the changes live in /dev/ram3
-            data = dm_create("bench-snap", f"0 {n} snapshot /dev/ram0 /dev/ram3 N 8")
+            # apps.snapshot_table(): non-persistent, 4 KiB chunks; the
+            # changes live in /dev/ram3
+            data = dm_create("bench-snap", apps.snapshot_table("/dev/ram0", "/dev/ram3", n))
             self.names.append("bench-snap")
         self.hdd = dm_create("bench-hdd", f"0 {n} vdisk {data} 6 mode emulate "
                              f"profile {self.profile} capacity {PROFILES[self.profile]['capacity']}")
