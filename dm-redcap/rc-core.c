@@ -381,6 +381,7 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->stale = 0;
 	e->walloc = walloc;
 	e->ahead = ahead;
+	e->gahead = 0;
 	e->pfill = ahead;
 	e->along = 0;
 	e->wgen = wgen;
@@ -445,6 +446,33 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
 }
 
 /*
+ * Make a GHOST entry for @seg, not indexed, at the LRU's head: the
+ * simulated cache holds it (@ahead: filled ahead of its reads).  False if
+ * a write or a range in flight holds it off, or every entry is busy.
+ */
+static bool rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
+{
+	struct rc_entry *e;
+	u32 i;
+
+	if (c->wb_inflight[rc_wb_bucket(c, seg)] || c->range_inflight)
+		return false;
+	i = rc_take_entry(c);
+	if (i == RC_NONE)
+		return false;
+	if (!ahead)
+		c->demand_takes++;
+	e = &c->entries[i];
+	e->seg = seg;
+	e->state = RC_GHOST;
+	e->gahead = ahead;
+	rc_hash_add(c, i);
+	rc_lru_add_head(c, i);
+	c->nr_ghost++;
+	return true;
+}
+
+/*
  * Inactive: serve what is cached (rc_serves()), bypass every
  * other read, and play it on the simulated cache, which runs C-Aware's
  * rule where the policy has it, not the budget (see
@@ -466,6 +494,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 		e = &c->entries[i];
 		st->sim = RC_SIM_HIT;
 		c->ctr.sim_hits++;
+		e->gahead = 0;
 		if (e->on_list) {	/* VALID unpinned or GHOST: now most recent */
 			rc_lru_del(c, i);
 			rc_list_put(c, i);
@@ -473,20 +502,12 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 	} else {
 		/* As rc_read() active: no fill while a write to the bucket flies. */
 		b = rc_wb_bucket(c, seg);
-		i = c->wb_inflight[b] || c->range_inflight || rc_caware_bypasses(c) ?
-		    RC_NONE : rc_take_entry(c);
-		if (i == RC_NONE) {
+		if (c->wb_inflight[b] || c->range_inflight || rc_caware_bypasses(c) ||
+		    !rc_ghost_add(c, seg, false)) {
 			st->sim = RC_SIM_BYPASS;
 		} else {
 			st->sim = RC_SIM_MISS;
 			c->ctr.sim_misses++;
-			c->demand_takes++;
-			e = &c->entries[i];
-			e->seg = seg;
-			e->state = RC_GHOST;
-			rc_hash_add(c, i);
-			rc_lru_add_head(c, i);
-			c->nr_ghost++;
 		}
 	}
 	c->ctr.read_bypassed++;
@@ -527,7 +548,7 @@ static void rc_prefetch_due(struct rc_cache *c, struct rc_read_state *st, u64 se
 		return;
 	for (ahead = 0; ahead < trigger; ahead++) {
 		i = rc_lookup(c, seg + (u64)(s64)dir);	/* below 0: no segment */
-		if (i == RC_NONE || c->entries[i].state == RC_GHOST)
+		if (i == RC_NONE || (c->entries[i].state == RC_GHOST && rc_active(c)))
 			break;
 		seg += (u64)(s64)dir;
 	}
@@ -601,10 +622,11 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	st->refused_by = RC_REFUSED_NONE;
 	st->pf_left = 0;
 	i = rc_lookup(c, seg);
+	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward) &&
+	    (rc_active(c) || rc_budgeted(c)))
+		rc_prefetch_due(c, st, seg, dir);
 	if (!rc_active(c))
 		return rc_read_simulate(c, st, seg, i, idx);
-	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward))
-		rc_prefetch_due(c, st, seg, dir);
 
 	if (rc_serves(c, i))
 		return rc_read_cached(c, i, idx);
@@ -808,7 +830,10 @@ static void rc_plan_along(struct rc_cache *c, struct rc_read_state *st, u64 sect
 		st->pf_seg = seg;
 }
 
-/* Whether @seg is cached or filling for a read (not filled ahead and unread). */
+/*
+ * Whether @seg is cached or filling for a read (not filled ahead and
+ * unread); inactive, whether the simulated cache holds it so.
+ */
 static bool rc_read_lately(const struct rc_cache *c, u64 seg)
 {
 	u32 i = rc_lookup(c, seg);
@@ -817,6 +842,8 @@ static bool rc_read_lately(const struct rc_cache *c, u64 seg)
 	if (i == RC_NONE)
 		return false;
 	e = &c->entries[i];
+	if (e->state == RC_GHOST)
+		return !rc_active(c) && !e->gahead;
 	return (e->state == RC_VALID || e->state == RC_FILLING) && !e->ahead;
 }
 
@@ -877,58 +904,101 @@ static u64 rc_share(u64 total, u32 part, u32 whole)
 	return part == whole ? total : rc_div64(total * part, whole);
 }
 
-/* What the cache would have sent down for inactive piece @pc: [*from, *to). */
-static bool rc_piece_extent(const struct rc_cache *c, const struct rc_piece *pc, u64 capacity,
-			    u64 *from, u64 *to)
+/*
+ * Inactive, with estimator vdisk: what the active cache's read-ahead would
+ * have filled after a piece (rc_prefetch()'s batch, and for a miss that
+ * stays in its segment the other half of its pair), made GHOST entries
+ * filled ahead, their segments appended to @segs (*@n of at most
+ * RC_FILL_RUN_MAX).  The simulated cache has no budget: it admits them all.
+ */
+static void rc_sim_ahead(struct rc_cache *c, struct rc_read_state *st, u64 limit,
+			 const struct rc_piece *pc, bool whole, u64 *segs, u32 *n)
 {
-	u64 seg = rc_sector_to_seg(c, pc->sector);
+	u64 s, seg = rc_sector_to_seg(c, pc->sector);
 
-	if (pc->sim == RC_SIM_MISS) {
-		*from = seg << c->seg_shift;
-		*to = *from + rc_seg_len(c, seg, capacity);
-		return true;
+	for (; st->pf_left && *n < RC_FILL_RUN_MAX; st->pf_left--) {
+		s = st->pf_seg + (u64)(s64)st->pf_dir;	/* below 0: wraps above @limit */
+		st->pf_seg = s;
+		if (s >= limit)
+			break;
+		if (rc_lookup(c, s) != RC_NONE)
+			continue;
+		if (!rc_ghost_add(c, s, true))
+			break;
+		segs[(*n)++] = s;
 	}
-	*from = pc->sector;
-	*to = pc->sector + pc->sectors;
-	return pc->sim == RC_SIM_BYPASS;
+	st->pf_left = 0;
+	s = seg ^ 1;
+	if (pc->sim == RC_SIM_MISS && whole && c->prefetch_pairs && *n < RC_FILL_RUN_MAX &&
+	    s < limit && rc_lookup(c, s) == RC_NONE && rc_near_read_lately(c, seg, limit) &&
+	    rc_ghost_add(c, s, true))
+		segs[(*n)++] = s;
 }
+
+/* A request the inactive cache would have sent: a piece's (@piece) or a fill ahead's (-1). */
+struct rc_ext {
+	u64 from, to;
+	int piece;
+};
 
 /*
  * The price on the cache's disk of what the inactive cache would have sent
- * down for each of @n pieces, into @ns and @ok: one request per run of
- * adjacent pieces that are not hits, shared out by what each adds to it.
+ * down for each of @n pieces, into @ns and @ok: a miss's segment, a
+ * bypass's piece, nothing for a hit; and for the @nsegs segments @segs it
+ * would have filled ahead (rc_sim_ahead()), charged as speculation.  One
+ * request per run of adjacent ones, shared out by what each adds to it.
  */
-static void rc_price_simulated(const struct rc_cache *c, const struct rc_pricer *p, u64 now,
-			       const struct rc_piece *pc, u32 n, u64 *ns, bool *ok)
+static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u64 now,
+			       const struct rc_piece *pc, u32 n, const u64 *segs, u32 nsegs,
+			       u64 *ns, bool *ok)
 {
-	u64 from = 0, to = 0, rfrom = 0, rto = 0, run_ns = 0;
-	u32 i, k, first = 0;
-	bool run_ok = true;
+	struct rc_ext x[RC_JOIN_MAX + RC_FILL_RUN_MAX], t;
+	u64 run_ns = 0, ahead_ns = 0, seg;
+	u32 i, j, k, nx = 0;
+	bool run_ok = true, ahead_ok = true;
 
-	for (i = 0; i <= n; i++) {
-		bool sent = i < n && rc_piece_extent(c, &pc[i], p->capacity, &from, &to);
+	for (i = 0; i < n; i++) {
+		ns[i] = 0;
+		ok[i] = true;
+		seg = rc_sector_to_seg(c, pc[i].sector);
+		if (pc[i].sim == RC_SIM_MISS)
+			x[nx++] = (struct rc_ext){ seg << c->seg_shift,
+						   (seg << c->seg_shift) +
+						   rc_seg_len(c, seg, p->capacity), (int)i };
+		else if (pc[i].sim == RC_SIM_BYPASS)
+			x[nx++] = (struct rc_ext){ pc[i].sector, pc[i].sector + pc[i].sectors,
+						   (int)i };
+	}
+	for (i = 0; i < nsegs; i++)
+		x[nx++] = (struct rc_ext){ segs[i] << c->seg_shift,
+					   (segs[i] << c->seg_shift) +
+					   rc_seg_len(c, segs[i], p->capacity), -1 };
+	for (i = 1; i < nx; i++) {	/* insertion sort by start: a few, mostly in order */
+		t = x[i];
+		for (j = i; j && x[j - 1].from > t.from; j--)
+			x[j] = x[j - 1];
+		x[j] = t;
+	}
+	for (i = 0; i < nx; i = j) {
+		for (j = i + 1; j < nx && x[j].from == x[j - 1].to; j++)
+			;
+		run_ok = p->price(p->ctx, RC_VD_CACHE, x[i].from, (u32)(x[j - 1].to - x[i].from),
+				  now, &run_ns);
+		for (k = i; k < j; k++) {
+			u64 share = rc_share(run_ns, (u32)(x[k].to - x[k].from),
+					     (u32)(x[j - 1].to - x[i].from));
 
-		if (sent && i > first && rto == from) {
-			rto = to;
-			continue;
-		}
-		if (i > first) {	/* the run [first, i) ends: price it, share it out */
-			run_ok = p->price(p->ctx, RC_VD_CACHE, rfrom, (u32)(rto - rfrom), now,
-					  &run_ns);
-			for (k = first; k < i; k++) {
-				rc_piece_extent(c, &pc[k], p->capacity, &from, &to);
-				ns[k] = rc_share(run_ns, (u32)(to - from), (u32)(rto - rfrom));
-				ok[k] = run_ok;
+			if (x[k].piece < 0) {
+				ahead_ns += share;
+				ahead_ok &= run_ok;
+			} else {
+				ns[x[k].piece] = share;
+				ok[x[k].piece] = run_ok;
 			}
 		}
-		if (i < n) {
-			ns[i] = 0;
-			ok[i] = true;
-		}
-		first = sent ? i : i + 1;
-		rfrom = from;
-		rto = to;
 	}
+	if (nsegs && ahead_ok)
+		rc_adapt_charge(&c->adapt, ahead_ns);
 }
 
 /*
@@ -941,7 +1011,8 @@ static void rc_price_simulated(const struct rc_cache *c, const struct rc_pricer 
  * (rc_prefetch_judge()).
  */
 static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now,
-			  const struct rc_piece *pc, u32 n, struct rc_read_plan *plan)
+			  const struct rc_piece *pc, u32 n, const u64 *segs, u32 nsegs,
+			  struct rc_read_plan *plan)
 {
 	u64 vd_ns, req_ns[RC_FILL_RUN_MAX], cvd_ns[RC_JOIN_MAX], bypass_ns = 0;
 	bool vd_ok, req_ok[RC_FILL_RUN_MAX], cvd_ok[RC_JOIN_MAX], own, bypass_ok = true;
@@ -961,7 +1032,7 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 			rc_prefetch_judge(c, req_ns[i], req_ok[i]);
 	}
 	if (pc[0].sim != RC_SIM_NONE) {
-		rc_price_simulated(c, p, now, pc, n, cvd_ns, cvd_ok);
+		rc_price_simulated(c, p, now, pc, n, segs, nsegs, cvd_ns, cvd_ok);
 	} else if (plan->act == RC_READ_BYPASS) {
 		bypass_ok = p->price(p->ctx, RC_VD_CACHE, pc[0].sector, plan->sectors, now,
 				     &bypass_ns);
@@ -983,7 +1054,10 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
-	u32 len = rc_in_seg(c, sector, sectors), n;
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
+	u32 len = rc_in_seg(c, sector, sectors), n, nsegs = 0;
+	bool sim = !rc_active(c) && rc_budgeted(c);
+	u64 segs[RC_FILL_RUN_MAX];	/* inactive: what its read-ahead would fill */
 	struct rc_piece pc[RC_JOIN_MAX];
 	struct rc_read_state st;
 	enum rc_read_action act;
@@ -1002,19 +1076,25 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		if (len == sectors && c->prefetch_pairs)
 			rc_plan_pair(c, p, rc_sector_to_seg(c, sector), plan);
 	}
-	rc_plan_prefetch(c, &st, p, plan);
+	if (sim)
+		rc_sim_ahead(c, &st, limit, &pc[0], len == sectors, segs, &nsegs);
+	else
+		rc_plan_prefetch(c, &st, p, plan);
 	for (; act == RC_READ_BYPASS && len < sectors && np < RC_JOIN_MAX; np++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
 		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
-		rc_plan_prefetch(c, &st, p, plan);
+		if (sim)
+			rc_sim_ahead(c, &st, limit, &pc[np], false, segs, &nsegs);
+		else
+			rc_plan_prefetch(c, &st, p, plan);
 		len += n;
 	}
 	plan->act = act;
 	plan->sectors = len;
 	rc_plan_reqs(c, p, plan);
-	rc_plan_judge(c, p, now, pc, np, plan);
+	rc_plan_judge(c, p, now, pc, np, segs, nsegs, plan);
 }
 
 /* The service of a disk request submitted at @start that completed at @end. */

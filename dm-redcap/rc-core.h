@@ -122,6 +122,7 @@ struct rc_entry {
 	u8 pfill:1;		/* FILLING: started by rc_prefetch() */
 	u8 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
 	u8 ahead:1;		/* filled by rc_prefetch() and not read since */
+	u8 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
 };
 
 /*
@@ -219,7 +220,8 @@ struct rc_read_state {
  * simulated: the index and LRU go on as if the segment were cached, with
  * GHOST entries standing for segments that hold no data, and st->sim says
  * what the cache would have done, with C-Aware's rule where the policy
- * has it (not the budget, nor the read-ahead); but an adaptive policy
+ * has it and, on estimator vdisk, its read-ahead (rc_map_read()), not the
+ * budget; but an adaptive policy
  * on the vdisk estimator serves a segment the cache still holds, HIT or
  * WAIT as when active (RC_SIM_SERVED, read_hits_inactive).  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;

@@ -147,13 +147,14 @@ void rc_adapt_copy(struct rc_adapt *a, u32 sectors, u64 ns);
 void rc_adapt_set_active(struct rc_adapt *a, bool active);
 
 /*
- * The cache made the disk do @ns of work no read asked for (a fill ahead
- * of a stream): with estimator vdisk, active, it counts in the window's
- * time with the cache.  spk measures it when it completes.
+ * The cache made (active) or would have made (inactive: simulated) the
+ * disk do @ns of work no read asked for (a fill ahead of a stream): with
+ * estimator vdisk, it counts in the window's time with the cache.  spk
+ * measures it when it completes, and does not simulate it.
  */
 static inline void rc_adapt_charge(struct rc_adapt *a, u64 ns)
 {
-	if (a->active && a->estimator == RC_EST_VDISK)
+	if (a->estimator == RC_EST_VDISK)
 		a->cache_ns += ns;
 }
 

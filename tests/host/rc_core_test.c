@@ -3556,6 +3556,82 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 	rm(c);
 }
 
+/* size_price()'s prices, logged. */
+static bool size_log_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	log_price(ctx, vd, sector, sectors, now, ns);
+	*ns = 1000000 + sectors * 1000ull;
+	return true;
+}
+
+/* Segment @seg's GHOST entry: filled ahead (1) or for a read (0); -1: no GHOST. */
+static int ghost_ahead(const struct rc_cache *c, u64 seg)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_entries; i++)
+		if (c->entries[i].state == RC_GHOST && c->entries[i].seg == seg)
+			return c->entries[i].gahead;
+	return -1;
+}
+
+/*
+ * Inactive with estimator vdisk, the simulated cache reads ahead as the
+ * active one would: a backward stream's batch becomes GHOST entries filled
+ * ahead, priced in one request with the miss's segment, and the batch's
+ * share of it counts in the window's time with the cache; a later read of
+ * one is a simulated hit.  spk simulates no read-ahead.
+ */
+CTEST(inactive_cache_simulates_its_read_ahead)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = size_log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
+	struct rc_read_plan plan;
+	u64 before;
+
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);
+	rc_set_estimator(c, RC_EST_VDISK);
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	c->prefetch = 2;
+	rc_adapt_set_active(&c->adapt, false);
+	rc_map_read(c, 100 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 99 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(c->nr_ghost, 2);
+	l.n = 0;
+	before = c->adapt.cache_ns;
+	rc_map_read(c, 98 * 256, 256, 0, &p, &plan);	/* streamed: 97 and 96 due */
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(plan.nr_fills, 0);
+	CHECK_EQ(c->nr_ghost, 5);
+	CHECK_EQ(ghost_ahead(c, 98), 0);
+	CHECK_EQ(ghost_ahead(c, 97), 1);
+	CHECK_EQ(ghost_ahead(c, 96), 1);
+	CHECK_PRICES(&l, { RC_VD_BARE, 98 * 256, 256 }, { RC_VD_CACHE, 96 * 256, 3 * 256 });
+	/* 1.768 ms for the request, in thirds (one ns lost to rounding) */
+	CHECK_EQ(c->adapt.cache_ns - before, 1767999);
+	rc_map_read(c, 97 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(ghost_ahead(c, 97), 0);		/* read: no longer ahead */
+	CHECK_EQ(c->ctr.sim_hits, 1);
+	CHECK_EQ(c->ctr.sim_misses, 3);
+	CHECK_EQ(c->ctr.prefetches, 0);
+	check_invariants(c);
+	rm(c);
+
+	c = mk(32);
+	rc_set_policy(c, RC_POLICY_ADAPTIVE);		/* estimator spk */
+	c->adapt.window = RC_ADAPT_MAX_WINDOW;
+	c->prefetch = 2;
+	rc_adapt_set_active(&c->adapt, false);
+	rc_map_read(c, 100 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 99 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 98 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(c->nr_ghost, 3);
+	check_invariants(c);
+	rm(c);
+}
+
 /* 1 ms an access and 1 us a sector, whatever the disk. */
 static bool size_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
