@@ -760,11 +760,10 @@ struct rc_piece {
 	enum rc_refused refused_by;
 };
 
-/* The fills ahead rc_prefetch() starts, into @plan. */
-static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st,
-			     const struct rc_pricer *p, struct rc_read_plan *plan)
+/* The fills ahead rc_prefetch() starts (below @limit), into @plan. */
+static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit,
+			     struct rc_read_plan *plan)
 {
-	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
 	struct rc_fill_item *it;
 
 	for (; plan->nr_fills < RC_FILL_RUN_MAX; plan->nr_fills++) {
@@ -860,12 +859,11 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 
 /*
  * The other half of the pair of the miss's segment @seg, when reads
- * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead.
+ * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead
+ * (below @limit).
  */
-static void rc_plan_pair(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
-			 struct rc_read_plan *plan)
+static void rc_plan_pair(struct rc_cache *c, u64 seg, u64 limit, struct rc_read_plan *plan)
 {
-	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
 	u64 t = seg ^ 1;
 
 	if (t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
@@ -1054,7 +1052,7 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
-	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;
+	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;	/* segments */
 	u32 len = rc_in_seg(c, sector, sectors), n, nsegs = 0;
 	bool sim = !rc_active(c) && rc_budgeted(c);
 	u64 segs[RC_FILL_RUN_MAX];	/* inactive: what its read-ahead would fill */
@@ -1074,12 +1072,12 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
 		rc_plan_along(c, &st, sector + len, sectors - len, plan);
 		if (len == sectors && c->prefetch_pairs)
-			rc_plan_pair(c, p, rc_sector_to_seg(c, sector), plan);
+			rc_plan_pair(c, rc_sector_to_seg(c, sector), limit, plan);
 	}
 	if (sim)
 		rc_sim_ahead(c, &st, limit, &pc[0], len == sectors, segs, &nsegs);
 	else
-		rc_plan_prefetch(c, &st, p, plan);
+		rc_plan_prefetch(c, &st, limit, plan);
 	for (; act == RC_READ_BYPASS && len < sectors && np < RC_JOIN_MAX; np++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
@@ -1088,7 +1086,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		if (sim)
 			rc_sim_ahead(c, &st, limit, &pc[np], false, segs, &nsegs);
 		else
-			rc_plan_prefetch(c, &st, p, plan);
+			rc_plan_prefetch(c, &st, limit, plan);
 		len += n;
 	}
 	plan->act = act;
