@@ -86,9 +86,9 @@ static const char *rc_parse_features(unsigned int argc, char **argv, struct rc_t
 const char *rc_parse_table(unsigned int argc, char **argv, struct rc_table_args *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->policy = RC_POLICY_ALWAYS;
+	t->policy = RC_POLICY_DEFAULT;
 	t->write_policy = RC_WRITE_INVALIDATE;
-	t->estimator = RC_EST_SPK;
+	t->estimator = RC_EST_NR;	/* the constructor's choice */
 
 	if (argc < 3)
 		return "Invalid argument count";
@@ -125,8 +125,6 @@ static const struct {
 	[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, RC_BUDGET_MAX_SHARE },
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
 	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
-	[RC_TUN_PREFETCH_FORWARD] = { "prefetch_forward", 0, 1 },
-	[RC_TUN_PREFETCH_PAIRS] = { "prefetch_pairs", 0, 1 },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)
@@ -160,12 +158,6 @@ void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
 	case RC_TUN_PREFETCH:
 		c->prefetch = value;
 		break;
-	case RC_TUN_PREFETCH_FORWARD:
-		c->prefetch_forward = value;
-		break;
-	case RC_TUN_PREFETCH_PAIRS:
-		c->prefetch_pairs = value;
-		break;
 	default:
 		break;
 	}
@@ -188,10 +180,6 @@ u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
 		return (u32)rc_div64(c->budget.cap_ns, 1000000);
 	case RC_TUN_PREFETCH:
 		return c->prefetch;
-	case RC_TUN_PREFETCH_FORWARD:
-		return c->prefetch_forward;
-	case RC_TUN_PREFETCH_PAIRS:
-		return c->prefetch_pairs;
 	default:
 		return 0;
 	}

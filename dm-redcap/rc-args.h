@@ -19,6 +19,10 @@
  *   features: policy always|off|adaptive|caware|adaptive+caware,
  *             write_policy invalidate|update, estimator spk|vdisk,
  *             model <vdisk dev>
+ * A feature not given is the target's choice, the one redcapctl create's
+ * stack runs: policy RC_POLICY_DEFAULT, write_policy invalidate, and
+ * estimator RC_EST_NR here, which the constructor makes vdisk where it
+ * finds a model (named, or the origin's) and spk where it does not.
  */
 struct rc_table_args {
 	const char *origin;
@@ -42,8 +46,7 @@ enum rc_msg_verb {
 /* The tunables of "set <key> <value>". */
 enum rc_tunable {
 	RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DWELL, RC_TUN_DECAY_MS,
-	RC_TUN_BUDGET_SHARE, RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH, RC_TUN_PREFETCH_FORWARD,
-	RC_TUN_PREFETCH_PAIRS,
+	RC_TUN_BUDGET_SHARE, RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH,
 	RC_TUN_NR
 };
 

@@ -101,7 +101,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	rc_caware_init(&c->caware, now);
 	rc_budget_init(&c->budget);
 	rc_streams_init(&c->streams);
-	c->prefetch_forward = 1;
+	c->prefetch = RC_PREFETCH_DEFAULT;
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
 	c->entries = (struct rc_entry *)p;
@@ -622,8 +622,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	st->refused_by = RC_REFUSED_NONE;
 	st->pf_left = 0;
 	i = rc_lookup(c, seg);
-	if (dir && c->prefetch && (dir < 0 || c->prefetch_forward) &&
-	    (rc_active(c) || rc_budgeted(c)))
+	if (dir < 0 && c->prefetch && (rc_active(c) || rc_budgeted(c)))
 		rc_prefetch_due(c, st, seg, dir);
 	if (!rc_active(c))
 		return rc_read_simulate(c, st, seg, i, idx);
@@ -808,25 +807,19 @@ static bool rc_plan_fill(struct rc_cache *c, u64 seg, bool ahead, struct rc_read
  * the miss's decision (the budget admits the read as a whole, by its
  * first fill, as it does a stream's batch) and go down in its request.
  * A segment cached or filling, or held off by a write or a range in
- * flight, ends the run.  A forward stream's batch starts after the last.
+ * flight, ends the run.
  */
-static void rc_plan_along(struct rc_cache *c, struct rc_read_state *st, u64 sector,
-			  u32 sectors, struct rc_read_plan *plan)
+static void rc_plan_along(struct rc_cache *c, u64 sector, u32 sectors,
+			  struct rc_read_plan *plan)
 {
 	u64 seg = rc_sector_to_seg(c, sector);
 	u64 end = (sector + sectors) >> c->seg_shift;
-	u32 first = plan->nr_fills;
 
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
 		if (!rc_plan_fill(c, seg, false, plan))
 			break;
 		c->ctr.fill_along++;
 	}
-	if (plan->nr_fills == first)
-		return;
-	seg = plan->fills[plan->nr_fills - 1].seg;
-	if (st->pf_left && st->pf_dir > 0 && st->pf_seg < seg)
-		st->pf_seg = seg;
 }
 
 /*
@@ -859,14 +852,14 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 
 /*
  * The other half of the pair of the miss's segment @seg, when reads
- * cluster around it (rc-core.h, prefetch_pairs), into @plan: a fill ahead
+ * cluster around it (rc-core.h, RC_PAIR_NEAR), into @plan: a fill ahead
  * (below @limit).
  */
 static void rc_plan_pair(struct rc_cache *c, u64 seg, u64 limit, struct rc_read_plan *plan)
 {
 	u64 t = seg ^ 1;
 
-	if (t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
+	if (!c->prefetch || t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
 	    2 * (c->nr_ahead + 1) > c->nr_entries ||
 	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0) ||
 	    !rc_near_read_lately(c, seg, limit))
@@ -927,7 +920,7 @@ static void rc_sim_ahead(struct rc_cache *c, struct rc_read_state *st, u64 limit
 	}
 	st->pf_left = 0;
 	s = seg ^ 1;
-	if (pc->sim == RC_SIM_MISS && whole && c->prefetch_pairs && *n < RC_FILL_RUN_MAX &&
+	if (pc->sim == RC_SIM_MISS && whole && c->prefetch && *n < RC_FILL_RUN_MAX &&
 	    s < limit && rc_lookup(c, s) == RC_NONE && rc_near_read_lately(c, seg, limit) &&
 	    rc_ghost_add(c, s, true))
 		segs[(*n)++] = s;
@@ -1070,8 +1063,8 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
 			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
-		rc_plan_along(c, &st, sector + len, sectors - len, plan);
-		if (len == sectors && c->prefetch_pairs)
+		rc_plan_along(c, sector + len, sectors - len, plan);
+		if (len == sectors)
 			rc_plan_pair(c, rc_sector_to_seg(c, sector), limit, plan);
 	}
 	if (sim)

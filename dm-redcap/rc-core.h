@@ -39,6 +39,8 @@ enum rc_policy {
 	RC_POLICY_CAWARE,	/* C-Aware placement of every miss (rc_caware) */
 	RC_POLICY_ADAPTIVE_CAWARE, /* both */
 	RC_POLICY_NR,
+	/* a table line's without a policy, redcapctl create's */
+	RC_POLICY_DEFAULT = RC_POLICY_ADAPTIVE_CAWARE,
 };
 
 enum rc_write_policy {
@@ -87,7 +89,7 @@ struct rc_counters {
 	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
 	u64 prefetch_unused;	/* ... evicted or dropped before any read */
-	u64 prefetch_paired;	/* ... of which the other half of a miss's pair (prefetch_pairs) */
+	u64 prefetch_paired;	/* ... of which the other half of a miss's pair (RC_PAIR_NEAR) */
 	u64 read_resent;	/* waited on a fill that failed or went stale: re-sent */
 	u64 sim_hits;		/* inactive: reads the cache would have served */
 	u64 sim_misses;		/* inactive: reads that would have filled */
@@ -158,9 +160,7 @@ struct rc_cache {
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
 	u32 nr_ahead;		/* entries with ahead set */
-	u32 prefetch;		/* segments to fill ahead of a stream; 0: none */
-	u32 prefetch_forward;	/* forward streams too (else backward only) */
-	u32 prefetch_pairs;	/* a miss among segments read lately fills its pair's other half */
+	u32 prefetch;		/* segments to fill ahead of a backward stream; 0: none */
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
@@ -227,8 +227,8 @@ struct rc_read_state {
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget allows, a read
  * that goes on with a stream with room in its segment getting credit
- * (rc_budget_allows()).  Active, a read that goes on with a stream may
- * also leave rc_prefetch() a batch of segments ahead of it (see there).
+ * (rc_budget_allows()).  Active, a read that goes on with a backward stream
+ * may also leave rc_prefetch() a batch of segments ahead of it (see there).
  */
 enum rc_read_action rc_read(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors,
 			    u32 *idx);
@@ -249,8 +249,11 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 #define RC_JOIN_MAX		32
 
 /*
- * Read-ahead of streams, called after rc_read() under the same lock hold
- * until it returns RC_NONE.  A stream's degree is what it has read in
+ * Read-ahead of backward streams, called after rc_read() under the same
+ * lock hold until it returns RC_NONE.  Forward streams have the page
+ * cache's read-ahead and the pairs below: batches ahead of them as well
+ * cost ior-r x16 28 points in the simulator at a server's scale and gained
+ * 1-3 elsewhere (docs/results/2026-12-02-mechanisms.md).  A stream's degree is what it has read in
  * whole segments (its run), up to c->prefetch; when a read finds fewer
  * than half its degree (rounded up) of the segments after its own cached
  * or filling, the degree segments after those are due, as one batch.
@@ -277,11 +280,13 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * batch does not push out the last.  A read moves it to the LRU.
  */
 #define RC_PREFETCH_MAX		8
+#define RC_PREFETCH_DEFAULT	2
 #define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
 u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg);
 
 /*
- * Pairs (c->prefetch_pairs): a miss whose read stays in its segment, with
+ * Pairs (while c->prefetch is not 0: it turns all read-ahead off): a miss
+ * whose read stays in its segment, with
  * a segment within RC_PAIR_NEAR of it read lately (cached or filling, and
  * not filled ahead and unread), also fills the other half of its pair
  * (segments 2k and 2k + 1), in the same request: where reads cluster

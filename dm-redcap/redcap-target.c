@@ -1032,6 +1032,12 @@ static int redcap_find_model(struct redcap_c *rc, struct dm_target *ti,
 	return 0;
 }
 
+/* The estimator a table line without one runs: the model's where there is one. */
+static enum rc_estimator redcap_default_estimator(const struct redcap_c *rc)
+{
+	return rc->vm ? RC_EST_VDISK : RC_EST_SPK;
+}
+
 /* The table line: rc_parse_table() in rc-args.h. */
 static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
@@ -1075,6 +1081,8 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = redcap_find_model(rc, ti, t.model);
 	if (r)
 		goto bad;
+	if (rc->estimator == RC_EST_NR)
+		rc->estimator = redcap_default_estimator(rc);
 	if (rc->estimator == RC_EST_VDISK && !rc->vm) {
 		ti->error = "Estimator vdisk needs a vdisk model";
 		r = -EINVAL;
@@ -1232,18 +1240,19 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 		break;
 	case STATUSTYPE_TABLE:
 		ch = redcap_choices(rc);
-		nfeat += ch.policy != RC_POLICY_ALWAYS ? 2 : 0;
+		/* only what differs from the target's own choices */
+		nfeat += ch.policy != RC_POLICY_DEFAULT ? 2 : 0;
 		nfeat += ch.write_policy != RC_WRITE_INVALIDATE ? 2 : 0;
-		nfeat += ch.estimator != RC_EST_SPK ? 2 : 0;
+		nfeat += ch.estimator != redcap_default_estimator(rc) ? 2 : 0;
 		nfeat += rc->model_explicit ? 2 : 0;
 		DMEMIT("%s %u %u", rc->origin->name, cc->seg_sectors, cc->nr_segs);
 		if (nfeat)
 			DMEMIT(" %u", nfeat);
-		if (ch.policy != RC_POLICY_ALWAYS)
+		if (ch.policy != RC_POLICY_DEFAULT)
 			DMEMIT(" policy %s", rc_policy_name(ch.policy));
 		if (ch.write_policy != RC_WRITE_INVALIDATE)
 			DMEMIT(" write_policy %s", redcap_write_policy_name(ch.write_policy));
-		if (ch.estimator != RC_EST_SPK)
+		if (ch.estimator != redcap_default_estimator(rc))
 			DMEMIT(" estimator %s", rc_estimator_name(ch.estimator));
 		if (rc->model_explicit)
 			DMEMIT(" model %u:%u", MAJOR(rc->model_dev), MINOR(rc->model_dev));

@@ -51,7 +51,7 @@
 #define VD_SUFFIX		"-vd"
 #define SCHEMA_VERSION		1
 #define DEFAULT_RAM		(64ull << 20)
-#define DEFAULT_POLICY		RC_POLICY_ADAPTIVE_CAWARE
+#define DEFAULT_POLICY		RC_POLICY_DEFAULT
 #define DEFAULT_TAB		"/etc/redcaptab"
 #define MODEL_DIR		"/var/lib/redcap"
 #define MIB			(1024.0 * 1024.0)
@@ -95,8 +95,7 @@ static const char redcapctl_help[] =
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
 "  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
-"               budget_share, budget_cap_ms, prefetch, prefetch_forward,\n"
-"               prefetch_pairs\n"
+"               budget_share, budget_cap_ms, prefetch\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
@@ -873,44 +872,37 @@ static void layer_remove(const struct spec *s)
 		fail("%s: cannot remove the model layer %s it made: %s", s->name, vd, dm_why);
 }
 
-/* The redcap table line of @s over @lower. */
+/*
+ * The redcap table line of @s over @lower: the geometry, and of the
+ * features only what the admin chose; the target chooses the rest as
+ * redcapctl would (its policy, and the estimator vdisk over the model
+ * layer, spk without one).
+ */
 static void cache_params(const struct spec *s, dev_t lower, char *params, size_t len)
 {
-	char features[128];
-	unsigned int nf = 2;
-	int estimator;
+	char features[128] = "";
+	unsigned int nf = 0;
 
-	/* The policy always: the target's default (always) is not redcapctl's. */
-	snprintf(features, sizeof(features), " policy %s",
-		 rc_policy_name(s->policy < 0 ? DEFAULT_POLICY : (enum rc_policy)s->policy));
+	if (s->policy >= 0) {
+		nf += 2;
+		snprintf(features + strlen(features), sizeof(features) - strlen(features),
+			 " policy %s", rc_policy_name((enum rc_policy)s->policy));
+	}
 	if (s->write_policy >= 0) {
 		nf += 2;
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
 			 " write_policy %s", write_policy_name(s->write_policy));
 	}
-	/*
-	 * With a model layer, its tables price the reads: the measured
-	 * recommended stack (docs/results/README.md).  spk, the target's
-	 * default, turned the cache off wrongly on LKR and TAC there.
-	 */
-	estimator = s->estimator >= 0 ? s->estimator : s->nomodel ? -1 : RC_EST_VDISK;
-	if (estimator >= 0) {
+	if (s->estimator >= 0) {
 		nf += 2;
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
-			 " estimator %s", rc_estimator_name((enum rc_estimator)estimator));
+			 " estimator %s", rc_estimator_name((enum rc_estimator)s->estimator));
 	}
-	snprintf(params, len, "%u:%u %u %" PRIu64 " %u%s", major(lower), minor(lower),
-		 s->segment_bytes >> 9, s->ram_bytes / s->segment_bytes, nf, features);
+	snprintf(params, len, "%u:%u %u %" PRIu64, major(lower), minor(lower),
+		 s->segment_bytes >> 9, s->ram_bytes / s->segment_bytes);
+	if (nf)
+		snprintf(params + strlen(params), len - strlen(params), " %u%s", nf, features);
 }
-
-/*
- * The tunables redcapctl gives a new cache, where they are not the
- * target's: backward streams read ahead 2 segments, forward ones left to
- * the page cache's read-ahead (--readahead).  The measured recommended
- * stack (docs/results/README.md); redcapctl set changes them.
- */
-static const char * const default_tunables[] = { "set prefetch 2", "set prefetch_forward 0",
-						 "set prefetch_pairs 1" };
 
 /*
  * The target's own reason for refusing a table or a message (EINVAL: the
@@ -920,24 +912,6 @@ static const char *kernel_log_hint(int err, const char *why)
 {
 	return err == EINVAL || strstr(why, strerror(EINVAL)) ?
 	       " (the kernel log says why)" : "";
-}
-
-/* Give the new cache @name redcapctl's tunables.  0, or -1 with the error printed. */
-static int stack_tune(const char *name)
-{
-	const char *why;
-	char *answer;
-	struct dev d;
-
-	dev_resolve(name, &d);
-	for (size_t i = 0; i < sizeof(default_tunables) / sizeof(default_tunables[0]); i++) {
-		why = dm_send(&d, default_tunables[i], &answer);
-		if (why)
-			return fail("%s: cannot %s: %s%s", name, default_tunables[i], why,
-				    kernel_log_hint(0, why));
-		free(answer);
-	}
-	return 0;
 }
 
 /*
@@ -981,12 +955,6 @@ static int stack_create(const struct spec *s)
 	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0, readahead_of(s, &o))) {
 		fail("%s: cannot create the cache: %s%s", s->name, dm_why,
 		     kernel_log_hint(dm_errno, dm_why));
-		layer_remove(s);
-		return -1;
-	}
-	if (stack_tune(s->name)) {
-		if (dm_remove_dev(s->name))
-			fail("%s: cannot remove the cache it made: %s", s->name, dm_why);
 		layer_remove(s);
 		return -1;
 	}
@@ -1134,8 +1102,6 @@ static int stack_upgrade(const struct spec *s)
 		layer_remove(s);
 		goto out;
 	}
-	if (stack_tune(s->name))
-		goto out;	/* the cache is in, at the target's tunables */
 	print_created(s, &o, false);
 	r = 0;
 out:
@@ -1915,7 +1881,7 @@ static int cache_load(const char *name, struct stack *k)
 }
 
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
-			"budget_share, budget_cap_ms, prefetch, prefetch_forward, prefetch_pairs"
+			"budget_share, budget_cap_ms, prefetch"
 
 /* A key of the target's "set" message. */
 static bool is_tunable(const char *key)

@@ -150,11 +150,8 @@ static void read_path(struct rc_cache *c, void *mem, struct pricer *pr, const ch
 	u32 i, k, sectors;
 
 	rc_cache_init(c, mem, ENTRIES, 8, 0);
-	rc_set_policy(c, RC_POLICY_ADAPTIVE_CAWARE);
+	rc_set_policy(c, RC_POLICY_DEFAULT);	/* the rest are rc_cache_init()'s */
 	rc_set_estimator(c, RC_EST_VDISK);
-	c->prefetch = 2;
-	c->prefetch_forward = 0;
-	c->prefetch_pairs = 1;
 	vd_vdisk_init(&pr->vd[0]);
 	vd_vdisk_init(&pr->vd[1]);
 	for (i = 0; i < READS; i++) {

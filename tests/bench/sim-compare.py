@@ -6,7 +6,10 @@ the traces) through redcapctl's default stack (512 x 128 KiB, 64 x 128 KiB
 at the paper's 8 MiB) under two or more builds of redcapctl, as each
 build's change against the bare disk, and which cells moved.
 
-usage: sim-compare.py NAME=REDCAPCTL... [--procs 1,4,16] [--file-mib N] [--out F.json]
+usage: sim-compare.py NAME=REDCAPCTL[+KEY=V,...]... [--procs 1,4,16] [--file-mib N]
+                      [--only WORKLOAD,...] [--out F.json]
+A build's +KEY=V,... changes the default stack's tunables (one mechanism
+off, say) for that build alone.
 e.g.   git worktree add /tmp/old HEAD~1 && make -C /tmp/old userspace &&
        make userspace && tests/bench/sim-compare.py \\
            old=/tmp/old/build/userspace/redcapctl new=build/userspace/redcapctl
@@ -20,7 +23,8 @@ import sys
 import tempfile
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TUNABLES = ",estimator=vdisk,prefetch=2,prefetch_forward=0,prefetch_pairs=1"
+# redcapctl create's stack: the target's defaults over the model layer
+TUNABLES = ",estimator=vdisk"
 CONFIGS = {"512x128k": "512x128k:adaptive+caware" + TUNABLES,
            "64x128k": "64x128k:adaptive+caware" + TUNABLES}
 
@@ -39,9 +43,14 @@ def main():
     ap.add_argument("builds", nargs="+", help="NAME=path of a redcapctl")
     ap.add_argument("--procs", default="1,4,16")
     ap.add_argument("--file-mib", type=int, default=1024)
+    ap.add_argument("--only", help="these workloads alone")
     ap.add_argument("--out")
     args = ap.parse_args()
-    builds = [b.split("=", 1) for b in args.builds]
+    builds = []
+    for b in args.builds:
+        name, path = b.split("=", 1)
+        path, _, extra = path.partition("+")
+        builds.append((name, path, extra))
     ss = load_sim_scale(args.file_mib)
     layout_csv = os.path.join(TOP, "build", "bench-sim", "lkr-layout.csv")
     if not os.path.exists(layout_csv):
@@ -50,16 +59,17 @@ def main():
     recs = []
     with tempfile.TemporaryDirectory(prefix="sim-compare-") as tmp:
         models = {d: ss.train_model(d, tmp) for d in ss.DISKS}
-        for w in ss.WORKLOADS:
+        for w in [w for w in ss.WORKLOADS if not args.only or w in args.only.split(",")]:
             for procs in [int(p) for p in args.procs.split(",")]:
                 trace, _ = ss.workload_trace(w, procs, layout, tmp)
                 for disk in [d for d in ss.DISKS if procs <= ss.MAX_PROCS[d]]:
-                    for name, path in builds:
+                    for name, path, extra in builds:
                         ss.REDCAPCTL = path
+                        cfgs = {g: c + ("," + extra if extra else "") for g, c in CONFIGS.items()}
                         res = ss.simulate(trace, disk, models[disk],
-                                          ["bare"] + list(CONFIGS.values()))
+                                          ["bare"] + list(cfgs.values()))
                         bare = next(r for r in res if r["config"] == "bare")["app_time_s"]
-                        for geo, cfg in CONFIGS.items():
+                        for geo, cfg in cfgs.items():
                             t = next(r for r in res if r["config"] == cfg)["app_time_s"]
                             recs.append({"build": name, "workload": w, "procs": procs,
                                          "disk": disk, "cache": geo, "app_time_s": t,

@@ -90,65 +90,42 @@ POLICIES = {
     "caware": "2 policy caware",
     "adaptive+caware": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-nobudget": "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-prefetch2": "4 policy adaptive+caware estimator vdisk",
+    "adaptive+caware-prefetch0": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch4": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch8": "4 policy adaptive+caware estimator vdisk",
     "adaptive+caware-prefetch4-nobudget": "4 policy adaptive+caware estimator vdisk",
     "always-prefetch4": "2 policy always",
     "adaptive+caware-window16": "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-ra1024": "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-ra1024-prefetch2": "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-ra1024-prefetch2back": "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-ra1024-prefetch2back-decay250":
-        "4 policy adaptive+caware estimator vdisk",
-    "adaptive+caware-ra1024-prefetch2back-pairs": "4 policy adaptive+caware estimator vdisk",
+    # no features: the target's own choices, as redcapctl create leaves
+    # them (adaptive+caware, estimator vdisk over the model layer,
+    # backward streams read ahead 2 segments, pairs)
+    "default": "",
 }
 # What a configuration sets after its table is loaded ("set <key> <value>").
 TUNABLES = {"adaptive+caware-nobudget": [("budget_share", "0")],
-            "adaptive+caware-prefetch2": [("prefetch", "2")],
+            "adaptive+caware-prefetch0": [("prefetch", "0")],
             "adaptive+caware-prefetch4": [("prefetch", "4")],
             "adaptive+caware-prefetch8": [("prefetch", "8")],
             "adaptive+caware-prefetch4-nobudget": [("prefetch", "4"), ("budget_share", "0")],
             "always-prefetch4": [("prefetch", "4")],
-            "adaptive+caware-window16": [("window", "16")],
-            "adaptive+caware-ra1024-prefetch2": [("prefetch", "2")],
-            "adaptive+caware-ra1024-prefetch2back": [("prefetch", "2"),
-                                                     ("prefetch_forward", "0")]}
-TUNABLES["adaptive+caware-ra1024-prefetch2back-decay250"] = \
-    TUNABLES["adaptive+caware-ra1024-prefetch2back"] + [("decay_ms", "250")]
-TUNABLES["adaptive+caware-ra1024-prefetch2back-pairs"] = \
-    TUNABLES["adaptive+caware-ra1024-prefetch2back"] + [("prefetch_pairs", "1")]
+            "adaptive+caware-window16": [("window", "16")]}
 # The redcap device's read-ahead (KiB) a configuration sets, if any (the
 # others keep the kernel's, 128 KiB).  redcapctl's readahead=auto gives
 # 1024 here: the larger of 1 MiB and the origin's 128 KiB.
-READAHEAD_OF = {"adaptive+caware-ra1024": 1024,
-                "adaptive+caware-ra1024-prefetch2": 1024,
-                "adaptive+caware-ra1024-prefetch2back": 1024,
-                "adaptive+caware-ra1024-prefetch2back-decay250": 1024,
-                "adaptive+caware-ra1024-prefetch2back-pairs": 1024}
+READAHEAD_OF = {"default": 1024}
 # Configurations --configs takes that the full set leaves out: the
-# read-ahead's deeper degrees, with and without the budget and the
-# verdicts, and windows of 16 reads (docs/results/2026-12-02-history.md, "Read-ahead
-# of streams"); the recommended stack with C-Aware's means halved after
-# 250 ms unrefreshed instead of 1 s (README, eighth stop: rule 5 starving
-# its own evidence).
+# read-ahead's degrees, with and without the budget, and windows of 16
+# reads (docs/results/2026-12-02-history.md, "Read-ahead of streams").
 EXTRA_POLICIES = (
-    "adaptive+caware", "adaptive+caware-prefetch4", "adaptive+caware-prefetch8",
-    "adaptive+caware-prefetch4-nobudget", "always-prefetch4", "adaptive+caware-window16",
-    "adaptive+caware-ra1024", "adaptive+caware-ra1024-prefetch2",
-    "adaptive+caware-ra1024-prefetch2back", "adaptive+caware-ra1024-prefetch2back-decay250",
-    "adaptive+caware-ra1024-prefetch2back-pairs")
-# The stack redcap recommends, which issue 17's goals are measured on:
-# redcapctl's defaults at the bench's RAM: 128 KiB segments,
-# adaptive+caware with the vdisk estimator, backward streams read ahead
-# 2 segments (prefetch 2, prefetch_forward 0), a miss among segments read
-# lately filling its pair's other half (prefetch_pairs 1), the other
-# tunables the target's, and the read-ahead redcapctl sets.  The same stack
-# as redcap-64x128k-adaptive+caware-ra1024-prefetch2back-pairs, which
-# --configs still takes; ...-prefetch2back is the stack without pairs (the
-# recommended one until 2026-11-28).
+    "adaptive+caware", "adaptive+caware-prefetch0", "adaptive+caware-prefetch4",
+    "adaptive+caware-prefetch8", "adaptive+caware-prefetch4-nobudget", "always-prefetch4",
+    "adaptive+caware-window16")
+# The stack redcap recommends, which the goals are measured on:
+# redcapctl create's at the bench's RAM: 128 KiB segments, a table line
+# with no features (the target's defaults are redcapctl's) and the
+# read-ahead redcapctl sets.  The same stack as redcap-64x128k-default.
 RECOMMENDED = "redcap-recommended"
-RECOMMENDED_POLICY = "adaptive+caware-ra1024-prefetch2back-pairs"
+RECOMMENDED_POLICY = "default"
 # "bare-equal-ram": the bare disk whose page cache is given the caches' RAM
 # as well (the set's memory.max raised by the budget; sets with a bound only).
 EQUAL_RAM = "bare-equal-ram"
@@ -161,7 +138,8 @@ def config_names():
     extra = [f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] + [EQUAL_RAM]
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
-                if p != "always" and f"redcap-{g128}-{p}" not in extra] +
+                if p not in ("always", RECOMMENDED_POLICY) and
+                f"redcap-{g128}-{p}" not in extra] +
                ["readahead", "dm-cache-brd", "bcache-brd", "bcache-brd-nocutoff",
                 "rapiddisk-brd", "warm"])
     return (g128, RECOMMENDED_POLICY), configs, extra

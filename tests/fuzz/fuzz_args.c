@@ -257,12 +257,12 @@ static void fuzz(struct words *w)
 	CHECK(t.nr_segs == dec(w->argv[2], UINT32_MAX));
 	CHECK((unsigned int)t.policy < RC_POLICY_NR);
 	CHECK((unsigned int)t.write_policy <= RC_WRITE_UPDATE);
-	CHECK((unsigned int)t.estimator < RC_EST_NR);
+	CHECK((unsigned int)t.estimator <= RC_EST_NR);	/* RC_EST_NR: not given */
 	CHECK(!t.model || is_word(w, t.model));
 
 	if (w->argc == 3) {
-		CHECK(t.policy == RC_POLICY_ALWAYS && t.write_policy == RC_WRITE_INVALIDATE &&
-		      t.estimator == RC_EST_SPK && !t.model);
+		CHECK(t.policy == RC_POLICY_DEFAULT && t.write_policy == RC_WRITE_INVALIDATE &&
+		      t.estimator == RC_EST_NR && !t.model);
 		return;
 	}
 	/* <#features> counts every word after it: pairs of name and value. */
@@ -288,9 +288,9 @@ static void fuzz(struct words *w)
 			CHECK(!"unknown feature accepted");
 		}
 	}
-	CHECK(seen_policy || t.policy == RC_POLICY_ALWAYS);
+	CHECK(seen_policy || t.policy == RC_POLICY_DEFAULT);
 	CHECK(seen_wp || t.write_policy == RC_WRITE_INVALIDATE);
-	CHECK(seen_est || t.estimator == RC_EST_SPK);
+	CHECK(seen_est || t.estimator == RC_EST_NR);
 	CHECK(seen_model || !t.model);
 }
 
@@ -361,27 +361,31 @@ static void gen_valid(const uint8_t *data, size_t size)
 		unsigned int f = order[i], given = i < nfeat;
 
 		if (f == 0)
-			GEN_CHECK(t.policy == (given ? pol : RC_POLICY_ALWAYS), l.s);
+			GEN_CHECK(t.policy == (given ? pol : RC_POLICY_DEFAULT), l.s);
 		else if (f == 1)
 			GEN_CHECK(t.write_policy == (given ? wp : RC_WRITE_INVALIDATE), l.s);
 		else if (f == 2)
-			GEN_CHECK(t.estimator == (given ? est : RC_EST_SPK), l.s);
+			GEN_CHECK(t.estimator == (given ? est : RC_EST_NR), l.s);
 		else
 			GEN_CHECK(given ? t.model && !strcmp(t.model, model) : !t.model, l.s);
 	}
 	fuzz(&w);
 
-	/* Back as redcap_status() writes the table: only what is not the default. */
-	nfeat = 2 * ((t.policy != RC_POLICY_ALWAYS) + (t.write_policy != RC_WRITE_INVALIDATE) +
-		     (t.estimator != RC_EST_SPK) + !!t.model);
+	/*
+	 * Back as redcap_status() writes the table: only what is not the
+	 * default (the estimator the constructor chose is the glue's: here,
+	 * only one given is written).
+	 */
+	nfeat = 2 * ((t.policy != RC_POLICY_DEFAULT) + (t.write_policy != RC_WRITE_INVALIDATE) +
+		     (t.estimator != RC_EST_NR) + !!t.model);
 	line_put(&back, "%s %u %u", t.origin, t.seg_sectors, t.nr_segs);
 	if (nfeat)
 		line_put(&back, " %u", nfeat);
-	if (t.policy != RC_POLICY_ALWAYS)
+	if (t.policy != RC_POLICY_DEFAULT)
 		line_put(&back, " policy %s", rc_policy_name(t.policy));
 	if (t.write_policy != RC_WRITE_INVALIDATE)
 		line_put(&back, " write_policy %s", wps[t.write_policy]);
-	if (t.estimator != RC_EST_SPK)
+	if (t.estimator != RC_EST_NR)
 		line_put(&back, " estimator %s", rc_estimator_name(t.estimator));
 	if (t.model)
 		line_put(&back, " model %s", t.model);
@@ -426,8 +430,6 @@ static void fuzz(struct words *w)
 		[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, 1000000 },
 		[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, 3600000 },
 		[RC_TUN_PREFETCH] = { "prefetch", 0, 8 },
-		[RC_TUN_PREFETCH_FORWARD] = { "prefetch_forward", 0, 1 },
-		[RC_TUN_PREFETCH_PAIRS] = { "prefetch_pairs", 0, 1 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
 	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");

@@ -89,7 +89,7 @@ def test_refused_write_fails_with_eio_and_the_cache_keeps_what_the_origin_holds(
     write_stamped(loop64, 0, segs * B, OLD)
     with udev_held(), \
             Dm(dmname(), linear(loop64, n)) as sw, \
-            Dm(dmname(), f"0 {n} redcap {sw.path} {SEG} {NSEGS} 2 "
+            Dm(dmname(), f"0 {n} redcap {sw.path} {SEG} {NSEGS} 4 policy always "
                          f"write_policy {write_policy}") as rc:
         rc.cold()
         read_pattern(rc.path, range(4 * B), OLD)
@@ -307,7 +307,7 @@ def expect_ima(lines):
                    for i, (b, n, t) in enumerate(lines))
 
 
-def redcap_ima(origin, seg, nsegs, policy="always", write_policy="invalidate",
+def redcap_ima(origin, seg, nsegs, policy="adaptive+caware", write_policy="invalidate",
                estimator="spk", model=None):
     return (f"target_name=redcap,target_version={target_version('redcap')},"
             f"origin_name={origin},segment_sectors={seg},segments={nsegs},policy={policy},"
@@ -363,11 +363,14 @@ def test_ima_measurements_of_both_targets_on_load_and_reload(loop64, dmname, ima
             rc.message("policy", "off")
             assert measure(rc) == f"0 {n} redcap " + redcap_ima(vd_mm, 256, 16, "off",
                                                                 "update", "vdisk")
-            # the same geometry: the cache stays, the new table's features show
+            # the same geometry: the cache stays, the new table's features
+            # show, here the target's own choices: its default policy, and
+            # the estimator vdisk over a vdisk origin
             rc.reload(f"0 {n} redcap {vd.path} 256 16")
             loads = table_loads(rc.name)
             assert len(loads) == 2, loads
-            assert targets_part(loads[1]) == expect_ima([(0, n, redcap_ima(vd_mm, 256, 16))])
+            assert targets_part(loads[1]) == expect_ima(
+                [(0, n, redcap_ima(vd_mm, 256, 16, estimator="vdisk"))])
             rc.resume()
             # another geometry and two targets, the second a vdisk
             h = n // 2

@@ -59,7 +59,8 @@ def test_a_kernel_warning_fails_the_test_that_was_running_and_the_next_runs(tmp_
         from dmtest import BLOCK, Dm, dev_sectors, read_blocks
 
         def test_warns():
-            with Dm("rc-gate-warns", "0 {dev_sectors(loop64)} redcap {loop64} 128 4") as rc:
+            with Dm("rc-gate-warns",
+                    "0 {dev_sectors(loop64)} redcap {loop64} 128 4 2 policy always") as rc:
                 with open("{param}", "w") as f:
                     f.write("1")
                 try:

@@ -23,7 +23,7 @@ def stamped(loop64):
 
 
 def redcap(dmname, origin, segs=32, seg_sectors=SEG_SECTORS, features=""):
-    table = f"0 {dev_sectors(origin)} redcap {origin} {seg_sectors} {segs}"
+    table = f"0 {dev_sectors(origin)} redcap {origin} {seg_sectors} {segs} 2 policy always"
     rc = Dm(dmname(), f"{table} {features}".strip())
     rc.cold()
     return rc
@@ -183,7 +183,7 @@ def test_last_partial_segment_is_clipped_at_device_end(loop64, dmname):
     # A device of 64 MiB - 12 KiB: its last segment is 116 KiB long.
     n = dev_sectors(loop64) - 24
     write_stamped(loop64, 0, NBLOCKS, seed=9)
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG_SECTORS} 4") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG_SECTORS} 4 2 policy always") as rc:
         rc.cold()
         last = n // 8 - 1
         read_pattern(rc.path, [last, last - 1, last - 28], seed=9)
@@ -453,8 +453,8 @@ MIDDLE = range(100 * BLOCKS_PER_SEG, 116 * BLOCKS_PER_SEG)
 def test_reload_with_same_geometry_keeps_cached_data(stamped, dmname):
     with redcap(dmname, stamped, segs=32) as rc:
         read_pattern(rc.path, MIDDLE, seed=7)
-        table = f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 32"
-        rc.reload(table + " 2 write_policy update")
+        table = f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 32 2 policy always"
+        rc.reload(table.replace(" 2 policy always", " 4 policy always write_policy update"))
         rc.resume()
         assert rc.stats()["write_policy"] == "update"
         ios0, _ = disk_reads(stamped)
@@ -469,7 +469,7 @@ def test_reload_with_same_geometry_keeps_cached_data(stamped, dmname):
 def test_reload_with_other_geometry_starts_cold(stamped, dmname):
     with redcap(dmname, stamped, segs=32) as rc:
         read_pattern(rc.path, MIDDLE, seed=7)
-        rc.reload(f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 64")
+        rc.reload(f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 64 2 policy always")
         rc.resume()
         assert rc.stats()["segments"] == 64
         ios0, _ = disk_reads(stamped)

@@ -123,7 +123,7 @@ def origin():
 def live(origin):
     """One redcap device over @origin for the bad-message table."""
     n = dev_sectors(origin)
-    with Dm("rc-faults-live", f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+    with Dm("rc-faults-live", f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, range(0, 3 * SEG_BLOCKS), SEED)
         yield rc
@@ -199,7 +199,8 @@ def test_impossible_cache_size_is_refused_without_kernel_warning(origin, dmname)
     name = dmname()
     n = dev_sectors(origin)
     with kmsg() as k:
-        r = sh("dmsetup", "create", name, input=f"0 {n} redcap {origin} 2048 1048576\n",
+        r = sh("dmsetup", "create", name,
+               input=f"0 {n} redcap {origin} 2048 1048576 2 policy always\n",
                check=False)
         lines = k.lines()
     assert r.returncode != 0
@@ -253,7 +254,7 @@ def test_bad_message_is_refused_and_changes_nothing(origin, live, msg, expected)
     assert redcap_errors(lines) == [expected], lines
     assert live.stats() == before
     assert live.table() == \
-        f"0 {dev_sectors(origin)} redcap {dm_major_minor(origin)} {SEG} {NSEGS}"
+        f"0 {dev_sectors(origin)} redcap {dm_major_minor(origin)} {SEG} {NSEGS} 2 policy always"
     read_pattern(live.path, [5, SEG_BLOCKS + 7], SEED)
 
 
@@ -263,7 +264,7 @@ def test_bad_message_is_refused_and_changes_nothing(origin, live, msg, expected)
 
 def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
     n = dev_sectors(origin)
-    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         rc.message("policy", "off")
         st = rc.stats()
@@ -296,7 +297,7 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
 def test_write_policy_update_updates_cached_segment_in_place(loop64, dmname):
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         rc.message("write_policy", "update")
         assert rc.stats()["write_policy"] == "update"
@@ -340,7 +341,7 @@ def test_write_policy_invalidate_drops_cached_segment(loop64, dmname):
 def test_reset_stats_zeroes_every_counter(loop64, dmname):
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         with BlockFd(rc.path, write=True) as f:
             for b in range(2 * SEG_BLOCKS):
@@ -362,7 +363,7 @@ def test_reset_stats_zeroes_every_counter(loop64, dmname):
 
 def test_drop_cache_empties_the_cache(origin, dmname):
     n = dev_sectors(origin)
-    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, range(0, 4 * SEG_BLOCKS, 8), SEED)
         before = rc.stats()
@@ -377,21 +378,27 @@ def test_drop_cache_empties_the_cache(origin, dmname):
         assert (st["read_misses"], st["segments_valid"]) == (5, 1)
 
 
-@pytest.mark.parametrize("features", ["", "2 policy off", "4 policy off write_policy update",
-                                      "2 policy adaptive+caware"],
-                         ids=["no_features", "policy_off", "policy_off_write_policy_update",
-                              "policy_adaptive_caware"])
-def test_table_line_round_trips(origin, dmname, features):
+@pytest.mark.parametrize("features,shown", [
+    ("", ""), ("2 policy off", "2 policy off"),
+    ("4 policy off write_policy update", "4 policy off write_policy update"),
+    ("2 policy always", "2 policy always"),
+    # the target's own choices are not shown: what redcapctl create runs
+    ("4 policy adaptive+caware estimator spk", ""),
+    ("2 write_policy invalidate", "")],
+    ids=["no_features", "policy_off", "policy_off_write_policy_update", "policy_always",
+         "the_defaults_given", "write_policy_default_given"])
+def test_table_line_round_trips(origin, dmname, features, shown):
     n = dev_sectors(origin)
     given = f"0 {n} redcap {origin} {SEG} {NSEGS} {features}".rstrip()
-    expected = given.replace(origin, dm_major_minor(origin), 1)
+    expected = f"0 {n} redcap {dm_major_minor(origin)} {SEG} {NSEGS} {shown}".rstrip()
     with Dm(dmname(), given) as rc:
         emitted = rc.table()
         assert emitted == expected
         with Dm(dmname(), emitted) as again:
             assert again.table() == expected
             st = again.stats()
-            assert st["policy"] == (features.split()[2] if "policy" in features else "always")
+            assert (st["policy"], st["estimator"]) == (
+                shown.split()[2] if "policy" in shown else "adaptive+caware", "spk")
             assert st["write_policy"] == ("update" if "update" in features else "invalidate")
             read_pattern(again.path, range(0, 64, 3), SEED)
 
@@ -403,7 +410,7 @@ def test_table_line_round_trips(origin, dmname, features):
 def test_status_info_fields_count_a_known_pattern(loop64, dmname):
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         status = rc.status()
         assert status[:3] == ["0", str(n), "redcap"]
@@ -441,7 +448,7 @@ def test_failed_fill_fails_the_read_caches_nothing_and_recovers(loop64, dmname):
     bad_seg = 8
     first = bad_seg * SEG
     with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
-            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS}") as rc:
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS} 2 policy always") as rc:
         low.reload(linear_with_error(loop64, n, first, SEG))
         low.resume()
         rc.cold()
@@ -483,7 +490,7 @@ def test_bad_block_does_not_fail_reads_of_healthy_blocks_in_its_segment(loop64, 
     seg = 8
     bad_block = seg * SEG_BLOCKS + 1
     with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
-            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS}") as rc:
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS} 2 policy always") as rc:
         low.reload(linear_with_error(loop64, n, bad_block * 8, 8))
         low.resume()
         rc.cold()
@@ -546,7 +553,7 @@ def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
 
 def test_remove_while_open_fails_and_device_keeps_working(origin, dmname):
     n = dev_sectors(origin)
-    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         sh("udevadm", "settle", check=False)
         fd = os.open(rc.path, os.O_RDONLY)
         try:
@@ -578,7 +585,7 @@ def test_suspend_resume_and_reload_under_fio_keep_data_consistent(loop64, dmname
     resumes and reloads: fio sees no error, the read-ahead survives the
     reloads of the same geometry, and redcap ends equal to the origin."""
     n = dev_sectors(loop64)
-    table = f"0 {n} redcap {loop64} {SEG} {NSEGS}"
+    table = f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always"
     region = 48 << 20
     with Dm(dmname(), table) as rc:
         rc.message("set", "prefetch", "4")
@@ -614,9 +621,10 @@ def test_suspend_resume_and_reload_under_fio_keep_data_consistent(loop64, dmname
             wait_for(lambda: rc.stats()["fill_joined"] > before["fill_joined"],
                      "runs of fills ahead after the reload")
 
-            rc.reload(table + " 2 policy off")
+            rc.reload(table.replace("policy always", "policy off"))
             rc.resume()
-            assert rc.table() == table.replace(loop64, dm_major_minor(loop64)) + " 2 policy off"
+            assert rc.table() == \
+                table.replace(loop64, dm_major_minor(loop64)).replace("always", "off")
             off = rc.stats()
             assert (off["state"], off["policy"]) == ("inactive", "off")
             wait_for(lambda: rc.stats()["read_bypassed"] > off["read_bypassed"] + 50,
@@ -655,12 +663,12 @@ def test_reload_to_longer_table_does_not_serve_unread_tail_of_last_segment(loop6
     held before."""
     write_stamped(loop64, 0, 16 * SEG_BLOCKS, seed=6)
     short, longer = 800, 2048
-    with Dm(dmname(), f"0 {short} redcap {loop64} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {short} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, [96], 6)                 # segment 3, clipped fill
         st = rc.stats()
         assert (st["read_misses"], st["fill_sectors"]) == (1, short - 3 * SEG)
-        rc.reload(f"0 {longer} redcap {loop64} {SEG} {NSEGS}")
+        rc.reload(f"0 {longer} redcap {loop64} {SEG} {NSEGS} 2 policy always")
         rc.resume()
         assert dev_sectors(rc.path) == longer
         read_pattern(rc.path, range(short // 8, 4 * SEG_BLOCKS), 6)
@@ -672,7 +680,7 @@ def test_reload_to_longer_table_does_not_serve_unread_tail_of_last_segment(loop6
 
 def test_module_unload_with_device_present_fails(origin, dmname):
     n = dev_sectors(origin)
-    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
         r = sh("rmmod", "dm_redcap", check=False)
         assert r.returncode != 0

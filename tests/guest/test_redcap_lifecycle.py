@@ -67,7 +67,7 @@ def test_drop_cache_waits_for_a_busy_segment_then_fails_busy_and_loses_nothing(
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
-            Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8") as rc:
+            Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, [2 * SEG_BLOCKS, 3 * SEG_BLOCKS], SEED)
         assert rc.stats()["segments_valid"] == 2
@@ -116,7 +116,7 @@ def test_a_page_allocation_failing_partway_fails_the_load_and_frees_every_page(
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, SEED)
     n = dev_sectors(loop64)
     segs = (256 * MIB) // (SEG * 512)
-    table = f"0 {n} redcap {loop64} {SEG} {segs}"
+    table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
     name = dmname()
     free = free_memory()
     fault("fi_ctr_alloc_fail", 60000)
@@ -149,7 +149,7 @@ def test_a_load_killed_while_it_allocates_stops_at_once_and_loads_nothing(
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, SEED)
     n = dev_sectors(loop64)
     segs = (32 * MIB) // (SEG * 512)
-    table = f"0 {n} redcap {loop64} {SEG} {segs}"
+    table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
     name = dmname()
     fault("fi_ctr_page_delay_us", 1000)
     with kmsg() as k:
@@ -197,7 +197,7 @@ def test_a_load_while_a_resume_hands_the_cache_over_shares_the_one_cache(
     write_stamped(loop64, 0, 16 * SEG_BLOCKS, SEED)
     n = dev_sectors(loop64)
     segs = (128 * MIB) // (SEG * 512)
-    table = f"0 {n} redcap {loop64} {SEG} {segs}"
+    table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
     segments = [s * SEG_BLOCKS for s in range(16)]
     free = free_memory()
     with Dm(dmname(), table) as rc:
@@ -205,7 +205,7 @@ def test_a_load_while_a_resume_hands_the_cache_over_shares_the_one_cache(
         read_pattern(rc.path, segments, SEED, bs=SEG * 512)
         one = free - free_memory()
         assert 96 * MIB < one < 192 * MIB, f"one cache took {one // MIB} MiB"
-        rc.reload(table + " 2 write_policy update")
+        rc.reload(table.replace(" 2 policy always", " 4 policy always write_policy update"))
         fault("fi_preresume_delay_us", 2000000)
         resume = subprocess.Popen(["dmsetup", "resume", rc.name], stderr=subprocess.PIPE,
                                   text=True)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The read-ahead of streams (the prefetch tunable): a stream finds the
-segments after its own filled ahead, forward and backward, with the
-origin's data, and exact counts of what was filled ahead and read; what
-is filled ahead never outlives a write."""
+"""The read-ahead of streams (the prefetch tunable) and pairs: a backward
+stream finds the segments below its own filled ahead, a forward one the
+other halves of its segments' pairs, with the origin's data, and exact
+counts of what was filled ahead and read; what is filled ahead never
+outlives a write."""
 import os
 import threading
 
@@ -23,22 +24,20 @@ def stream(first_seg, nsegs, backward):
     return list(reversed(blocks)) if backward else list(blocks)
 
 
-@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
-def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward):
-    """32 KiB reads through 8 segments, prefetch 2.  A stream's degree is
-    what it has read in whole segments, up to 2: its fourth read (one
-    segment read) fills the next segment, the first read of the second
-    segment the one after; from then on, the first read of every other
-    segment fills two at once, in one request to the origin (a measuring
-    vdisk under redcap counts them), backward as forward.  One miss, 8
+def test_a_backward_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname):
+    """32 KiB reads down through 8 segments, prefetch 2 (the target's
+    default).  A stream's degree is what it has read in whole segments, up
+    to 2: its fourth read (one segment read) fills the next segment, the
+    first read of the second segment the one after; from then on, the
+    first read of every other segment fills two at once, in one request to
+    the origin (a measuring vdisk under redcap counts them).  One miss, 8
     fills ahead, 7 of them read; the one left over is read without a fill."""
     write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=3)
     n = dev_sectors(loop64)
-    first, nsegs = (13, 8) if backward else (2, 8)
+    backward, first, nsegs = True, 13, 8
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
             Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
         rc.cold()
-        rc.message("set", "prefetch", "2")
         before = meas.stats()["read_samples"]
         read_pattern(rc.path, stream(first, nsegs, backward), seed=3, bs=READ)
         st = rc.settled()
@@ -53,7 +52,7 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
         assert st["fill_joined"] == 3, st
         assert meas.stats()["read_samples"] - before == 6
         # The one filled ahead and not read: the origin's data, from RAM.
-        left = first - 1 if backward else first + nsegs
+        left = first - 1
         rc.message("set", "prefetch", "0")
         read_pattern(rc.path, [left * SEG_BLOCKS], seed=3, bs=SEG * 512)
         st = rc.stats()
@@ -62,8 +61,31 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
         assert (st["prefetch_hits"], st["prefetch_unused"]) == (8, 0), st
 
 
+def test_a_forward_stream_has_no_batch_and_its_misses_fill_their_pairs(loop64, dmname):
+    """32 KiB reads up through segments 2 to 9: forward streams are left
+    to the page cache's read-ahead, so no batch; a miss with a segment read
+    lately within 2 of it fills the other half of its pair in its request:
+    2 and 3 miss alone (3's other half, 2, is cached), 4, 6 and 8 fill 5,
+    7 and 9 with them, and those are read from RAM with the origin's
+    data.  5 misses, 3 fills ahead, all read; 5 requests to the origin."""
+    write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=4)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
+        rc.cold()
+        before = meas.stats()["read_samples"]
+        read_pattern(rc.path, stream(2, 8, False), seed=4, bs=READ)
+        st = rc.settled()
+        assert (st["reads"], st["read_misses"], st["read_bypassed"]) == (32, 5, 0), st
+        assert st["read_hits"] + st["read_hits_waited"] == 27, st
+        assert (st["prefetches"], st["prefetch_paired"], st["prefetch_hits"],
+                st["prefetch_unused"]) == (3, 3, 3, 0), st
+        assert (st["fill_ios"], st["fill_joined"], st["segments_valid"]) == (8, 3, 8), st
+        assert meas.stats()["read_samples"] - before == 5
+
+
 def test_a_miss_near_a_segment_read_fills_its_pair_in_one_request(loop64, dmname):
-    """prefetch_pairs 1: a 4 KiB read in segment 10, then one in segment
+    """Pairs: a 4 KiB read in segment 10, then one in segment
     12 (2 away), fills 12 and its pair's other half, 13, in one request to
     the origin (a measuring vdisk under redcap counts them); a read in 13
     is then served from RAM with the origin's data.  A read in 20, far
@@ -73,11 +95,9 @@ def test_a_miss_near_a_segment_read_fills_its_pair_in_one_request(loop64, dmname
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
             Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
         rc.cold()
-        rc.message("set", "prefetch_pairs", "1")
         before = meas.stats()["read_samples"]
         read_pattern(rc.path, [10 * SEG_BLOCKS, 12 * SEG_BLOCKS], seed=5)
         st = rc.settled()
-        assert st["prefetch_pairs"] == 1
         assert (st["read_misses"], st["prefetches"], st["prefetch_paired"]) == (2, 1, 1), st
         assert (st["fill_ios"], st["fill_joined"], st["fill_sectors"]) == (3, 1, 3 * SEG), st
         assert meas.stats()["read_samples"] - before == 2
@@ -140,10 +160,10 @@ def test_writes_racing_fills_ahead_leave_redcap_equal_to_the_origin(loop64, dmna
 
 
 def test_a_run_of_fills_is_one_bio_that_the_origin_may_split(loop64, dmname):
-    """A forward stream of 32 KiB reads through 16 segments, prefetch 4,
-    over a measuring vdisk on a loop device whose requests take 128 KiB
-    (one segment).  20 fills: the miss, the 15 segments after it and 4
-    past the stream's end, filled ahead.  A run of contiguous fills goes
+    """A backward stream of 32 KiB reads down through 16 segments,
+    prefetch 4, over a measuring vdisk on a loop device whose requests take
+    128 KiB (one segment).  20 fills: the miss, the 15 segments below it
+    and 4 past the stream's end, filled ahead.  A run of contiguous fills goes
     down as one bio, whatever the origin takes: the counters say what
     redcap sent (fills less those joined to the one before: 8 bios, as the
     vdisk counts them), and the loop device splits each into its own
@@ -158,7 +178,7 @@ def test_a_run_of_fills_is_one_bio_that_the_origin_may_split(loop64, dmname):
         rc.cold()
         rc.message("set", "prefetch", "4")
         bios0, requests0 = meas.stats()["read_samples"], disk_reads(loop64)[0]
-        read_pattern(rc.path, stream(0, 16, False), seed=3, bs=READ)
+        read_pattern(rc.path, stream(16, 16, True), seed=3, bs=READ)
         st = rc.settled()
         bios, requests = meas.stats()["read_samples"], disk_reads(loop64)[0]
     assert (st["reads"], st["read_bypassed"], st["read_resent"]) == (64, 0, 0), st

@@ -60,8 +60,8 @@ def counts(st, **want):
     assert got == want, f"counters {got}, expected {want}; all: {st}"
 
 
-def redcap(dmname, origin, seg=SEG, segs=16, features=""):
-    rc = Dm(dmname(), f"0 {dev_sectors(origin)} redcap {origin} {seg} {segs} {features}".strip())
+def redcap(dmname, origin, seg=SEG, segs=16, features="2 policy always"):
+    rc = Dm(dmname(), f"0 {dev_sectors(origin)} redcap {origin} {seg} {segs} {features}")
     rc.cold()
     return rc
 
@@ -198,7 +198,7 @@ def test_sub_page_writes_over_a_cached_segment(loop64, dmname, write_policy):
     sector, return the new sectors and the old ones around them."""
     stamp_origin(loop64, 2 * SEG // SPB)
     m = Model()
-    features = "2 write_policy update" if write_policy == "update" else ""
+    features = f"4 policy always write_policy {write_policy}"
     with redcap(dmname, loop64, features=features) as rc, udev_held():
         m.read(rc.path, 0, SEG)                 # segment 0 cached
         rc.message("reset_stats")
@@ -350,7 +350,7 @@ def test_a_target_after_a_linear_one_maps_its_own_sectors(loop64, dmname):
         hm = Model(seed=9)
         m = Model(shift=OFF)                    # the device's view of the origin
         om = Model()                            # the origin's own
-        table = f"0 {OFF} linear {head} 0\n{OFF} {n} redcap {loop64} {SEG} 8"
+        table = f"0 {OFF} linear {head} 0\n{OFF} {n} redcap {loop64} {SEG} 8 2 policy always"
         with Dm(dmname(), table) as dm, udev_held():
             name = dm.name
             sh("dmsetup", "message", name, str(OFF), "drop_cache")
@@ -400,7 +400,7 @@ def test_a_target_after_a_linear_one_maps_its_own_sectors(loop64, dmname):
                    segments_valid=3)
             # the target at sector 4096: another cache, cold
             dm.reload(f"0 {OFF // 2} linear {head} 0\n{OFF // 2} {n} redcap "
-                      f"{loop64} {SEG} 8")
+                      f"{loop64} {SEG} 8 2 policy always")
             dm.resume()
             counts(stats(name, OFF // 2), reads=0, segments_valid=0)
             Model(shift=OFF // 2).set(OFF // 2 + 3 * SPB + 3, 2, NEW) \

@@ -97,7 +97,7 @@ def test_defect1_failed_fill_completion_does_not_touch_the_next_fill(loop64, dmn
             b % SEG_BLOCKS != (SEG // 2) // 8]
     fault("fi_finish_delay_us", 3000)
     with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low, \
-            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 4") as rc:
+            Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 4 2 policy always") as rc:
         rc.cold()
         in_threads(random_reader, [(rc.path, good, 300, seed) for seed in range(4)])
         st = rc.stats()
@@ -152,7 +152,7 @@ def test_defect2_suspend_returns_while_readers_keep_missing(slow_disk, dmname):
     start again after each resume."""
     n = dev_sectors(slow_disk.path)
     stop, errors = threading.Event(), []
-    with Dm(dmname(), f"0 {n} redcap {slow_disk.path} {SEG} 64") as rc:
+    with Dm(dmname(), f"0 {n} redcap {slow_disk.path} {SEG} 64 2 policy always") as rc:
         rc.cold()
         threads = readers_until(rc.path, stop, 6, errors)
         try:
@@ -219,7 +219,7 @@ def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
     sh("modprobe", "dm-delay")
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
-            Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4") as rc:
+            Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4 2 policy always") as rc:
         rc.cold()
         with slow_down(slow, loop64, n, ms=HELD_MS):
             reader = Outcome(read_blocks, rc.path, 0, BLOCK)
@@ -259,13 +259,13 @@ def test_defect3_reload_of_the_same_geometry_allocates_no_second_cache(loop128, 
     write_stamped(loop128, 0, 8 * SEG_BLOCKS, SEED)
     n = dev_sectors(loop128)
     nsegs = (768 << 20) // (SEG * 512)
-    table = f"0 {n} redcap {loop128} {SEG} {nsegs}"
+    table = f"0 {n} redcap {loop128} {SEG} {nsegs} 2 policy always"
     with Dm(dmname(), table) as rc:
         rc.cold()
         read_blocks(rc.path, 0, 8 * SEG_BLOCKS * BLOCK)
         assert rc.stats()["segments_valid"] == 8
         free = mem_available()
-        rc.reload(table + " 2 policy always")
+        rc.reload(table.replace(" 2 policy always", " 4 policy always write_policy invalidate"))
         used = free - mem_available()
         assert used < 32 << 20, f"the load took {used >> 20} MiB"
         rc.suspend()
@@ -286,7 +286,7 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
     segs = 32
     write_stamped(loop64, 0, segs * SEG_BLOCKS, SEED)
     n = dev_sectors(loop64)
-    table = f"0 {n} redcap {loop64} {SEG} 16"
+    table = f"0 {n} redcap {loop64} {SEG} 16 2 policy always"
     stop, errors = threading.Event(), []
     with Dm(dmname(), table) as rc:
         rc.cold()
@@ -335,10 +335,10 @@ def test_defect3_a_message_while_a_reload_resumes_reaches_the_cache_that_serves(
     lock: the message went to the cache the old table then freed, and
     window read 100 after the resume."""
     n = dev_sectors(loop64)
-    table = f"0 {n} redcap {loop64} {SEG} 16"
+    table = f"0 {n} redcap {loop64} {SEG} 16 2 policy always"
     with Dm(dmname(), table) as rc:
         rc.message("set", "window", "100")
-        rc.reload(table + " 2 policy off")
+        rc.reload(table.replace("policy always", "policy off"))
         fault("fi_preresume_delay_us", 3000000)
         resume = subprocess.Popen(["dmsetup", "resume", rc.name])
         try:
@@ -372,7 +372,7 @@ def test_defect4_drop_cache_and_a_large_write_zeroes_walk_in_chunks(loop64, dmna
     segs = 3000
     write_stamped(loop64, 0, segs, SEED)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} 8 {segs}") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} 8 {segs} 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, range(segs), SEED)
         assert rc.stats()["segments_valid"] == segs
@@ -417,7 +417,7 @@ def test_defect5_removal_right_after_the_last_read_is_safe(loop64, dmname, fault
     fault("fi_endio_delay_us", 500)
     with Dm(dmname(), with_bad_sectors(loop64, n, bad)) as low:
         for i in range(12):
-            with Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 8") as rc:
+            with Dm(dmname(), f"0 {n} redcap {low.path} {SEG} 8 2 policy always") as rc:
                 in_threads(random_reader, [(rc.path, good, 40, 100 * i + s) for s in range(4)])
 
 
@@ -440,7 +440,7 @@ def test_defect5_removal_waits_for_a_fill_completion_that_has_not_queued_its_wor
         n = dev_sectors(ram)
         with Dm(dmname(), f"0 {n} delay {ram} 0 1") as slow:
             for r in range(4):
-                with Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8") as rc:
+                with Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8 2 policy always") as rc:
                     fault("fi_finish_delay_us", 200000)
                     fault("fi_endio_delay_us", 2000000)
                     go = threading.Barrier(2)
@@ -576,7 +576,7 @@ def test_defect9_miss_without_a_fill_bypasses_and_serves_the_origin(loop64, dmna
     n = dev_sectors(loop64)
     fault("fi_fill_alloc_fail", 2)
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
-            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 16") as rc:
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 16 2 policy always") as rc:
         rc.cold()
         ios0 = meas.stats()["read_samples"]
         blocks = list(range(segs * SEG_BLOCKS))

@@ -29,7 +29,7 @@ def test_vdisk_reads_back_what_was_written_through_it(loop64, dmname):
 def test_redcap_reads_back_what_was_written_below_it(loop64, dmname):
     write_stamped(loop64, 0, 4096, seed=12)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} 256 16") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} 256 16 2 policy always") as rc:
         rc.cold()
         read_pattern(rc.path, range(4096), seed=12)
         st = rc.stats()
@@ -40,7 +40,7 @@ def test_redcap_reads_back_what_was_written_below_it(loop64, dmname):
 def test_redcap_writes_reach_the_origin(loop64, dmname):
     write_stamped(loop64, 0, 64, seed=1)
     n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} redcap {loop64} 256 16") as rc:
+    with Dm(dmname(), f"0 {n} redcap {loop64} 256 16 2 policy always") as rc:
         read_pattern(rc.path, range(64), seed=1)
         write_stamped(rc.path, 0, 64, seed=2)
         read_pattern(rc.path, range(64), seed=2)

@@ -34,7 +34,7 @@ def test_redcap_loads_and_runs_without_dm_vdisk(loop64, dmname):
     try:
         sh("insmod", ko["dm-redcap"])
         assert not module_loaded("dm_vdisk")
-        with Dm(dmname(), f"0 {n} redcap {loop64} 256 16") as rc:
+        with Dm(dmname(), f"0 {n} redcap {loop64} 256 16 2 policy always") as rc:
             rc.cold()
             read_pattern(rc.path, range(0, 2 * 32), 41)
             st = rc.stats()

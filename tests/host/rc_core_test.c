@@ -2587,54 +2587,85 @@ static u32 walk(struct rc_cache *c, u64 sector, u32 n, int dir, u64 *due, u32 *a
 	return nr;
 }
 
-/* Read @seg's first 32 KiB: a miss, filled; a stream's first read. */
-static void first32k(struct rc_cache *c, u64 seg)
+/* The 32 KiB read at @sector: a miss, filled; a stream's first read. */
+static void miss32k(struct rc_cache *c, u64 sector)
 {
 	u32 idx = RC_NONE;
 
-	CHECK_EQ(rd32k(c, seg * 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rd32k(c, sector, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 }
 
 /*
- * A forward stream of 32 KiB reads, prefetch 4: its degree is what it
+ * A backward stream of 32 KiB reads, prefetch 4: its degree is what it
  * has read in whole segments, up to 4; a batch of degree segments comes
- * due when fewer than half the degree (rounded up) are cached after the
- * read's own.  Batches of 1 (at the end of segment 0: it has read one
+ * due when fewer than half the degree (rounded up) are cached below the
+ * read's own.  Batches of 1 (at the start of segment 20: it has read one
  * segment), 1, 2, 3, then 4 at once: the reads that leave them are those
- * that find the segment after theirs (then the two after) missing.
+ * that find the segment below theirs (then the two below) missing.
  */
-CTEST(prefetch_fills_the_segments_ahead_of_a_forward_stream)
+CTEST(prefetch_fills_the_segments_ahead_of_a_backward_stream)
 {
-	static const u64 want[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	static const u64 want[] = { 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9 };
 	static const u32 want_at[] = { 2, 3, 7, 7, 11, 11, 11, 23, 23, 23, 23 };
 	struct rc_cache *c = mk(16);
 	u32 at[16], n, k;
 	u64 due[16];
 
 	c->prefetch = 4;
-	first32k(c, 0);
+	miss32k(c, 20 * 256 + 192);
 	CHECK_EQ(take_ahead(c, due, at, 16), 0);	/* no stream yet */
-	/* reads 64 .. 1536: segments 1 to 5 whole, the first read of 6 */
-	n = walk(c, 64, 24, 1, due, at, 16);
+	/* reads 20 * 256 + 128 down to 14 * 256 + 192: 19 to 15 whole, the last of 14 */
+	n = walk(c, 20 * 256 + 128, 24, -1, due, at, 16);
 	CHECK_EQ(n, 11);
 	for (k = 0; k < n; k++) {
 		CHECK_EQ(due[k], want[k]);
 		CHECK_EQ(at[k], want_at[k]);
 	}
-	CHECK_EQ(c->nr_ahead, 5);			/* 7 to 11: not read yet */
+	CHECK_EQ(c->nr_ahead, 5);			/* 13 to 9: not read yet */
 	CHECK_CTR(c, .reads = 25, .read_hits = 24, .read_misses = 1, .prefetches = 11,
 		  .prefetch_hits = 6, .fill_ios = 12, .fill_sectors = 3072);
 	rm(c);
 }
 
 /*
- * Backward, the segments below: none below segment 0.  Forward, none at
- * or above the device's end (@limit).  A read that waits on a fill ahead
- * counts its hit.
+ * A forward stream gets no batch, whatever its degree would be: the page
+ * cache reads ahead of it (rc-core.h).  The same reads going down do.
  */
-CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
+CTEST(prefetch_leaves_a_forward_stream_alone)
+{
+	struct rc_cache *c = mk(16);
+	u32 at[8], k;
+	u64 due[8];
+
+	CHECK_EQ(c->prefetch, RC_PREFETCH_DEFAULT);	/* on */
+	/* segments 0 to 3 read up in 32 KiB reads: each one's first read misses */
+	for (k = 0; k < 16; k++) {
+		if (k % 4)
+			hit32k(c, k * 64);
+		else
+			miss32k(c, k * 64);
+		CHECK_EQ(take_ahead(c, due, at, 8), 0);
+	}
+	CHECK_CTR(c, .reads = 16, .read_hits = 12, .read_misses = 4, .fill_ios = 4,
+		  .fill_sectors = 4 * 256);
+	/* segments 13 to 10 read down likewise: only the first read misses */
+	miss32k(c, 13 * 256 + 192);
+	CHECK_EQ(walk(c, 13 * 256 + 128, 15, -1, due, at, 8), 4);
+	CHECK_EQ(due[0], 12);
+	CHECK_EQ(due[3], 9);
+	CHECK_CTR(c, .reads = 32, .read_hits = 27, .read_misses = 5, .prefetches = 4,
+		  .prefetch_hits = 3, .fill_ios = 9, .fill_sectors = 9 * 256);
+	rm(c);
+}
+
+/*
+ * None below segment 0, the device's first: a stream read down from
+ * segment 5 (prefetch 3), and one that reads segment 0 itself (prefetch
+ * 2).  A read that waits on a fill ahead counts its hit.
+ */
+CTEST(prefetch_stops_at_the_devices_first_segment)
 {
 	static const u64 want[] = { 4, 3, 2, 1, 0 };
 	static const u32 want_at[] = { 2, 3, 7, 7, 11 };
@@ -2643,10 +2674,8 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 	u64 due[8], seg;
 
 	c->prefetch = 3;
-	CHECK_EQ(rd32k(c, 5 * 256 + 192, &idx), RC_READ_FILL);
-	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
-	rc_unpin(c, idx);
-	/* down from 5 * 256 + 128 to the first read of segment 1 */
+	miss32k(c, 5 * 256 + 192);
+	/* down from 5 * 256 + 128 to the last read of segment 1 */
 	n = walk(c, 5 * 256 + 128, 19, -1, due, at, 8);
 	CHECK_EQ(n, 5);
 	for (k = 0; k < n; k++) {
@@ -2657,44 +2686,47 @@ CTEST(prefetch_goes_backward_and_stops_at_the_device_ends)
 		  .prefetch_hits = 4, .fill_ios = 6, .fill_sectors = 1536);
 	rm(c);
 
-	/* Forward at the last segments of a 6-segment device. */
+	/* Down the first segments to segment 0. */
 	c = mk(16);
 	c->prefetch = 2;
-	first32k(c, 3);
-	hit32k(c, 3 * 256 + 64);
-	hit32k(c, 3 * 256 + 128);
-	hit32k(c, 3 * 256 + 192);
-	idx = rc_prefetch(c, &rs, 6, &seg);			/* degree 1 */
+	miss32k(c, 2 * 256 + 192);
+	hit32k(c, 2 * 256 + 128);
+	hit32k(c, 2 * 256 + 64);
+	hit32k(c, 2 * 256);
+	idx = rc_prefetch(c, &rs, PF_LIMIT, &seg);		/* degree 1 */
 	CHECK(idx != RC_NONE);
-	CHECK_EQ(seg, 4);
-	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);
-	CHECK_EQ(rd32k(c, 4 * 256, &idx), RC_READ_WAIT);	/* waits on 4 */
-	idx = rc_prefetch(c, &rs, 6, &seg);
+	CHECK_EQ(seg, 1);
+	CHECK_EQ(rc_prefetch(c, &rs, PF_LIMIT, &seg), RC_NONE);
+	CHECK_EQ(rd32k(c, 1 * 256 + 192, &idx), RC_READ_WAIT);	/* waits on 1 */
+	idx = rc_prefetch(c, &rs, PF_LIMIT, &seg);
 	CHECK(idx != RC_NONE);
-	CHECK_EQ(seg, 5);
-	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 4), 0, 256, false), RC_FILL_SERVE);
+	CHECK_EQ(seg, 0);
+	CHECK_EQ(rc_fill_done(c, hashed_idx(c, 1), 0, 256, false), RC_FILL_SERVE);
 	rc_count_waited(c, 1);
-	rc_unpin(c, hashed_idx(c, 4));
+	rc_unpin(c, hashed_idx(c, 1));
 	fill_ahead_done(c, idx);
-	hit32k(c, 4 * 256 + 64);
-	hit32k(c, 4 * 256 + 128);
-	hit32k(c, 4 * 256 + 192);
-	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);	/* 5 is there */
-	hit32k(c, 5 * 256);
-	CHECK_EQ(rc_prefetch(c, &rs, 6, &seg), RC_NONE);	/* 6 is beyond the end */
+	hit32k(c, 1 * 256 + 128);
+	hit32k(c, 1 * 256 + 64);
+	hit32k(c, 1 * 256);
+	CHECK_EQ(rc_prefetch(c, &rs, PF_LIMIT, &seg), RC_NONE);	/* 0 is there */
+	hit32k(c, 192);
+	CHECK_EQ(rc_prefetch(c, &rs, PF_LIMIT, &seg), RC_NONE);	/* none below 0 */
 	check_invariants(c);
 	CHECK_CTR(c, .reads = 9, .read_hits = 7, .read_hits_waited = 1, .read_misses = 1,
 		  .prefetches = 2, .prefetch_hits = 2, .fill_ios = 3, .fill_sectors = 768);
 	rm(c);
 }
 
-/* Read @seg whole in four 32 KiB reads, the first a miss: a stream of one segment. */
-static void stream4(struct rc_cache *c, u64 seg)
+/*
+ * Read @seg whole in four 32 KiB reads going down, the first a miss: a
+ * backward stream of one segment.
+ */
+static void down4(struct rc_cache *c, u64 seg)
 {
-	first32k(c, seg);
-	hit32k(c, seg * 256 + 64);
+	miss32k(c, seg * 256 + 192);
 	hit32k(c, seg * 256 + 128);
-	hit32k(c, seg * 256 + 192);
+	hit32k(c, seg * 256 + 64);
+	hit32k(c, seg * 256);
 }
 
 /* A whole-segment read of @seg, a miss, filled. */
@@ -2719,34 +2751,34 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	u64 as[8];
 
 	c->prefetch = 8;
-	miss_seg(c, 100);
+	miss_seg(c, 102);
 	miss_seg(c, 101);				/* the stream's direction */
-	CHECK_EQ(rc_read(c, &rs, 102 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_read(c, &rs, 100 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);		/* degree 3 */
-	CHECK_EQ(as[0], 103);
-	CHECK_EQ(as[2], 105);
+	CHECK_EQ(as[0], 99);
+	CHECK_EQ(as[2], 97);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
 	fill_ahead_done(c, ai[2]);
-	CHECK_EQ(rc_read(c, &rs, 103 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 99 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
-	CHECK_EQ(rc_read(c, &rs, 104 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 98 and 97 are there */
+	CHECK_EQ(rc_read(c, &rs, 98 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	/* degree 5, trigger 3: 106 on, but no more than 4 ahead and unread */
+	/* degree 5, trigger 3: 96 down, but no more than 4 ahead and unread */
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);
-	CHECK_EQ(as[0], 106);
-	CHECK_EQ(as[2], 108);
+	CHECK_EQ(as[0], 96);
+	CHECK_EQ(as[2], 94);
 	CHECK_EQ(c->nr_ahead, 4);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
 	fill_ahead_done(c, ai[2]);
 	/*
-	 * 108 took 100's entry: fills ahead do not age probation.  Four
-	 * misses elsewhere take 101, the LRU's tail (105 went on probation
-	 * no miss ago), then 105, 106 and 107, each on probation one miss
+	 * 94 took 102's entry: fills ahead do not age probation.  Four
+	 * misses elsewhere take 101, the LRU's tail (97 went on probation
+	 * no miss ago), then 97, 96 and 95, each on probation one miss
 	 * (RC_PROBATION of 8 entries) when taken.
 	 */
 	miss_seg(c, 50);
@@ -2755,9 +2787,9 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	miss_seg(c, 70);
 	miss_seg(c, 80);
 	CHECK_EQ(c->nr_ahead, 1);
-	CHECK(hashed_idx(c, 108) != RC_NONE);
-	CHECK(hashed_idx(c, 102) != RC_NONE);
-	CHECK_EQ(hashed_idx(c, 105), RC_NONE);
+	CHECK(hashed_idx(c, 94) != RC_NONE);
+	CHECK(hashed_idx(c, 100) != RC_NONE);
+	CHECK_EQ(hashed_idx(c, 97), RC_NONE);
 	CHECK_CTR(c, .reads = 9, .read_hits = 2, .read_misses = 7, .prefetches = 6,
 		  .prefetch_hits = 2, .prefetch_unused = 3, .fill_ios = 13,
 		  .fill_sectors = 13 * 256, .evictions = 5);
@@ -2766,10 +2798,10 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 
 /*
  * 16 entries, prefetch 2: ten segments read far apart (10, 20, .. 100, in
- * that order), then a stream over 500, 501 and 502 that fills 503 and 504
+ * that order), then a stream down 504, 503 and 502 that fills 501 and 500
  * ahead.  15 entries taken, one free.
  */
-static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
+static struct rc_cache *probation_setup(u32 *a501, u32 *a500)
 {
 	struct rc_cache *c = mk(16);
 	u32 ai[8], idx = RC_NONE, k;
@@ -2778,18 +2810,18 @@ static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
 	c->prefetch = 2;
 	for (k = 1; k <= 10; k++)
 		miss_seg(c, 10 * k);
-	miss_seg(c, 500);
-	miss_seg(c, 501);
+	miss_seg(c, 504);
+	miss_seg(c, 503);
 	CHECK_EQ(rc_read(c, &rs, 502 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
-	CHECK_EQ(as[0], 503);
-	CHECK_EQ(as[1], 504);
+	CHECK_EQ(as[0], 501);
+	CHECK_EQ(as[1], 500);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
-	*a503 = ai[0];
-	*a504 = ai[1];
+	*a501 = ai[0];
+	*a500 = ai[1];
 	/* on probation, oldest at the tail; the readers' segments on the LRU */
 	CHECK_EQ(c->prob_tail, ai[0]);
 	CHECK_EQ(c->prob_head, ai[1]);
@@ -2807,19 +2839,19 @@ static struct rc_cache *probation_setup(u32 *a503, u32 *a504)
  */
 CTEST(prefetch_unread_segments_go_first_after_their_probation)
 {
-	u32 a503, a504;
-	struct rc_cache *c = probation_setup(&a503, &a504);
+	u32 a501, a500;
+	struct rc_cache *c = probation_setup(&a501, &a500);
 
 	CHECK_EQ(RC_PROBATION(c), 2);
 	miss_seg(c, 1000);		/* the free entry: 1 asked for since */
 	miss_seg(c, 1100);		/* 10, the LRU's tail: 2 since */
 	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
-	CHECK_EQ(hashed_idx(c, 503), a503);
-	miss_seg(c, 1200);		/* 503, after its probation */
-	CHECK_EQ(hashed_idx(c, 503), RC_NONE);
-	CHECK_EQ(hashed_idx(c, 1200), a503);
-	miss_seg(c, 1300);		/* 504 */
-	CHECK_EQ(hashed_idx(c, 1300), a504);
+	CHECK_EQ(hashed_idx(c, 501), a501);
+	miss_seg(c, 1200);		/* 501, after its probation */
+	CHECK_EQ(hashed_idx(c, 501), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 1200), a501);
+	miss_seg(c, 1300);		/* 500 */
+	CHECK_EQ(hashed_idx(c, 1300), a500);
 	CHECK_EQ(c->prob_head, RC_NONE);
 	miss_seg(c, 1400);		/* probation empty: 20, the LRU's tail */
 	CHECK_EQ(hashed_idx(c, 20), RC_NONE);
@@ -2838,20 +2870,21 @@ CTEST(prefetch_unread_segments_go_first_after_their_probation)
  */
 CTEST(prefetch_a_read_takes_a_segment_off_probation)
 {
-	u32 a503, a504, idx = RC_NONE, k;
-	struct rc_cache *c = probation_setup(&a503, &a504);
+	u32 a501, a500, idx = RC_NONE, k;
+	struct rc_cache *c = probation_setup(&a501, &a500);
 
-	CHECK_EQ(rc_read(c, &rs, 503 * 256, 64, &idx), RC_READ_HIT);
-	CHECK_EQ(idx, a503);
+	/* the stream's next read, the last 32 KiB of 501 */
+	CHECK_EQ(rc_read(c, &rs, 501 * 256 + 192, 64, &idx), RC_READ_HIT);
+	CHECK_EQ(idx, a501);
 	rc_unpin(c, idx);
-	CHECK_EQ(c->lru_head, a503);
-	CHECK_EQ(c->prob_tail, a504);
-	CHECK(!c->entries[a503].on_prob && !c->entries[a503].ahead);
-	/* five misses: the free entry, 10, 504 (3 asked for since), 20, 30 */
+	CHECK_EQ(c->lru_head, a501);
+	CHECK_EQ(c->prob_tail, a500);
+	CHECK(!c->entries[a501].on_prob && !c->entries[a501].ahead);
+	/* five misses: the free entry, 10, 500 (3 asked for since), 20, 30 */
 	for (k = 0; k < 5; k++)
 		miss_seg(c, 2000 + 100 * k);
-	CHECK_EQ(hashed_idx(c, 503), a503);
-	CHECK_EQ(hashed_idx(c, 504), RC_NONE);
+	CHECK_EQ(hashed_idx(c, 501), a501);
+	CHECK_EQ(hashed_idx(c, 500), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 30), RC_NONE);
 	CHECK(hashed_idx(c, 40) != RC_NONE);
 	CHECK_CTR(c, .reads = 19, .read_hits = 1, .read_misses = 18, .prefetches = 2,
@@ -2876,28 +2909,28 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	u64 as[8], seg;
 
 	c->prefetch = 1;
-	stream4(c, 10);
+	down4(c, 10);
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
-	CHECK_EQ(rd32k(c, 11 * 256, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rd32k(c, 9 * 256 + 192, &idx), RC_READ_BYPASS);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
 
-	stream4(c, 20);
+	down4(c, 20);
 	rc_hold_fills(c, true);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	rc_hold_fills(c, false);
 
-	first32k(c, 30);
-	hit32k(c, 30 * 256 + 64);
+	miss32k(c, 30 * 256 + 192);
 	hit32k(c, 30 * 256 + 128);
-	cookie = rc_write_start(c, 31, 8, true);
-	hit32k(c, 30 * 256 + 192);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* a write to 31 in flight */
-	CHECK_EQ(rc_write_done(c, 31, cookie, 0, true, &idx), RC_WRITE_DONE);
-	CHECK_EQ(rd32k(c, 31 * 256, &idx), RC_READ_FILL);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done: 32 */
-	CHECK_EQ(as[0], 32);
+	hit32k(c, 30 * 256 + 64);
+	cookie = rc_write_start(c, 29, 8, true);
+	hit32k(c, 30 * 256);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* a write to 29 in flight */
+	CHECK_EQ(rc_write_done(c, 29, cookie, 0, true, &idx), RC_WRITE_DONE);
+	CHECK_EQ(rd32k(c, 29 * 256 + 192, &idx), RC_READ_FILL);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* the write is done: 28 */
+	CHECK_EQ(as[0], 28);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
@@ -2906,20 +2939,20 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	CHECK(rc_budgeted(c));
-	stream4(c, 40);
+	down4(c, 40);
 	idx = rc_prefetch(c, &rs, PF_LIMIT, &seg);
 	CHECK(idx != RC_NONE);
-	CHECK_EQ(seg, 41);
+	CHECK_EQ(seg, 39);
 	rc_prefetch_judge(c, 3000000, true);
 	CHECK_EQ(c->budget.spent_ns, 3000000);
 	CHECK(c->budget.balance < 0);
 	CHECK_EQ(c->adapt.cache_ns, 3000000);
 	rc_prefetch_judge(c, 5, false);			/* unpriced: nothing */
 	CHECK_EQ(c->budget.spent_ns, 3000000);
-	CHECK_EQ(rd32k(c, 41 * 256, &ai[0]), RC_READ_WAIT);
+	CHECK_EQ(rd32k(c, 39 * 256 + 192, &ai[0]), RC_READ_WAIT);
 	CHECK_EQ(ai[0], idx);
 	c->budget.balance = -(s64)c->budget.cap_ns;
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 42: at minus the cap */
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 38: at minus the cap */
 	rm(c);
 }
 
@@ -2953,28 +2986,28 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	CHECK(rc_budgeted(c));
 	CHECK_EQ(c->budget.balance, 0);
 	c->prefetch = 4;
-	miss_seg(c, 100);
-	miss_seg(c, 101);
-	CHECK_EQ(rc_read(c, &rs, 102 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
+	miss_seg(c, 200);
+	miss_seg(c, 199);
+	CHECK_EQ(rc_read(c, &rs, 198 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
 	for (k = 0; k < 3; k++)
-		ai[k] = take_paid(c, 103 + k, 3000000);
+		ai[k] = take_paid(c, 197 - k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 3, 5), 0);
 	CHECK_EQ(c->budget.balance, -9000000);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	for (k = 0; k < 3; k++)
 		fill_ahead_done(c, ai[k]);
-	CHECK_EQ(rc_read(c, &rs, 103 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 197 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 104 and 105 are there */
-	CHECK_EQ(rc_read(c, &rs, 104 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 196 and 195 are there */
+	CHECK_EQ(rc_read(c, &rs, 196 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	/* 106 on are due: 9 ms in the red, above minus the cap: they go */
+	/* 194 down are due: 9 ms in the red, above minus the cap: they go */
 	for (k = 0; k < 4; k++)
-		ai[k] = take_paid(c, 106 + k, 3000000);
+		ai[k] = take_paid(c, 194 - k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
 	CHECK_EQ(c->budget.balance, -21000000);
-	CHECK_EQ(rc_read(c, &rs, 105 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, 195 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->nr_ahead, 4);
 	CHECK_CTR(c, .reads = 6, .read_hits = 3, .read_misses = 3, .prefetches = 7,
@@ -2994,12 +3027,12 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	u64 as[8];
 
 	c->prefetch = 2;
-	stream4(c, 0);
+	down4(c, 2);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* 1 */
-	CHECK_EQ(rd32k(c, 256, &idx), RC_READ_WAIT);	/* waits on 1, ahead */
+	CHECK_EQ(rd32k(c, 256 + 192, &idx), RC_READ_WAIT);	/* waits on 1, ahead */
 	CHECK_EQ(idx, ai[0]);
-	CHECK_EQ(take_ahead(c, as, ai + 1, 7), 1);	/* 2 */
-	CHECK_EQ(as[0], 2);
+	CHECK_EQ(take_ahead(c, as, ai + 1, 7), 1);	/* 0 */
+	CHECK_EQ(as[0], 0);
 	rc_fill_cancel(c, ai[0]);
 	rc_count_resent(c, 1);
 	rc_fill_cancel(c, ai[1]);
@@ -3008,7 +3041,7 @@ CTEST(prefetch_cancelled_or_stale_leaves_the_counters_whole)
 	CHECK_CTR(c, .reads = 5, .read_hits = 3, .read_misses = 1, .read_resent = 1,
 		  .fill_ios = 1, .fill_sectors = 256);
 
-	stream4(c, 8);
+	down4(c, 10);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 1);
 	CHECK_EQ(as[0], 9);
 	cookie = rc_write_start(c, 9, 8, true);
@@ -3226,92 +3259,112 @@ CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_them_once)
 }
 
 /*
- * A miss that goes on with a stream plans its own fill and the batch
- * ahead of it, sorted into one run; the fill of the device's last segment
- * is priced as far as the device goes, and nothing is due beyond it.
+ * A miss that goes on with a backward stream plans its own fill and the
+ * batch ahead of it (below it), sorted into one run and priced once.  At
+ * the device's first segment nothing is due below it; the fill of the
+ * device's last segment is priced as far as the device goes.  (Some of
+ * the streams' reads go through rc_read(), which plans no pair: through
+ * rc_map_read(), 103's would fill 102 and 1's would fill 0.)
  */
 CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100,
-				     .run_max = RC_FILL_RUN_MAX };
+	struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+			       .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	u32 k;
 
 	c->prefetch = 2;
-	for (k = 100; k < 102; k++) {
-		rc_map_read(c, k * 256, 256, 0, &p, &plan);
-		CHECK_EQ(plan.act, RC_READ_FILL);
-		CHECK_EQ(plan.nr_fills, 1);
-		CHECK_EQ(rc_fill_done(c, plan.idx, 0, 256, false), RC_FILL_SERVE);
-		rc_unpin(c, plan.idx);
-	}
-	l.n = 0;
+	miss_seg(c, 104);
+	miss_seg(c, 103);
 	rc_map_read(c, 102 * 256, 256, 0, &p, &plan);
 	CHECK_EQ(plan.act, RC_READ_FILL);
 	CHECK_EQ(plan.sectors, 256);
 	CHECK_EQ(plan.nr_fills, 3);
 	for (k = 0; k < 3; k++) {
-		CHECK_EQ(plan.fills[k].seg, 102 + k);
-		CHECK_EQ(plan.fills[k].ahead, k > 0);
+		CHECK_EQ(plan.fills[k].seg, 100 + k);
+		CHECK_EQ(plan.fills[k].ahead, k < 2);
 		CHECK_EQ(c->entries[plan.fills[k].idx].state, RC_FILLING);
 	}
-	CHECK_EQ(plan.fills[0].idx, plan.idx);
+	CHECK_EQ(plan.fills[2].idx, plan.idx);
 	CHECK_EQ(rc_fill_run(plan.fills, 3, RC_FILL_RUN_MAX), 3);
 	CHECK_EQ(plan.nr_reqs, 1);
-	CHECK_EQ(plan.reqs[0].sector, 102 * 256);
-	CHECK_EQ(plan.reqs[0].sectors, 2 * 256 + 100);
+	CHECK_EQ(plan.reqs[0].sector, 100 * 256);
+	CHECK_EQ(plan.reqs[0].sectors, 3 * 256);
 	CHECK_EQ(plan.reqs[0].first, 0);
 	CHECK_EQ(plan.reqs[0].nr, 3);
 	/* one price on each disk: the read, and the request that fills for it */
-	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 102 * 256, 2 * 256 + 100 });
+	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 100 * 256, 3 * 256 });
 	for (k = 0; k < 3; k++) {
-		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, k < 2 ? 256 : 100, k > 0),
-			 RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, 256, k > 0), RC_FILL_SERVE);
 		rc_unpin(c, plan.fills[k].idx);
 	}
 	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 5,
-		  .fill_sectors = 4 * 256 + 100, .fill_joined = 2);
+		  .fill_sectors = 5 * 256, .fill_joined = 2);
+	check_invariants(c);
+	rm(c);
+
+	/* A device of three segments, the last 100 sectors, read down. */
+	c = mk(32);
+	p.capacity = 2 * 256 + 100;
+	rc_map_read(c, 2 * 256, 100, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 1);
+	CHECK_EQ(plan.reqs[0].sectors, 100);
+	CHECK_PRICES(&l, { RC_VD_BARE, 2 * 256, 100 }, { RC_VD_CACHE, 2 * 256, 100 });
+	CHECK_EQ(rc_fill_done(c, plan.idx, 0, 100, false), RC_FILL_SERVE);
+	rc_unpin(c, plan.idx);
+	miss_seg(c, 1);
+	rc_map_read(c, 0, 256, 0, &p, &plan);		/* degree 2, but none below 0 */
+	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 1);
+	CHECK_PRICES(&l, { RC_VD_BARE, 0, 256 }, { RC_VD_CACHE, 0, 256 });
+	CHECK_EQ(rc_fill_done(c, plan.idx, 0, 256, false), RC_FILL_SERVE);
+	rc_unpin(c, plan.idx);
+	CHECK_CTR(c, .reads = 3, .read_misses = 3, .fill_ios = 3, .fill_sectors = 2 * 256 + 100);
 	check_invariants(c);
 	rm(c);
 }
 
 /*
  * A run longer than the caller's requests may be (p->run_max segments)
- * goes down as several requests, each with its own fills.
+ * goes down as several requests, each with its own fills: the batch
+ * below the miss in one, priced as speculation, the miss's own in the
+ * next.
  */
 CTEST(map_read_cuts_a_run_at_the_callers_request_size)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 104 * 256 + 100,
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
 				     .run_max = 2 };
 	struct rc_read_plan plan;
 	u32 k;
 
 	c->prefetch = 2;
-	for (k = 100; k < 102; k++) {
-		rc_map_read(c, k * 256, 256, 0, &p, &plan);
-		CHECK_EQ(rc_fill_done(c, plan.idx, 0, 256, false), RC_FILL_SERVE);
-		rc_unpin(c, plan.idx);
-	}
+	miss_seg(c, 104);
+	miss_seg(c, 103);
 	rc_map_read(c, 102 * 256, 256, 0, &p, &plan);
 	CHECK_EQ(plan.nr_fills, 3);
 	CHECK_EQ(plan.nr_reqs, 2);
-	CHECK_EQ(plan.reqs[0].sector, 102 * 256);
+	CHECK_EQ(plan.reqs[0].sector, 100 * 256);
 	CHECK_EQ(plan.reqs[0].sectors, 2 * 256);
 	CHECK_EQ(plan.reqs[0].first, 0);
 	CHECK_EQ(plan.reqs[0].nr, 2);
-	CHECK_EQ(plan.reqs[1].sector, 104 * 256);
-	CHECK_EQ(plan.reqs[1].sectors, 100);
+	CHECK_EQ(plan.reqs[1].sector, 102 * 256);
+	CHECK_EQ(plan.reqs[1].sectors, 256);
 	CHECK_EQ(plan.reqs[1].first, 2);
 	CHECK_EQ(plan.reqs[1].nr, 1);
+	CHECK(rc_fill_own(&plan.fills[2]));
+	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 100 * 256, 2 * 256 },
+		     { RC_VD_CACHE, 102 * 256, 256 });
 	for (k = 0; k < 3; k++) {
-		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, k < 2 ? 256 : 100, k == 1),
-			 RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, 256, k == 1), RC_FILL_SERVE);
 		rc_unpin(c, plan.fills[k].idx);
 	}
+	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 5,
+		  .fill_sectors = 5 * 256, .fill_joined = 1);
 	check_invariants(c);
 	rm(c);
 }
@@ -3445,20 +3498,21 @@ CTEST(map_read_fills_along_up_to_a_segment_held_or_written)
 }
 
 /*
- * A forward stream's batch starts after the segments filled along its
- * miss's read: the read's own segments do not take the batch's places.
+ * A forward stream's miss over two segments fills the second along with
+ * its own and nothing ahead (the page cache reads ahead of it); a
+ * backward stream's fills the second along and its batch below, all in
+ * one run.
  */
-CTEST(map_read_batch_ahead_starts_after_the_fills_along)
+CTEST(map_read_fills_ahead_of_a_backward_stream_only)
 {
 	struct rc_cache *c = mk(32);
 	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 300 * 256,
 				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 	u32 k;
 
 	c->prefetch = 2;
-	c->prefetch_forward = 1;
 	for (k = 100; k < 102; k++) {
 		rc_map_read(c, k * 256, 256, 0, &p, &plan);
 		CHECK_EQ(plan.nr_fills, 1);
@@ -3466,16 +3520,33 @@ CTEST(map_read_batch_ahead_starts_after_the_fills_along)
 	}
 	rc_map_read(c, 102 * 256, 2 * 256, 0, &p, &plan);
 	CHECK_EQ(plan.act, RC_READ_FILL);
+	CHECK_EQ(plan.nr_fills, 2);
+	CHECK_EQ(plan.fills[0].seg, 102);
+	CHECK(rc_fill_own(&plan.fills[0]));
+	CHECK_EQ(plan.fills[1].seg, 103);
+	CHECK(plan.fills[1].along);
+	serve_plan(c, &plan, 1);
+	CHECK_CTR(c, .reads = 3, .read_misses = 3, .fill_ios = 4, .fill_sectors = 4 * 256,
+		  .fill_joined = 1, .fill_along = 1);
+
+	for (k = 205; k > 203; k--) {
+		rc_map_read(c, k * 256, 256, 0, &p, &plan);
+		CHECK_EQ(plan.nr_fills, 1);
+		serve_plan(c, &plan, 1);
+	}
+	rc_map_read(c, 202 * 256, 2 * 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_FILL);
 	CHECK_EQ(plan.nr_fills, 4);
 	for (k = 0; k < 4; k++) {
-		CHECK_EQ(plan.fills[k].seg, 102 + k);
-		CHECK_EQ(plan.fills[k].along, k == 1);
-		CHECK_EQ(plan.fills[k].ahead, k > 1);
+		CHECK_EQ(plan.fills[k].seg, 200 + k);
+		CHECK_EQ(plan.fills[k].ahead, k < 2);
+		CHECK_EQ(plan.fills[k].along, k == 3);
 	}
+	CHECK_EQ(plan.fills[2].idx, plan.idx);
 	CHECK_EQ(rc_fill_run(plan.fills, 4, RC_FILL_RUN_MAX), 4);
 	serve_plan(c, &plan, 1);
-	CHECK_CTR(c, .reads = 3, .read_misses = 3, .prefetches = 2, .fill_ios = 6,
-		  .fill_sectors = 6 * 256, .fill_joined = 3, .fill_along = 1);
+	CHECK_CTR(c, .reads = 6, .read_misses = 6, .prefetches = 2, .fill_ios = 10,
+		  .fill_sectors = 10 * 256, .fill_joined = 4, .fill_along = 2);
 	check_invariants(c);
 	rm(c);
 }
@@ -3492,8 +3563,9 @@ static u32 pair_read(struct rc_cache *c, const struct rc_pricer *p, u64 seg,
  * Pairs: a miss with a segment within RC_PAIR_NEAR of it read lately
  * fills the other half of its pair (2k, 2k + 1) in its request, as a fill
  * ahead; an isolated miss, a miss next only to a segment filled ahead and
- * unread, a read going on into the next segment and a pair whose other
- * half is cached fill their own segment only.
+ * unread or to one no longer cached, a read going on into the next
+ * segment and a pair whose other half is cached fill their own segment
+ * only.
  */
 CTEST(pairs_fill_the_other_half_where_reads_cluster)
 {
@@ -3502,8 +3574,8 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
 				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
+	u32 cookie, idx;
 
-	c->prefetch_pairs = 1;
 	CHECK_EQ(pair_read(c, &p, 10, &plan), 1);	/* nothing near */
 	serve_plan(c, &plan, 1);
 	l.n = 0;
@@ -3547,11 +3619,15 @@ CTEST(pairs_fill_the_other_half_where_reads_cluster)
 		  .prefetch_paired = 2, .prefetch_hits = 1, .fill_ios = 11,
 		  .fill_sectors = 11 * 256, .fill_joined = 2);
 
-	/* without prefetch_pairs, the same miss fills its own segment only */
-	c->prefetch_pairs = 0;
+	/* 2, read lately, is dropped by a write; 3 is unread: 4 alone */
+	cookie = rc_write_start(c, 2, 8, false);
+	CHECK_EQ(rc_write_done(c, 2, cookie, 0, false, &idx), RC_WRITE_DONE);
 	CHECK_EQ(pair_read(c, &p, 4, &plan), 1);
 	serve_plan(c, &plan, 1);
-	CHECK_EQ(c->ctr.prefetch_paired, 2);
+	CHECK_CTR(c, .reads = 11, .read_hits = 1, .read_misses = 10, .prefetches = 2,
+		  .prefetch_paired = 2, .prefetch_hits = 1, .fill_ios = 12,
+		  .fill_sectors = 12 * 256, .fill_joined = 2, .writes = 1, .write_sectors = 8,
+		  .invalidations = 1);
 	check_invariants(c);
 	rm(c);
 }
@@ -3580,7 +3656,8 @@ static int ghost_ahead(const struct rc_cache *c, u64 seg)
  * active one would: a backward stream's batch becomes GHOST entries filled
  * ahead, priced in one request with the miss's segment, and the batch's
  * share of it counts in the window's time with the cache; a later read of
- * one is a simulated hit.  spk simulates no read-ahead.
+ * one is a simulated hit.  A miss near segments read lately has its
+ * pair's other half simulated likewise.  spk simulates no read-ahead.
  */
 CTEST(inactive_cache_simulates_its_read_ahead)
 {
@@ -3596,26 +3673,40 @@ CTEST(inactive_cache_simulates_its_read_ahead)
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;
 	c->prefetch = 2;
 	rc_adapt_set_active(&c->adapt, false);
-	rc_map_read(c, 100 * 256, 256, 0, &p, &plan);
-	rc_map_read(c, 99 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 101 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 100 * 256, 256, 0, &p, &plan);	/* its pair's other half, 101, is there */
 	CHECK_EQ(c->nr_ghost, 2);
 	l.n = 0;
 	before = c->adapt.cache_ns;
-	rc_map_read(c, 98 * 256, 256, 0, &p, &plan);	/* streamed: 97 and 96 due */
+	rc_map_read(c, 99 * 256, 256, 0, &p, &plan);	/* streamed: 98 and 97 due */
 	CHECK_EQ(plan.act, RC_READ_BYPASS);
 	CHECK_EQ(plan.nr_fills, 0);
 	CHECK_EQ(c->nr_ghost, 5);
-	CHECK_EQ(ghost_ahead(c, 98), 0);
+	CHECK_EQ(ghost_ahead(c, 99), 0);
+	CHECK_EQ(ghost_ahead(c, 98), 1);
 	CHECK_EQ(ghost_ahead(c, 97), 1);
-	CHECK_EQ(ghost_ahead(c, 96), 1);
-	CHECK_PRICES(&l, { RC_VD_BARE, 98 * 256, 256 }, { RC_VD_CACHE, 96 * 256, 3 * 256 });
+	CHECK_PRICES(&l, { RC_VD_BARE, 99 * 256, 256 }, { RC_VD_CACHE, 97 * 256, 3 * 256 });
 	/* 1.768 ms for the request, in thirds (one ns lost to rounding) */
 	CHECK_EQ(c->adapt.cache_ns - before, 1767999);
-	rc_map_read(c, 97 * 256, 256, 0, &p, &plan);
-	CHECK_EQ(ghost_ahead(c, 97), 0);		/* read: no longer ahead */
+	rc_map_read(c, 98 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(ghost_ahead(c, 98), 0);		/* read: no longer ahead */
 	CHECK_EQ(c->ctr.sim_hits, 1);
 	CHECK_EQ(c->ctr.sim_misses, 3);
+
+	/* 52, 2 from 50, read lately: 53 with it, in one request, half of it speculation */
+	rc_map_read(c, 50 * 256, 256, 0, &p, &plan);
+	l.n = 0;
+	before = c->adapt.cache_ns;
+	rc_map_read(c, 52 * 256, 8, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(ghost_ahead(c, 52), 0);
+	CHECK_EQ(ghost_ahead(c, 53), 1);
+	CHECK_PRICES(&l, { RC_VD_BARE, 52 * 256, 8 }, { RC_VD_CACHE, 52 * 256, 2 * 256 });
+	CHECK_EQ(c->adapt.cache_ns - before, 1512000);	/* 1.512 ms, in halves */
+	CHECK_EQ(c->ctr.sim_misses, 5);
+	CHECK_EQ(c->nr_ghost, 8);
 	CHECK_EQ(c->ctr.prefetches, 0);
+	CHECK_EQ(c->ctr.prefetch_paired, 0);
 	check_invariants(c);
 	rm(c);
 
@@ -3624,10 +3715,12 @@ CTEST(inactive_cache_simulates_its_read_ahead)
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;
 	c->prefetch = 2;
 	rc_adapt_set_active(&c->adapt, false);
+	rc_map_read(c, 101 * 256, 256, 0, &p, &plan);
 	rc_map_read(c, 100 * 256, 256, 0, &p, &plan);
 	rc_map_read(c, 99 * 256, 256, 0, &p, &plan);
-	rc_map_read(c, 98 * 256, 256, 0, &p, &plan);
-	CHECK_EQ(c->nr_ghost, 3);
+	rc_map_read(c, 50 * 256, 256, 0, &p, &plan);
+	rc_map_read(c, 52 * 256, 8, 0, &p, &plan);
+	CHECK_EQ(c->nr_ghost, 5);
 	check_invariants(c);
 	rm(c);
 }
@@ -3656,7 +3749,6 @@ CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;
-	c->prefetch_pairs = 1;
 	CHECK(rc_budgeted(c));
 	CHECK_EQ(pair_read(c, &p, 10, &plan), 1);
 	serve_plan(c, &plan, 1);
@@ -3698,7 +3790,6 @@ CTEST(pairs_stop_at_the_device_end_and_at_writes_in_flight)
 	enum rc_write_action wa;
 	u32 cookie, idx;
 
-	c->prefetch_pairs = 1;
 	CHECK_EQ(pair_read(c, &p, 18, &plan), 1);
 	serve_plan(c, &plan, 1);
 	CHECK_EQ(pair_read(c, &p, 20, &plan), 1);	/* 18 near, 21 past the end */
@@ -3733,12 +3824,12 @@ static bool adversary_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u
 }
 
 /*
- * Read-ahead that never pays: 300 forward streams of 8 whole segments,
- * far apart, prefetch 8 both ways, through rc_map_read() as the glue
- * goes.  Each stream ramps up and leaves its last batch unread.  The
- * batches start in the red, as a stream's miss fills, but none below
- * minus the cap: the balance never falls further than one batch and the
- * fills a stream's miss may take beyond it.
+ * Read-ahead that never pays: 300 backward streams of 8 whole segments,
+ * far apart, prefetch 8, through rc_map_read() as the glue goes.  Each
+ * stream ramps up and leaves its last batch unread.  The batches start
+ * in the red, as a stream's miss fills, but none below minus the cap:
+ * the balance never falls further than one batch and the fills a
+ * stream's miss may take beyond it.
  */
 CTEST(budget_bounds_read_ahead_that_never_pays)
 {
@@ -3746,32 +3837,38 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 	const struct rc_pricer p = { .price = adversary_price, .capacity = 1ull << 32,
 				     .run_max = RC_FILL_RUN_MAX };
 	const s64 cap = RC_BUDGET_CAP_MS * (s64)MS;
+	const struct rc_fill_req *q;
 	struct rc_read_plan plan;
 	s64 low = 0, before;
 	u64 base;
-	u32 s, k, f, red = 0;
+	u32 s, k, r, f, red = 0;
 
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	c->adapt.window = RC_ADAPT_MAX_WINDOW;
 	c->prefetch = RC_PREFETCH_MAX;
-	c->prefetch_forward = 1;
 	CHECK(rc_budgeted(c));
 	for (s = 0; s < 300; s++) {
 		base = (u64)(s * 7919 % 4096) * 64;
 		for (k = 0; k < 8; k++) {
 			before = c->budget.balance;
-			rc_map_read(c, (base + k) * 256, 256, 0, &p, &plan);
-			/* a batch ahead though a hit's 5 ms could not bring it to 0 */
+			rc_map_read(c, (base + 7 - k) * 256, 256, 0, &p, &plan);
+			/*
+			 * a batch ahead though a hit's 5 ms could not bring it
+			 * to 0 (a pair needs the balance not negative)
+			 */
 			if (before < -10 * (s64)MS && plan.nr_fills > 1)
 				red++;
 			if (plan.act == RC_READ_HIT)
 				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
 							       .sectors = 256, .end = MS / 10 });
-			for (f = 0; f < plan.nr_fills; f++) {
-				CHECK_EQ(rc_fill_done(c, plan.fills[f].idx, 0, 256,
-						      plan.fills[f].ahead), RC_FILL_SERVE);
-				rc_unpin(c, plan.fills[f].idx);
+			for (r = 0; r < plan.nr_reqs; r++) {
+				q = &plan.reqs[r];
+				for (f = q->first; f < q->first + q->nr; f++) {
+					CHECK_EQ(rc_fill_done(c, plan.fills[f].idx, 0, 256,
+							      f > q->first), RC_FILL_SERVE);
+					rc_unpin(c, plan.fills[f].idx);
+				}
 			}
 			if (c->budget.balance < low)
 				low = c->budget.balance;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Host unit tests of the replay engine (userspace/sim.c): configurations
- * and their exact refusals; with policy always and one process issuing
- * serially, fills equal the misses of an independent LRU of segments (one
- * object a segment) on several traces and cache sizes; a serial bare
- * replay keeps the drive busy exactly as long as it runs; think time and
- * overlap as the trace shows them; writes and discards invalidate;
- * the same input gives the same output.
+ * and their exact refusals; with policy always, no speculation and one
+ * process issuing serially, fills equal the misses of an independent LRU
+ * of segments (one object a segment) on several traces and cache sizes;
+ * a serial bare replay keeps the drive busy exactly as long as it runs;
+ * think time and overlap as the trace shows them; writes and discards
+ * invalidate; the same input gives the same output.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +89,7 @@ CTEST(sim_configs_parse)
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
 	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,dwell=1,"
-		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,prefetch_forward=0,"
-		   "prefetch_pairs=1,write_policy=update");
+		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,write_policy=update");
 	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(c.estimator, RC_EST_SPK);
 	CHECK_EQ(c.tun_given, (1u << RC_TUN_NR) - 1);
@@ -100,8 +99,6 @@ CTEST(sim_configs_parse)
 	CHECK_EQ(c.tun[RC_TUN_DECAY_MS], 500);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_SHARE], 0);
 	CHECK_EQ(c.tun[RC_TUN_PREFETCH], 3);
-	CHECK_EQ(c.tun[RC_TUN_PREFETCH_FORWARD], 0);
-	CHECK_EQ(c.tun[RC_TUN_PREFETCH_PAIRS], 1);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_CAP_MS], 7);
 	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
 	c = config("bare");
@@ -131,6 +128,11 @@ CTEST(sim_bad_configs_are_refused_with_the_reason)
 						 "margin must be 0..99" },
 		{ "64x128k:adaptive,speed=3", "config '64x128k:adaptive,speed=3': set: unknown "
 					      "key 'speed'" },
+		/* the knobs the core's defaults replaced */
+		{ "64x128k:always,prefetch_forward=0", "config '64x128k:always,prefetch_forward="
+						       "0': set: unknown key 'prefetch_forward'" },
+		{ "64x128k:always,prefetch_pairs=1", "config '64x128k:always,prefetch_pairs=1': "
+						     "set: unknown key 'prefetch_pairs'" },
 		{ "64x128k:adaptive,window", "config '64x128k:adaptive,window': an option is not "
 					     "<key>=<value>" },
 		{ "64x128k:adaptive,=3", "config '64x128k:adaptive,=3': an option is not "
@@ -186,25 +188,38 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
+/* How far apart some traces lay their segments: none is within RC_PAIR_NEAR of another. */
+#define APART		(RC_PAIR_NEAR + 1)
+
+/* @sector of a trace whose segments of @seg_sectors are laid APART apart on the disk. */
+static uint64_t apart(uint64_t sector, uint32_t seg_sectors)
+{
+	return sector / seg_sectors * APART * seg_sectors + sector % seg_sectors;
+}
+
 /*
  * One process, serial reads: @kind 0 sequential, 1 random, 2 loop, 3
  * strided; with @seg_sectors, each cut at the end of its segment (a read
- * across segments is pieces that go at once: see the split test below).
+ * across segments is pieces that go at once: see the split test below),
+ * and the trace's segments laid APART segments apart on the disk: no miss
+ * then has a segment read lately near it, and the cache fills no pair
+ * (rc-core.h), which an LRU of segments would not.
  */
 static struct trace *serial_reads(int kind, size_t n, uint32_t seg_sectors)
 {
 	struct trace *t = new_trace(n);
-	uint64_t sector = 0;
+	uint64_t sector = 0, span = seg_sectors ? CAPACITY / APART : CAPACITY;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		uint32_t len = 8 << (next_rand() % 6);	/* 4 KiB .. 128 KiB */
+		uint64_t at;
 
 		switch (kind) {
 		case 0:
 			break;
 		case 1:
-			sector = next_rand() % (CAPACITY / 8 - 64) * 8;
+			sector = next_rand() % (span / 8 - 64) * 8;
 			break;
 		case 2:
 			sector = (i % 97) * 200;
@@ -214,19 +229,29 @@ static struct trace *serial_reads(int kind, size_t n, uint32_t seg_sectors)
 			len = 8;
 			break;
 		}
-		if (seg_sectors && len > seg_sectors - sector % seg_sectors)
-			len = seg_sectors - sector % seg_sectors;
-		put(t, i, TRACE_READ, sector, len, 7, i, TRACE_NO_TIME);
+		at = sector;
+		if (seg_sectors) {
+			if (len > seg_sectors - sector % seg_sectors)
+				len = seg_sectors - sector % seg_sectors;
+			at = apart(sector, seg_sectors);
+		}
+		put(t, i, TRACE_READ, at, len, 7, i, TRACE_NO_TIME);
 		if (kind == 0)
 			sector += len;
 	}
 	return t;
 }
 
+/*
+ * Without speculation (no batch ahead: prefetch 0; no pair: the reads'
+ * segments are apart), the cache of policy always is an LRU of segments.
+ */
 CTEST(sim_always_fills_equal_the_misses_of_an_lru_of_segments)
 {
-	static const char * const specs[] = { "16x128k:always", "64x128k:always",
-					      "256x32k:always", "8x1m:always" };
+	static const char * const specs[] = { "16x128k:always,prefetch=0",
+					      "64x128k:always,prefetch=0",
+					      "256x32k:always,prefetch=0",
+					      "8x1m:always,prefetch=0" };
 	int kind;
 	size_t i;
 
@@ -241,6 +266,7 @@ CTEST(sim_always_fills_equal_the_misses_of_an_lru_of_segments)
 			CHECK_EQ(r.ctr.read_misses, misses);
 			CHECK_EQ(r.ctr.read_hits + r.ctr.read_misses, r.ctr.reads);
 			CHECK_EQ(r.ctr.read_hits_waited + r.ctr.read_bypassed, 0);
+			CHECK_EQ(r.ctr.prefetches, 0);
 			CHECK_EQ(r.disk_requests, misses);
 			CHECK(r.active);
 			free_trace(t);
@@ -255,16 +281,18 @@ CTEST(sim_a_split_read_makes_its_filled_segment_newer_than_its_hit)
 	 * glue unpins B when its copy is done and A when its fill completes,
 	 * so A ends up the more recent, where an LRU of accesses in order
 	 * would have B.  C then evicts B, and A is a hit: 3 fills, not 4.
+	 * C is segment 4, too far from A and B to fill its pair.
 	 */
 	struct trace *t = new_trace(4);
 	struct sim_result r;
 
 	put(t, 0, TRACE_READ, 256, 8, 1, 0, TRACE_NO_TIME);
 	put(t, 1, TRACE_READ, 248, 16, 1, 1, TRACE_NO_TIME);
-	put(t, 2, TRACE_READ, 512, 8, 1, 2, TRACE_NO_TIME);
+	put(t, 2, TRACE_READ, 4 * 256, 8, 1, 2, TRACE_NO_TIME);
 	put(t, 3, TRACE_READ, 0, 8, 1, 3, TRACE_NO_TIME);
 	r = run(t, "2x128k:always");
 	CHECK_EQ(r.ctr.fill_ios, 3);
+	CHECK_EQ(r.ctr.prefetches, 0);
 	CHECK_EQ(r.ctr.read_hits, 2);
 	CHECK_EQ(lru_misses(t, 2, 256), 4);
 	free_trace(t);
@@ -299,7 +327,8 @@ CTEST(sim_same_input_same_output)
 /*
  * A warm-up trace (the bench's mount) goes through the same cache first:
  * what it filled is there for the trace, but nothing of it is counted,
- * and the trace's time starts when it is over.
+ * and the trace's time starts when it is over.  The segments read are
+ * RC_PAIR_NEAR + 1 apart: no miss fills a pair.
  */
 CTEST(sim_a_warm_up_fills_the_cache_and_counts_nothing)
 {
@@ -309,9 +338,9 @@ CTEST(sim_a_warm_up_fills_the_cache_and_counts_nothing)
 	struct sim_result cold, r, bare;
 
 	put(warm, 0, TRACE_READ, 1 * 256, 8, 7, 0, TRACE_NO_TIME);
-	put(warm, 1, TRACE_READ, 2 * 256, 8, 7, 1000, TRACE_NO_TIME);
+	put(warm, 1, TRACE_READ, 4 * 256, 8, 7, 1000, TRACE_NO_TIME);
 	put(t, 0, TRACE_READ, 1 * 256 + 8, 8, 1, 0, TRACE_NO_TIME);
-	put(t, 1, TRACE_READ, 3 * 256, 8, 1, 1000, TRACE_NO_TIME);
+	put(t, 1, TRACE_READ, 7 * 256, 8, 1, 1000, TRACE_NO_TIME);
 	CHECK_EQ(sim_run(t, &d, &c, &cold, err), 0);
 	CHECK_EQ(cold.ctr.read_misses, 2);
 	d.warm = warm;
@@ -321,6 +350,7 @@ CTEST(sim_a_warm_up_fills_the_cache_and_counts_nothing)
 	CHECK_EQ(r.ctr.read_hits, 1);		/* segment 1, the warm-up's */
 	CHECK_EQ(r.ctr.read_misses, 1);
 	CHECK_EQ(r.ctr.fill_ios, 1);
+	CHECK_EQ(r.ctr.prefetches, 0);
 	CHECK_EQ(r.disk_requests, 1);		/* the drive was reset */
 	CHECK_EQ(r.segments_valid, 3);
 	CHECK(r.app_ns > 0 && r.app_ns < cold.app_ns);
@@ -474,14 +504,16 @@ CTEST(sim_a_bypassed_piece_takes_the_next_with_it)
 }
 
 /*
- * A stream's fills ahead go to the disk in one request with the miss they
- * follow, backward as forward: a file read backward in 4 KiB reads (tac)
- * costs the disk one request per batch, not one per segment.
+ * A backward stream's fills ahead go to the disk in batches, each one
+ * request: a file read backward in 4 KiB reads (tac) misses once.  A
+ * forward one gets no batch (the page cache reads ahead of it): a miss
+ * next to the segments read fills its pair's other half in its request.
+ * prefetch 0 turns both off: every segment is a miss and a request.
  */
 CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 {
 	struct trace *fwd = new_trace(1024), *back = new_trace(1024);
-	struct sim_result f, b, none, fb, bb;
+	struct sim_result f, f0, b, b0;
 	size_t i;
 
 	/* 4 MiB, 32 segments of 128 KiB, read forward and backward. */
@@ -489,39 +521,47 @@ CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 		put(fwd, i, TRACE_READ, 8 * i, 8, 7, i, TRACE_NO_TIME);
 		put(back, i, TRACE_READ, 8 * (1023 - i), 8, 7, i, TRACE_NO_TIME);
 	}
-	none = run(back, "64x128k:always");
-	f = run(fwd, "64x128k:always,prefetch=2");
-	b = run(back, "64x128k:always,prefetch=2");
-	/* Backward only: the forward stream is left to the page cache's read-ahead. */
-	fb = run(fwd, "64x128k:always,prefetch=2,prefetch_forward=0");
-	bb = run(back, "64x128k:always,prefetch=2,prefetch_forward=0");
+	f = run(fwd, "64x128k:always");
+	f0 = run(fwd, "64x128k:always,prefetch=0");
+	b = run(back, "64x128k:always");
+	b0 = run(back, "64x128k:always,prefetch=0");
 	free_trace(fwd);
 	free_trace(back);
-	CHECK_EQ(fb.ctr.prefetches, 0);
-	CHECK_EQ(fb.ctr.fill_ios, 32);
-	CHECK_EQ(fb.disk_requests, 32);
-	CHECK_EQ(bb.ctr.prefetches, b.ctr.prefetches);
-	CHECK_EQ(bb.disk_requests, b.disk_requests);
-	/* Without read-ahead: one request per segment. */
-	CHECK_EQ(none.ctr.fill_ios, 32);
-	CHECK_EQ(none.ctr.fill_joined, 0);
-	CHECK_EQ(none.disk_requests, 32);
+	CHECK_EQ(b.tun[RC_TUN_PREFETCH], RC_PREFETCH_DEFAULT);
+	CHECK_EQ(f.tun[RC_TUN_PREFETCH], RC_PREFETCH_DEFAULT);
 	/*
-	 * With it, only the first read misses; the stream's fills ahead then
-	 * go in batches (its degree grows with what it has read, up to 2),
-	 * each batch one request.  Forward, one segment past the data is
-	 * filled and goes unread; backward, segment 0 is the disk's first.
+	 * Backward, only the first read misses; the stream's fills ahead
+	 * then go in batches (its degree grows with what it has read, up to
+	 * 2), each batch one request, down to segment 0, the disk's first.
+	 * No miss is left to fill a pair.
 	 */
-	CHECK_EQ(f.ctr.fill_ios, 33);
-	CHECK_EQ(f.ctr.prefetches, 32);
-	CHECK_EQ(f.ctr.fill_joined, 15);
-	CHECK_EQ(f.disk_requests, 18);
+	CHECK_EQ(b.ctr.read_misses, 1);
 	CHECK_EQ(b.ctr.fill_ios, 32);
 	CHECK_EQ(b.ctr.prefetches, 31);
+	CHECK_EQ(b.ctr.prefetch_hits, 31);
+	CHECK_EQ(b.ctr.prefetch_paired, 0);
 	CHECK_EQ(b.ctr.fill_joined, 14);
 	CHECK_EQ(b.disk_requests, 18);
 	CHECK_EQ(b.disk_requests, b.ctr.fill_ios - b.ctr.fill_joined);
-	CHECK(b.disk_busy_ns < none.disk_busy_ns);
+	/* No read-ahead: a miss, a fill and a request per segment. */
+	CHECK_EQ(b0.ctr.read_misses, 32);
+	CHECK_EQ(b0.ctr.fill_ios, 32);
+	CHECK_EQ(b0.ctr.prefetches, 0);
+	CHECK_EQ(b0.ctr.fill_joined, 0);
+	CHECK_EQ(b0.disk_requests, 32);
+	CHECK_EQ(f0.ctr.read_misses, 32);
+	CHECK_EQ(f0.ctr.prefetches, 0);
+	CHECK_EQ(f0.disk_requests, 32);
+	/*
+	 * Forward, no batch: segments 0 and 1 miss, then every even one,
+	 * whose miss fills the odd one above in its request.
+	 */
+	CHECK_EQ(f.ctr.read_misses, 17);
+	CHECK_EQ(f.ctr.fill_ios, 32);
+	CHECK_EQ(f.ctr.prefetches, 15);
+	CHECK_EQ(f.ctr.prefetch_paired, 15);
+	CHECK_EQ(f.ctr.fill_joined, 15);
+	CHECK_EQ(f.disk_requests, 17);
 }
 
 CTEST(sim_a_request_beyond_the_disk_is_refused)
@@ -546,6 +586,18 @@ static struct trace *reads_4k(bool random, size_t n)
 
 	for (i = 0; i < n; i++)
 		put(t, i, TRACE_READ, random ? next_rand() % (CAPACITY / 8) * 8 : i * 24, 8, 7, i,
+		    TRACE_NO_TIME);
+	return t;
+}
+
+/* One process's serial random 4 KiB reads in 128 KiB segments APART apart: no pairs. */
+static struct trace *random_4k_apart(size_t n)
+{
+	struct trace *t = new_trace(n);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		put(t, i, TRACE_READ, apart(next_rand() % (CAPACITY / APART / 8) * 8, 256), 8, 7, i,
 		    TRACE_NO_TIME);
 	return t;
 }
@@ -667,14 +719,21 @@ CTEST(sim_budget_keeps_random_reads_near_the_bare_disk)
 
 CTEST(sim_adaptive_stays_on_for_strided_reads)
 {
+	const u32 segs = (3000 * 24 + 255) / 256;	/* 12 KiB a read, 128 KiB a segment */
 	struct trace *t = reads_4k(false, 3000);
 	struct sim_result bare = run(t, "bare"), r = run(t, "64x128k:adaptive");
 
 	CHECK(r.active);
 	CHECK_EQ(r.adapt.switches, 0);
 	CHECK_EQ(r.ctr.read_bypassed, 0);
-	/* 128 KiB a fill, 12 KiB a read: every 11th read misses */
-	CHECK_EQ(r.ctr.read_misses, (3000 * 24 + 255) / 256);
+	/*
+	 * Every segment filled once; segments 0 and 1 miss, then each even
+	 * one, and its miss fills the odd one after it (its pair's other half).
+	 */
+	CHECK_EQ(r.ctr.fill_ios, segs);
+	CHECK_EQ(r.ctr.read_misses, 2 + (segs - 2) / 2);
+	CHECK_EQ(r.ctr.prefetch_paired, (segs - 2) / 2);
+	CHECK_EQ(r.ctr.prefetches, r.ctr.prefetch_paired);
 	CHECK(r.app_ns < bare.app_ns * 70 / 100);
 	free_trace(t);
 }
@@ -697,14 +756,16 @@ CTEST(sim_the_model_learns_each_request_when_it_completes)
 	free_trace(t);
 }
 
+/* Random misses, none near another (a pair would fill an entry no rule decided). */
 CTEST(sim_caware_bypasses_random_misses_once_full)
 {
-	struct trace *t = reads_4k(true, 3000);
+	struct trace *t = random_4k_apart(3000);
 	struct sim_result bare = run(t, "bare"), r = run(t, "64x128k:caware");
 	const struct rc_caware *w = &r.caware;
 
 	CHECK(r.active);
-	CHECK(w->rule[6] >= 64);			/* filled while not full */
+	CHECK_EQ(r.ctr.prefetches, 0);
+	CHECK_EQ(w->rule[6], 64);			/* filled while not full */
 	CHECK(w->rule[5] > w->rule[1]);
 	/* every 16th read rule 5 decided was cached as a probe */
 	CHECK_EQ(w->probes, w->rule[5] / RC_CAWARE_PROBE);

@@ -295,9 +295,10 @@ def test_server_set_gives_every_cache_64_mib():
     assert srv.BUDGET_SECTORS == 131072
     assert srv.GEOMETRIES == {"2048x32k": (2048, 64), "1024x64k": (1024, 128),
                               "512x128k": (512, 256), "256x256k": (256, 512)}
-    # redcapctl create's default: 64 MiB of 128 KiB segments
-    assert srv.redcap_parts(srv.RECOMMENDED) == (
-        "512x128k", "adaptive+caware-ra1024-prefetch2back-pairs")
+    # redcapctl create's default: 64 MiB of 128 KiB segments, a table line
+    # with no features (the target's defaults are redcapctl's), its read-ahead
+    assert srv.redcap_parts(srv.RECOMMENDED) == ("512x128k", "default")
+    assert srv.POLICIES["default"] == "" and srv.READAHEAD_OF["default"] == 1024
     assert "redcap-512x128k-always" in srv.CONFIGS
     assert "redcap-512x128k-adaptive+caware" in srv.EXTRA_CONFIGS
     assert srv.SETS["server"]["configs"] == [

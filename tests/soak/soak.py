@@ -91,9 +91,9 @@ HOT = (0, 2048)                 # a hot 8 MiB
 A_KINDS = ["policy", "write_policy", "prefetch", "drop_cache", "discard", "zeroout",
            "suspend_resume", "reload_same", "reload_geometry", "recreate", "flakey"]
 B_KINDS = ["policy", "write_policy", "prefetch", "drop_cache", "suspend_resume", "reload_same"]
-# The read-ahead of streams: segments ahead (redcapctl's default is 2, backward
-# only), and both ways or backward only.  Several fills ahead go down in one
-# request (a run), which fails or completes as a whole.
+# The read-ahead of backward streams: segments ahead (the target's default is
+# 2).  Several fills ahead go down in one request (a run), which fails or
+# completes as a whole.
 PREFETCH = [0, 1, 2, 4, 8]
 FLAKEY_SECONDS = 8
 CMD_TIMEOUT = 600               # a dmsetup step taking longer is a hang
@@ -674,10 +674,9 @@ class Soak:
         self.log(stack, f"{kind} {detail} ({dt:.2f} s){bad}")
 
     def set_prefetch(self, name, rng):
-        n, fwd = rng.choice(PREFETCH), rng.choice([0, 1])
+        n = rng.choice(PREFETCH)
         self.dmsetup("message", name, "0", "set", "prefetch", str(n))
-        self.dmsetup("message", name, "0", "set", "prefetch_forward", str(fwd))
-        return f"{n} {'both ways' if fwd else 'backward'}"
+        return str(n)
 
     def chaos_a(self, kind):
         st = self.a_state
