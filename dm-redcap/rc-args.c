@@ -120,7 +120,6 @@ static const struct {
 } rc_tunables[RC_TUN_NR] = {
 	[RC_TUN_WINDOW] = { "window", 1, RC_ADAPT_MAX_WINDOW },
 	[RC_TUN_MARGIN] = { "margin", 0, RC_ADAPT_MAX_MARGIN - 1 },
-	[RC_TUN_DWELL] = { "dwell", 0, RC_ADAPT_MAX_DWELL },
 	[RC_TUN_DECAY_MS] = { "decay_ms", 0, RC_CAWARE_MAX_DECAY_MS },
 	[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, RC_BUDGET_MAX_SHARE },
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
@@ -130,59 +129,6 @@ static const struct {
 const char *rc_tunable_name(enum rc_tunable key)
 {
 	return key < RC_TUN_NR ? rc_tunables[key].key : "?";
-}
-
-void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
-{
-	switch (key) {
-	case RC_TUN_WINDOW:
-		c->adapt.window = value;
-		break;
-	case RC_TUN_MARGIN:
-		c->adapt.margin = value;
-		break;
-	case RC_TUN_DWELL:
-		c->adapt.dwell = value;
-		break;
-	case RC_TUN_DECAY_MS:
-		c->caware.interval_ns = (u64)value * 1000000;
-		break;
-	case RC_TUN_BUDGET_SHARE:
-		c->budget.share = value;
-		break;
-	case RC_TUN_BUDGET_CAP_MS:
-		c->budget.cap_ns = (u64)value * 1000000;
-		if (c->budget.balance > (s64)c->budget.cap_ns)
-			c->budget.balance = c->budget.cap_ns;
-		break;
-	case RC_TUN_PREFETCH:
-		c->prefetch = value;
-		break;
-	default:
-		break;
-	}
-}
-
-u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
-{
-	switch (key) {
-	case RC_TUN_WINDOW:
-		return c->adapt.window;
-	case RC_TUN_MARGIN:
-		return c->adapt.margin;
-	case RC_TUN_DWELL:
-		return c->adapt.dwell;
-	case RC_TUN_DECAY_MS:
-		return (u32)rc_div64(c->caware.interval_ns, 1000000);
-	case RC_TUN_BUDGET_SHARE:
-		return c->budget.share;
-	case RC_TUN_BUDGET_CAP_MS:
-		return (u32)rc_div64(c->budget.cap_ns, 1000000);
-	case RC_TUN_PREFETCH:
-		return c->prefetch;
-	default:
-		return 0;
-	}
 }
 
 static const char *rc_parse_set(char **argv, struct rc_msg *m, char *buf, size_t len)

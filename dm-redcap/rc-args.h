@@ -43,19 +43,8 @@ enum rc_msg_verb {
 	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_NR,
 };
 
-/* The tunables of "set <key> <value>". */
-enum rc_tunable {
-	RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DWELL, RC_TUN_DECAY_MS,
-	RC_TUN_BUDGET_SHARE, RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH,
-	RC_TUN_NR
-};
-
-/* The name of tunable @key ("window", ...). */
+/* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
 const char *rc_tunable_name(enum rc_tunable key);
-
-/* Tunable @key of @c: set it to a value rc_parse_message() accepted, or read it. */
-void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value);
-u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key);
 
 struct rc_msg {
 	enum rc_msg_verb verb;

@@ -417,20 +417,15 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 
 /*
  * Whether a read of index entry @i (RC_NONE: not cached) is served from
- * RAM: a valid or filling segment, always while the cache is active.
- * Inactive, by an adaptive policy on the vdisk estimator only, which
- * turned the cache off for what it would fill, not for what it holds (a
- * hit costs the disk nothing), and prices both sides with its model.
- * spk measures the bare side on the reads the disk serves while inactive;
- * a read served instead would have to be priced at its pools' mean, which
- * misses the drive's own cache (the hdd7200's 8K-SR x2 came back on and
- * lost 30 points, docs/results/README.md).  With policy off every read
- * goes to the disk.
+ * RAM: a valid or filling segment while the cache is active.  Inactive,
+ * every read goes to the disk, whatever the estimator: serving what the
+ * cache still held (vdisk only, until 2026-12-02) moved no cell of the
+ * simulator at a server's scale by a point
+ * (docs/results/2026-12-02-mechanisms.md).
  */
 static bool rc_serves(const struct rc_cache *c, u32 i)
 {
-	return i != RC_NONE && c->entries[i].state != RC_GHOST &&
-	       (rc_active(c) || rc_budgeted(c));
+	return i != RC_NONE && c->entries[i].state != RC_GHOST && rc_active(c);
 }
 
 /* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
@@ -473,23 +468,18 @@ static bool rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 }
 
 /*
- * Inactive: serve what is cached (rc_serves()), bypass every
- * other read, and play it on the simulated cache, which runs C-Aware's
+ * Inactive: bypass every read, and play it on the simulated cache, which
+ * runs C-Aware's
  * rule where the policy has it, not the budget (see
  * docs/results/README.md: a simulated budget kept in the red what the
  * active one would have paid back).
  */
 static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_state *st,
-					    u64 seg, u32 i, u32 *idx)
+					    u64 seg, u32 i)
 {
 	struct rc_entry *e;
 	u32 b;
 
-	if (rc_serves(c, i)) {
-		st->sim = RC_SIM_SERVED;
-		c->ctr.read_hits_inactive++;
-		return rc_read_cached(c, i, idx);
-	}
 	if (i != RC_NONE) {
 		e = &c->entries[i];
 		st->sim = RC_SIM_HIT;
@@ -513,20 +503,6 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 	c->ctr.read_bypassed++;
 	c->ctr.read_bypassed_inactive++;
 	return RC_READ_BYPASS;
-}
-
-/*
- * Whether a read going on with a stream in direction @dir (rc_stream_read())
- * leaves room for another read of its size after it in its segment.
- */
-static bool rc_stream_room(const struct rc_cache *c, u64 sector, u32 sectors, int dir)
-{
-	u64 first = sector >> c->seg_shift << c->seg_shift;
-	u64 next = first + (1ull << c->seg_shift);
-
-	if (dir > 0)
-		return sector + 2ull * sectors <= next;
-	return dir < 0 && sector >= first + sectors;
 }
 
 /*
@@ -586,25 +562,20 @@ static enum rc_refused rc_refuse(struct rc_cache *c, u64 seg, bool lately, u32 s
 	struct rc_refused_tab *t = &c->refused;
 
 	t->at[s] = rc_refused_clock(c);
-	if (lately) {
-		if (t->reread[s])
-			return RC_REFUSED_LATER;
-		t->reread[s] = 1;
-		return RC_REFUSED_AGAIN;
-	}
+	if (lately)
+		return RC_REFUSED_REREAD;
 	t->seg[s] = seg + 1;
-	t->reread[s] = 0;
 	t->refusals++;
 	return RC_REFUSED_NEW;
 }
 
-/* A demand fill starts (@lately, @s: rc_refuse()): the last read of a segment refused lately. */
+/* A demand fill starts (@lately, @s: rc_refuse()): a re-read of a segment refused lately. */
 static enum rc_refused rc_refused_filled(struct rc_cache *c, bool lately, u32 s)
 {
 	if (!lately)
 		return RC_REFUSED_NONE;
 	c->refused.seg[s] = 0;
-	return c->refused.reread[s] ? RC_REFUSED_LATER : RC_REFUSED_FILLED;
+	return RC_REFUSED_REREAD;
 }
 
 /* rc_read(), and rc_read_join() with @join: bypass where a fill would start. */
@@ -614,7 +585,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	u64 seg = sector >> c->seg_shift;
 	/* Only the budget and the read-ahead look at streams. */
 	int dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
-	bool streamed = rc_stream_room(c, sector, sectors, dir), plain, lately, reread;
+	bool admitted, lately;
 	u32 i, b, slot = 0;
 
 	c->ctr.reads++;
@@ -625,7 +596,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	if (dir < 0 && c->prefetch && (rc_active(c) || rc_budgeted(c)))
 		rc_prefetch_due(c, st, seg, dir);
 	if (!rc_active(c))
-		return rc_read_simulate(c, st, seg, i, idx);
+		return rc_read_simulate(c, st, seg, i);
 
 	if (rc_serves(c, i))
 		return rc_read_cached(c, i, idx);
@@ -644,11 +615,9 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		goto bypass;
 	}
 	lately = rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
-	reread = lately && !rc_budget_allows_reread(&c->budget);
-	plain = !rc_budgeted(c) || rc_budget_allows(&c->budget, false);
-	if (reread || (!plain && !(streamed && rc_budget_allows(&c->budget, true)))) {
+	admitted = !rc_budgeted(c) || rc_budget_admit(&c->budget, 1);
+	if (!admitted) {
 		c->ctr.read_bypassed_budget++;
-		c->ctr.read_bypassed_reread += reread;
 		if (!join)	/* a joining piece would not have filled */
 			st->refused_by = rc_refuse(c, seg, lately, slot);
 		goto bypass;
@@ -664,8 +633,8 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		goto bypass;
 	}
 	c->ctr.read_misses++;
-	if (!plain)
-		c->ctr.read_misses_streamed++;
+	if (rc_budgeted(c))
+		rc_budget_take(&c->budget, 1);
 	st->refused_by = rc_refused_filled(c, lately, slot);
 	*idx = i;
 	return RC_READ_FILL;
@@ -694,7 +663,7 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 
 u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg)
 {
-	u32 i, b;
+	u32 i, b, k;
 	u64 s;
 
 	while (st->pf_left) {
@@ -707,18 +676,21 @@ u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *se
 		if (i != RC_NONE && c->entries[i].state != RC_GHOST)
 			continue;	/* cached, or on its way */
 		b = rc_wb_bucket(c, s);
-		/*
-		 * The budget admits a batch as a whole, by its first fill,
-		 * down to minus its cap as it does a stream's miss.
-		 */
 		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
-		    2 * (c->nr_ahead + 1) > c->nr_entries ||
-		    (!st->pf_started && rc_budgeted(c) && c->budget.share &&
-		     c->budget.balance <= -(s64)c->budget.cap_ns))
+		    2 * (c->nr_ahead + 1) > c->nr_entries)
 			break;
+		if (!st->pf_started && rc_budgeted(c)) {
+			/* the budget's bar admits the batch whole or trimmed, at its first fill */
+			k = rc_budget_admit(&c->budget, st->pf_left + 1);
+			if (!k)
+				break;
+			st->pf_left = k - 1;
+		}
 		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
 		if (i == RC_NONE)
 			break;
+		if (rc_budgeted(c))
+			rc_budget_take(&c->budget, 1);
 		st->pf_started = true;
 		*seg = s;
 		return i;
@@ -861,11 +833,14 @@ static void rc_plan_pair(struct rc_cache *c, u64 seg, u64 limit, struct rc_read_
 
 	if (!c->prefetch || t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
 	    2 * (c->nr_ahead + 1) > c->nr_entries ||
-	    (rc_budgeted(c) && c->budget.share && c->budget.balance < 0) ||
+	    (rc_budgeted(c) && !rc_budget_admit(&c->budget, 1)) ||
 	    !rc_near_read_lately(c, seg, limit))
 		return;
-	if (rc_plan_fill(c, t, true, plan))
-		c->ctr.prefetch_paired++;
+	if (!rc_plan_fill(c, t, true, plan))
+		return;
+	c->ctr.prefetch_paired++;
+	if (rc_budgeted(c))
+		rc_budget_take(&c->budget, 1);
 }
 
 /* Sort @plan's fills and cut them into disk requests of at most p->run_max segments. */
@@ -1449,6 +1424,32 @@ void rc_reset_counters(struct rc_cache *c)
 	rc_adapt_reset_stats(&c->adapt);
 	rc_caware_reset_stats(&c->caware);
 	rc_budget_reset_stats(&c->budget);
+}
+
+/* The read-ahead's own tunable (rc_prefetch()). */
+static bool rc_prefetch_set(struct rc_cache *c, enum rc_tunable key, u32 value)
+{
+	if (key != RC_TUN_PREFETCH)
+		return false;
+	c->prefetch = value;
+	return true;
+}
+
+void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
+{
+	if (!rc_adapt_set(&c->adapt, key, value) && !rc_caware_set(&c->caware, key, value) &&
+	    !rc_budget_set(&c->budget, key, value))
+		rc_prefetch_set(c, key, value);
+}
+
+u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
+{
+	u32 v = 0;
+
+	if (!rc_adapt_get(&c->adapt, key, &v) && !rc_caware_get(&c->caware, key, &v) &&
+	    !rc_budget_get(&c->budget, key, &v) && key == RC_TUN_PREFETCH)
+		v = c->prefetch;
+	return v;
 }
 
 void rc_set_policy(struct rc_cache *c, enum rc_policy p)

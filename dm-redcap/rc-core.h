@@ -73,7 +73,6 @@ struct rc_counters {
 	u64 reads;		/* read bios seen */
 	u64 read_hits;		/* served from a valid segment */
 	u64 read_hits_waited;	/* served after waiting on a fill */
-	u64 read_hits_inactive;	/* hits and waits while inactive (adaptive, vdisk) */
 	u64 read_misses;	/* started a fill */
 	u64 read_bypassed;	/* sent to the origin (policy, busy, write race) */
 	u64 read_bypassed_busy;	/* ... of which because no entry was idle */
@@ -82,10 +81,8 @@ struct rc_counters {
 	u64 read_bypassed_held;	/* ... of which because fills were held (suspend) */
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
-	u64 read_bypassed_reread; /* ... of those, re-reads of refused segments (reread_ns) */
 	u64 read_bypassed_joined; /* ... of which to go down with the piece before */
 	u64 read_joined;	/* bypassed pieces sent down with the piece before */
-	u64 read_misses_streamed; /* misses the budget let fill for their stream only */
 	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
 	u64 prefetch_unused;	/* ... evicted or dropped before any read */
@@ -137,7 +134,6 @@ struct rc_entry {
 struct rc_refused_tab {
 	u64 seg[RC_REFUSED_SLOTS];	/* segment + 1; 0: empty */
 	u32 at[RC_REFUSED_SLOTS];	/* the clock when refused or read since */
-	u8 reread[RC_REFUSED_SLOTS];	/* read again since refused */
 	u32 refusals;			/* with demand_takes, the clock (wraps) */
 };
 
@@ -221,13 +217,10 @@ struct rc_read_state {
  * GHOST entries standing for segments that hold no data, and st->sim says
  * what the cache would have done, with C-Aware's rule where the policy
  * has it and, on estimator vdisk, its read-ahead (rc_map_read()), not the
- * budget; but an adaptive policy
- * on the vdisk estimator serves a segment the cache still holds, HIT or
- * WAIT as when active (RC_SIM_SERVED, read_hits_inactive).  Active, a GHOST entry is a miss, and
+ * budget.  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
- * with rc_budgeted(), a miss fills only while the budget allows, a read
- * that goes on with a stream with room in its segment getting credit
- * (rc_budget_allows()).  Active, a read that goes on with a backward stream
+ * with rc_budgeted(), a miss fills only while the budget's bar admits it
+ * (rc_budget_admit()).  Active, a read that goes on with a backward stream
  * may also leave rc_prefetch() a batch of segments ahead of it (see there).
  */
 enum rc_read_action rc_read(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors,
@@ -265,11 +258,9 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * rc_fill_cancel().  Nothing starts while fills are held or a write to
  * the segment's bucket is in flight, nor beyond half the entries filled
  * ahead and not yet read (nr_ahead): streams never take more than half
- * the cache.  With rc_budgeted(), a batch starts only with the budget's
- * balance above minus its cap, as a stream's miss may fill (many streams
- * starting at once would otherwise wait on one another's hits), and then
- * goes down whole (its fills go down together): fills ahead take the
- * balance at most one batch below minus the cap.
+ * the cache.  With rc_budgeted(), the budget's one bar (rc_budget_admit())
+ * admits a batch at its first fill, whole or trimmed, and each fill that
+ * starts is taken from the overdraft while the balance is negative.
  *
  * Probation: a segment filled ahead waits, until it is read, on a list of
  * its own.  Its oldest goes first, before the LRU's tail, once
@@ -295,15 +286,15 @@ u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *se
  * of segments twice the size would, without filling twice the data for
  * random reads.  The half filled is a fill ahead (counted in prefetches
  * and prefetch_paired, on probation until read), paid whole from the
- * budget, and starts only while its balance is not negative, never while
- * the cache is inactive, fills are held, a write to it is in flight or
- * half the entries are filled ahead and unread.
+ * budget, and starts only where its bar admits one more segment after the
+ * miss's, never while the cache is inactive, fills are held, a write to it
+ * is in flight or half the entries are filled ahead and unread.
  */
 #define RC_PAIR_NEAR		2
 
 /*
- * Pay for the fill rc_prefetch() just returned: @cvd_ns, its price on the
- * cache's virtual disk, is all speculation (no read asked for any of it).
+ * Pay for a request of fills rc_prefetch() returned: @cvd_ns, its price on
+ * the cache's virtual disk, is all speculation (no read asked for any of it).
  * It comes out of the budget (rc_budgeted()) and goes into the window's
  * time with the cache (estimator vdisk; spk measures the fill itself).
  */
@@ -615,6 +606,13 @@ const char *rc_geometry(u32 seg_sectors, u32 nr_segs, u32 page_shift, u64 max_by
 
 /* Set the policy; the state follows (adaptive keeps the current one). */
 void rc_set_policy(struct rc_cache *c, enum rc_policy p);
+
+/*
+ * Tunable @key (rc-policy.h): set it to a value in its range (rc-args.c
+ * checks them), or read it; the module that owns it does either.
+ */
+void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value);
+u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key);
 
 /* Set the adaptive policies' estimator. */
 static inline void rc_set_estimator(struct rc_cache *c, enum rc_estimator e)

@@ -85,6 +85,34 @@ void rc_adapt_init(struct rc_adapt *a)
 	a->first = true;
 }
 
+bool rc_adapt_set(struct rc_adapt *a, enum rc_tunable key, u32 value)
+{
+	switch (key) {
+	case RC_TUN_WINDOW:
+		a->window = value;
+		return true;
+	case RC_TUN_MARGIN:
+		a->margin = value;
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool rc_adapt_get(const struct rc_adapt *a, enum rc_tunable key, u32 *value)
+{
+	switch (key) {
+	case RC_TUN_WINDOW:
+		*value = a->window;
+		return true;
+	case RC_TUN_MARGIN:
+		*value = a->margin;
+		return true;
+	default:
+		return false;
+	}
+}
+
 void rc_adapt_reset_stats(struct rc_adapt *a)
 {
 	rc_adapt_new_window(a);
@@ -164,7 +192,7 @@ static bool rc_adapt_read_vdisk(struct rc_adapt *a, u32 sectors, enum rc_sim sim
 {
 	a->disk_ns += vd_ns;
 	a->cache_ns += cvd_ns;
-	if (sim == RC_SIM_HIT || sim == RC_SIM_MISS || sim == RC_SIM_SERVED)
+	if (sim == RC_SIM_HIT || sim == RC_SIM_MISS)
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
 	return vd_ok && cvd_ok;
 }
@@ -189,8 +217,6 @@ static bool rc_adapt_read_spk(struct rc_adapt *a, u64 sector, u32 sectors, u32 s
 		break;
 	case RC_SIM_HIT:	/* inactive: the disk side is measured */
 		a->cache_ns += rc_adapt_copy_estimate(a, sectors);
-		break;
-	case RC_SIM_SERVED:	/* never: only vdisk serves inactive (rc_serves()) */
 		break;
 	case RC_SIM_MISS:
 		ok = rc_spk_price(a->fill, a->bare, rc_spk_pool(a->sim_next, start),
@@ -293,6 +319,36 @@ void rc_budget_init(struct rc_budget *b)
 	b->cap_ns = (u64)RC_BUDGET_CAP_MS * 1000000;
 }
 
+bool rc_budget_set(struct rc_budget *b, enum rc_tunable key, u32 value)
+{
+	switch (key) {
+	case RC_TUN_BUDGET_SHARE:
+		b->share = value;
+		return true;
+	case RC_TUN_BUDGET_CAP_MS:
+		b->cap_ns = (u64)value * 1000000;
+		if (b->balance > (s64)b->cap_ns)
+			b->balance = b->cap_ns;
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool rc_budget_get(const struct rc_budget *b, enum rc_tunable key, u32 *value)
+{
+	switch (key) {
+	case RC_TUN_BUDGET_SHARE:
+		*value = b->share;
+		return true;
+	case RC_TUN_BUDGET_CAP_MS:
+		*value = (u32)rc_div64(b->cap_ns, 1000000);
+		return true;
+	default:
+		return false;
+	}
+}
+
 void rc_budget_reset_stats(struct rc_budget *b)
 {
 	b->earned_ns = 0;
@@ -305,7 +361,6 @@ void rc_budget_cold(struct rc_budget *b)
 	b->balance = 0;
 	b->red = 0;
 	b->ghost_ns = 0;
-	b->reread_ns = 0;
 }
 
 /* Add @earn to the balance, up to the cap. */
@@ -332,8 +387,6 @@ void rc_budget_read(struct rc_budget *b, bool served, bool fill, u64 vd_ns, u64 
 	else if (fill && cvd_ns > vd_ns)
 		spend = cvd_ns - vd_ns;
 	if (fill) {
-		if (b->balance < 0)
-			b->red++;
 		if (!b->extra_ns)	/* the first fill's, then the average */
 			b->extra_ns = spend;
 		else
@@ -360,18 +413,9 @@ void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns)
 	if (!b->share || r == RC_REFUSED_NONE)
 		return;
 	vd_ns = rc_clamp_ns(vd_ns);
-	switch (r) {
-	case RC_REFUSED_NEW:
+	if (r == RC_REFUSED_NEW) {
 		b->ghost_ns = rc_budget_within(b, b->ghost_ns, -(s64)b->extra_ns);
 		return;
-	case RC_REFUSED_AGAIN:
-		b->reread_ns = rc_budget_within(b, b->reread_ns, -(s64)b->extra_ns);
-		break;
-	case RC_REFUSED_LATER:
-		b->reread_ns = rc_budget_within(b, b->reread_ns, (s64)vd_ns);
-		break;
-	default:
-		break;
 	}
 	b->ghost_ns += (s64)vd_ns;
 	if (b->ghost_ns > 0) {
@@ -456,6 +500,22 @@ void rc_caware_init(struct rc_caware *w, u64 now)
 	w->interval_ns = (u64)RC_CAWARE_DECAY_MS * 1000000;
 	for (i = 0; i < RC_CL_NR; i++)
 		w->cl[i].stamp = now;
+}
+
+bool rc_caware_set(struct rc_caware *w, enum rc_tunable key, u32 value)
+{
+	if (key != RC_TUN_DECAY_MS)
+		return false;
+	w->interval_ns = (u64)value * 1000000;
+	return true;
+}
+
+bool rc_caware_get(const struct rc_caware *w, enum rc_tunable key, u32 *value)
+{
+	if (key != RC_TUN_DECAY_MS)
+		return false;
+	*value = (u32)rc_div64(w->interval_ns, 1000000);
+	return true;
 }
 
 void rc_caware_reset_stats(struct rc_caware *w)

@@ -18,6 +18,23 @@
 
 #include "rc-types.h"
 
+/*
+ * The runtime tunables ("set <key> <value>"), each owned by one module:
+ * activation (window, margin), placement (decay_ms), admission
+ * (budget_share, budget_cap_ms) and read-ahead (prefetch, in rc-core).  A
+ * module sets and reads its own with rc_<module>_set() and
+ * rc_<module>_get(), which answer false for another module's key, as
+ * dm-cache's policies own their config values; rc_set_tunable() and
+ * rc_get_tunable() (rc-core.h) ask each in turn.  Everything else is a
+ * constant at the value the bench chose
+ * (docs/results/2026-12-02-mechanisms.md).
+ */
+enum rc_tunable {
+	RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DECAY_MS, RC_TUN_BUDGET_SHARE,
+	RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH,
+	RC_TUN_NR
+};
+
 /* --- activation-deactivation --------------------------------------------- */
 
 enum rc_estimator {
@@ -41,7 +58,6 @@ enum rc_sim {
 	RC_SIM_HIT,		/* the segment would have been cached */
 	RC_SIM_MISS,		/* the segment would have been filled */
 	RC_SIM_BYPASS,		/* it would have bypassed (all busy, or a write) */
-	RC_SIM_SERVED,		/* cached still: served (vdisk), a hit there too */
 };
 
 /*
@@ -72,7 +88,6 @@ enum rc_disk_kind {
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
 #define RC_ADAPT_MAX_WINDOW	1000000u
 #define RC_ADAPT_MAX_MARGIN	100u
-#define RC_ADAPT_MAX_DWELL	1000u
 
 struct rc_adapt {
 	/* tunables */
@@ -105,6 +120,8 @@ struct rc_adapt {
 };
 
 void rc_adapt_init(struct rc_adapt *a);
+bool rc_adapt_set(struct rc_adapt *a, enum rc_tunable key, u32 value);
+bool rc_adapt_get(const struct rc_adapt *a, enum rc_tunable key, u32 *value);
 
 /* Forget the windows and totals (not the tunables, state or learnt rates). */
 void rc_adapt_reset_stats(struct rc_adapt *a);
@@ -173,22 +190,22 @@ int rc_estimator_parse(const char *name);
  * disk's price of the read); it earns the bare price of each read the
  * cache serves (a hit, or a read that waited on a fill), and 1/share of
  * the bare price of every read, so that a drained budget tries again
- * after a while.  A miss fills while the balance is not negative, and
- * RC_BUDGET_OVERDRAFT more while it is (the hits that pay for a fill come
- * after it, and several streams may be starting at once); the balance
- * never exceeds the cap.  Whatever the reads, fills that never pay cost
- * at most the cap, RC_BUDGET_OVERDRAFT + 1 fills and 1/share of the bare
- * disk's time.  Only reads both virtual disks priced count (estimator
- * vdisk with a model); otherwise the balance stays as it is.
+ * after a while; the balance never exceeds the cap.  Only reads both
+ * virtual disks priced count (estimator vdisk with a model); otherwise
+ * the balance stays as it is.
  *
- * A miss that continues a stream with room left in its segment
- * (rc_stream_read()) is the likeliest fill to pay: its stream's next reads
- * fall in the segment.  Such a miss may also fill while the balance is
- * above minus the cap, so that many streams starting at once are not
- * starved by the RC_BUDGET_OVERDRAFT fills the first of them took; a
- * stream's batch of fills ahead may start then too (rc_prefetch()).  The
- * bound above becomes twice the cap, and a batch (at most
- * RC_PREFETCH_MAX fills) where that is more than the overdraft.
+ * One bar admits all speculation, a miss's fill, its pair's other half
+ * and a stream's batch alike (rc_budget_admit()): while the balance is not
+ * negative, RC_BUDGET_OVERDRAFT segments more (the hits that pay for a
+ * fill come after it, and several streams may be starting at once),
+ * counted as they start (rc_budget_take()), and none once the balance is
+ * at or below minus the cap.  A batch is trimmed to what is left.
+ * Whatever the reads, speculation that never pays costs at most the cap,
+ * the fills of RC_BUDGET_OVERDRAFT segments and one read's, and 1/share of
+ * the bare disk's time.  It replaced three bars (a stream's miss and its
+ * batch down to minus the cap, a pair at 0) with no cell of the simulator
+ * at a server's scale moving by a point but TAC x1 on the hdd7200, 1.6
+ * points better (docs/results/2026-12-02-mechanisms.md).
  *
  * On by default (share 128) since the bench showed TAC keeping its gain
  * with it, once the model priced seek direction and streams paid their own
@@ -205,26 +222,25 @@ struct rc_budget {
 	s64 balance;		/* ns */
 	u32 share;		/* every read earns 1/share of its price; 0: no budget */
 	u64 cap_ns;
-	u32 red;		/* fills started since the balance went negative */
+	u32 red;		/* segments of speculation started since it went negative */
 	u64 earned_ns, spent_ns;	/* totals */
 	s64 ghost_ns;		/* what the refused fills would have made, net, not yet earned */
 	u64 extra_ns;		/* a fill's cost beyond its read, averaged (RC_BUDGET_EXTRA_SHIFT) */
 	u64 ghost_earned_ns;	/* total earned from ghost_ns (in earned_ns too) */
-	s64 reread_ns;		/* what fills at refused segments' re-reads would have made */
 };
 
 /*
  * What a read did with the segments the budget refused (rc_budget_ghost()):
  * nothing, refused a segment not remembered (NEW), or read a remembered
- * one: its first re-read since refused, refused again (AGAIN) or filled at
- * last (FILLED), or a later re-read, refused again or filled (LATER).
+ * one again, refused or filled (REREAD).  A re-read balance of their own,
+ * which refused the re-reads of refused segments while fills there would
+ * not have paid, moved no cell of the simulator at a server's scale by a
+ * point, and went (docs/results/2026-12-02-mechanisms.md).
  */
 enum rc_refused {
 	RC_REFUSED_NONE,
 	RC_REFUSED_NEW,
-	RC_REFUSED_AGAIN,
-	RC_REFUSED_FILLED,
-	RC_REFUSED_LATER,
+	RC_REFUSED_REREAD,
 };
 
 /*
@@ -240,25 +256,9 @@ enum rc_refused {
 #define RC_BUDGET_EXTRA_SHIFT	3	/* extra_ns moves 1/8 of the way per fill */
 void rc_budget_ghost(struct rc_budget *b, enum rc_refused r, u64 vd_ns);
 
-/*
- * The ghosts say whether a fill at a segment's first read would have paid;
- * a re-read of a refused segment is a different bet: a fill then pays only
- * if the segment is read yet again (a strided reader's last pass comes
- * back to every segment once, and fills there earn nothing).  So the
- * re-reads keep a balance of their own, reread_ns: a first re-read refused
- * again is charged extra_ns, what a fill then would have cost beyond its
- * read, and each later re-read credits its bare price, what that fill
- * would have saved.  While reread_ns is below 0 the budget refuses every
- * re-read of a remembered segment (read_bypassed_reread), whatever its
- * balance.  reread_ns stays within plus and minus the cap, and starts from
- * zero with the cache.
- */
-static inline bool rc_budget_allows_reread(const struct rc_budget *b)
-{
-	return !b->share || b->reread_ns >= 0;
-}
-
 void rc_budget_init(struct rc_budget *b);
+bool rc_budget_set(struct rc_budget *b, enum rc_tunable key, u32 value);
+bool rc_budget_get(const struct rc_budget *b, enum rc_tunable key, u32 *value);
 
 /* Forget the totals (not the balance or the tunables). */
 void rc_budget_reset_stats(struct rc_budget *b);
@@ -266,11 +266,28 @@ void rc_budget_reset_stats(struct rc_budget *b);
 /* The cache was emptied: start again from a balance of 0, no ghost. */
 void rc_budget_cold(struct rc_budget *b);
 
-/* Whether a miss may fill now; @streamed: it continues a stream (above). */
-static inline bool rc_budget_allows(const struct rc_budget *b, bool streamed)
+/*
+ * The admission bar (above): how many of @n segments of speculation may go
+ * now.  Those that go are taken with rc_budget_take() as they start, so
+ * that the next admission, in the same read or a later one, counts them.
+ */
+static inline u32 rc_budget_admit(const struct rc_budget *b, u32 n)
 {
-	return !b->share || b->balance >= 0 || b->red < RC_BUDGET_OVERDRAFT ||
-	       (streamed && b->balance > -(s64)b->cap_ns);
+	u32 left;
+
+	if (!b->share || b->balance >= 0)
+		return n;
+	if (b->balance <= -(s64)b->cap_ns || b->red >= RC_BUDGET_OVERDRAFT)
+		return 0;
+	left = RC_BUDGET_OVERDRAFT - b->red;
+	return left < n ? left : n;
+}
+
+/* @n segments of speculation the bar admitted start: in the red, they count. */
+static inline void rc_budget_take(struct rc_budget *b, u32 n)
+{
+	if (b->share && b->balance < 0)
+		b->red += n;
 }
 
 /*
@@ -373,6 +390,8 @@ struct rc_caware {
 };
 
 void rc_caware_init(struct rc_caware *w, u64 now);
+bool rc_caware_set(struct rc_caware *w, enum rc_tunable key, u32 value);
+bool rc_caware_get(const struct rc_caware *w, enum rc_tunable key, u32 *value);
 
 /* Forget the rule counters, decays and probes (not the means). */
 void rc_caware_reset_stats(struct rc_caware *w);

@@ -1299,7 +1299,6 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	DMEMIT("budget_ghost_us=%lld\nbudget_ghost_earned_us=%llu\nbudget_fill_extra_us=%llu\n",
 	       div_s64(b->ghost_ns, NSEC_PER_USEC), redcap_us(b->ghost_earned_ns),
 	       redcap_us(b->extra_ns));
-	DMEMIT("budget_reread_us=%lld\n", div_s64(b->reread_ns, NSEC_PER_USEC));
 	for (i = 1; i <= 6; i++)
 		DMEMIT("caware_rule%d=%llu\n", i, w->rule[i]);
 	DMEMIT("caware_decays=%llu\ncaware_probes=%llu\n", w->decays, w->probes);
@@ -1351,18 +1350,17 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
 	       rc->cc->seg_sectors, rc->cc->nr_segs, valid, filling);
 	DMEMIT("segments_ghost=%u\n", ghost);
-	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\nread_hits_inactive=%llu\n",
-	       c.reads, c.read_hits, c.read_hits_waited, c.read_hits_inactive);
+	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\n",
+	       c.reads, c.read_hits, c.read_hits_waited);
 	DMEMIT("read_misses=%llu\n", c.read_misses);
 	DMEMIT("read_bypassed=%llu\nread_bypassed_busy=%llu\ncaware_bypassed=%llu\n",
 	       c.read_bypassed, c.read_bypassed_busy, c.read_bypassed_caware);
 	DMEMIT("read_bypassed_nomem=%llu\nread_bypassed_held=%llu\nread_resent=%llu\n",
 	       c.read_bypassed_nomem, c.read_bypassed_held, c.read_resent);
-	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\nread_bypassed_reread=%llu\n",
-	       c.read_bypassed_inactive, c.read_bypassed_budget, c.read_bypassed_reread);
+	DMEMIT("read_bypassed_inactive=%llu\nread_bypassed_budget=%llu\n",
+	       c.read_bypassed_inactive, c.read_bypassed_budget);
 	DMEMIT("read_bypassed_joined=%llu\nread_joined=%llu\n", c.read_bypassed_joined,
 	       c.read_joined);
-	DMEMIT("read_misses_streamed=%llu\n", c.read_misses_streamed);
 	DMEMIT("prefetches=%llu\nprefetch_hits=%llu\nprefetch_unused=%llu\nprefetch_paired=%llu\n",
 	       c.prefetches, c.prefetch_hits, c.prefetch_unused, c.prefetch_paired);
 	DMEMIT("sim_hits=%llu\nsim_misses=%llu\n", c.sim_hits, c.sim_misses);

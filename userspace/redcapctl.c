@@ -94,7 +94,7 @@ static const char redcapctl_help[] =
 "  status       geometry, policy, state and why, counters, model\n"
 "  stats        rates per second over one second; --watch redraws them every\n"
 "               SECONDS (default 1) until interrupted\n"
-"  set          policy, write_policy, estimator, window, margin, dwell, decay_ms,\n"
+"  set          policy, write_policy, estimator, window, margin, decay_ms,\n"
 "               budget_share, budget_cap_ms, prefetch\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
@@ -1880,7 +1880,7 @@ static int cache_load(const char *name, struct stack *k)
 	return 0;
 }
 
-#define SET_KEYS	"policy, write_policy, estimator, window, margin, dwell, decay_ms, " \
+#define SET_KEYS	"policy, write_policy, estimator, window, margin, decay_ms, " \
 			"budget_share, budget_cap_ms, prefetch"
 
 /* A key of the target's "set" message. */

@@ -26,17 +26,15 @@
 #define COUNTERS(X)							\
 	X(reads, reads) X(read_hits, read_hits)					\
 	X(read_hits_waited, read_hits_waited)					\
-	X(read_hits_inactive, read_hits_inactive) X(read_misses, read_misses)	\
+	X(read_misses, read_misses)						\
 	X(read_bypassed, read_bypassed) X(read_bypassed_busy, read_bypassed_busy) \
 	X(caware_bypassed, read_bypassed_caware)				\
 	X(read_bypassed_nomem, read_bypassed_nomem)				\
 	X(read_bypassed_held, read_bypassed_held) X(read_resent, read_resent)	\
 	X(read_bypassed_inactive, read_bypassed_inactive)			\
 	X(read_bypassed_budget, read_bypassed_budget)				\
-	X(read_bypassed_reread, read_bypassed_reread)				\
 	X(read_bypassed_joined, read_bypassed_joined)				\
 	X(read_joined, read_joined)						\
-	X(read_misses_streamed, read_misses_streamed)				\
 	X(prefetches, prefetches) X(prefetch_hits, prefetch_hits)		\
 	X(prefetch_unused, prefetch_unused)					\
 	X(prefetch_paired, prefetch_paired)					\
@@ -83,8 +81,6 @@ static void policy_json(json_object *st, const struct sim_result *r)
 			       json_object_new_int64(r->budget.ghost_ns / 1000));
 	put_u64(st, "budget_ghost_earned_us", r->budget.ghost_earned_ns / 1000);
 	put_u64(st, "budget_fill_extra_us", r->budget.extra_ns / 1000);
-	json_object_object_add(st, "budget_reread_us",
-			       json_object_new_int64(r->budget.reread_ns / 1000));
 	for (i = 1; i <= 6; i++) {
 		snprintf(name, sizeof(name), "caware_rule%d", i);
 		put_u64(st, name, w->rule[i]);

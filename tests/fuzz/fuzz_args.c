@@ -425,7 +425,6 @@ static void fuzz(struct words *w)
 	} keys[] = {
 		[RC_TUN_WINDOW] = { "window", 1, 1000000 },
 		[RC_TUN_MARGIN] = { "margin", 0, 99 },
-		[RC_TUN_DWELL] = { "dwell", 0, 1000 },
 		[RC_TUN_DECAY_MS] = { "decay_ms", 0, 3600000 },
 		[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, 1000000 },
 		[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, 3600000 },

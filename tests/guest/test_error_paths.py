@@ -92,6 +92,7 @@ def test_refused_write_fails_with_eio_and_the_cache_keeps_what_the_origin_holds(
             Dm(dmname(), f"0 {n} redcap {sw.path} {SEG} {NSEGS} 4 policy always "
                          f"write_policy {write_policy}") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         read_pattern(rc.path, range(4 * B), OLD)
         st = rc.stats()
         assert (st["segments_valid"], st["read_misses"], st["fill_ios"]) == (4, 4, 4), st

@@ -23,9 +23,16 @@ def stamped(loop64):
 
 
 def redcap(dmname, origin, segs=32, seg_sectors=SEG_SECTORS, features=""):
-    table = f"0 {dev_sectors(origin)} redcap {origin} {seg_sectors} {segs} 2 policy always"
-    rc = Dm(dmname(), f"{table} {features}".strip())
+    """A cold cache over @origin with @features (words, without their
+    count): policy always unless they name one, and no read-ahead
+    (prefetch 0), so that its counts are a plain LRU's."""
+    words = features.split()
+    if "policy" not in words:
+        words = ["policy", "always"] + words
+    rc = Dm(dmname(), f"0 {dev_sectors(origin)} redcap {origin} {seg_sectors} {segs} "
+                      f"{len(words)} {' '.join(words)}")
     rc.cold()
+    rc.message("set", "prefetch", "0")
     return rc
 
 
@@ -86,7 +93,7 @@ def test_a_read_the_cache_bypasses_goes_to_the_origin_whole(stamped, dmname):
     segments the cache fills and serves never reaches it."""
     n = dev_sectors(stamped)
     with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
-            redcap(dmname, meas.path, features="2 policy off") as rc:
+            redcap(dmname, meas.path, features="policy off") as rc:
         def origin_reads():
             return meas.stats()["read_samples"]
 
@@ -120,7 +127,7 @@ def test_a_bypassed_read_goes_down_at_most_32_segments_at_a_time(stamped, dmname
     the origin gets two requests of 128 KiB, and the data is the origin's."""
     n = dev_sectors(stamped)
     with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
-            redcap(dmname, meas.path, segs=64, seg_sectors=8, features="2 policy off") as rc:
+            redcap(dmname, meas.path, segs=64, seg_sectors=8, features="policy off") as rc:
         before = meas.stats()["read_samples"]
         read_pattern(rc.path, [64], seed=7, bs=256 << 10)
         assert meas.stats()["read_samples"] - before == 2
@@ -205,7 +212,7 @@ def test_write_through_invalidates_cached_segment(stamped, dmname):
 
 
 def test_update_policy_updates_cached_segment(stamped, dmname):
-    with redcap(dmname, stamped, features="2 write_policy update") as rc:
+    with redcap(dmname, stamped, features="write_policy update") as rc:
         read_pattern(rc.path, range(BLOCKS_PER_SEG), seed=7)
         write_stamped(rc.path, 5, 1, seed=8)
         ios0, _ = disk_reads(stamped)
@@ -218,18 +225,20 @@ def test_update_policy_updates_cached_segment(stamped, dmname):
 
 
 @pytest.mark.parametrize("write_policy", ["invalidate", "update"])
-def test_an_adaptive_cache_turned_off_serves_what_it_holds(stamped, dmname, write_policy):
-    """adaptive on the vdisk estimator, inactive (it keeps the state policy
-    off left), still serves the segments the cache holds, from RAM and as
-    the origin has them; a write to one while inactive invalidates it or
-    updates it in place, and the reads after it return the new data.
-    policy off serves nothing, nor does adaptive on spk, whose verdict
-    measures those reads on the disk."""
+def test_an_adaptive_cache_turned_off_serves_nothing_and_keeps_what_it_holds(
+        stamped, dmname, write_policy):
+    """Inactive, whatever the estimator (off, adaptive on spk, adaptive on
+    vdisk), every read goes to the disk, segments the cache holds
+    included: the origin's data, counted as bypassed and, for a held
+    segment, as a simulated hit.  A write while inactive still invalidates
+    a held segment or updates it in place, so that once the cache is
+    active again it serves the new data from RAM (update) or fills it
+    again (invalidate)."""
     update = write_policy == "update"
     n = dev_sectors(stamped)
     with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
             redcap(dmname, meas.path,
-                   features=f"4 write_policy {write_policy} estimator vdisk") as rc:
+                   features=f"write_policy {write_policy} estimator vdisk") as rc:
         read_pattern(rc.path, range(2 * BLOCKS_PER_SEG), seed=7)   # segments 0 and 1
         rc.message("policy", "off")
         ios0, _ = disk_reads(stamped)
@@ -237,30 +246,36 @@ def test_an_adaptive_cache_turned_off_serves_what_it_holds(stamped, dmname, writ
         rc.message("estimator", "spk")
         rc.message("policy", "adaptive")
         read_pattern(rc.path, [3], seed=7)
-        assert disk_reads(stamped)[0] == ios0 + 2
         rc.message("estimator", "vdisk")
         rc.message("reset_stats")
         assert rc.stats()["state"] == "inactive"
         read_pattern(rc.path, [4, BLOCKS_PER_SEG + 4], seed=7)
-        assert disk_reads(stamped)[0] == ios0 + 2
+        assert disk_reads(stamped)[0] == ios0 + 4
         write_stamped(rc.path, 5, 1, seed=8)
         read_pattern(rc.path, [5], seed=8)
         read_pattern(rc.path, [6], seed=7)
         read_pattern(rc.path, [2 * BLOCKS_PER_SEG], seed=7)        # not cached
-        assert disk_reads(stamped)[0] == ios0 + 2 + (1 if update else 3)
+        assert disk_reads(stamped)[0] == ios0 + 7
         st = rc.stats()
-        hits, bypassed = (4, 1) if update else (2, 3)
-        assert (st["state"], st["reads"], st["read_hits"], st["read_hits_inactive"],
-                st["read_bypassed"], st["read_bypassed_inactive"], st["read_misses"],
-                st["updates"], st["invalidations"], st["switches"]) == \
-            ("inactive", 5, hits, hits, bypassed, bypassed, 0, int(update), int(not update), 0)
+        # segment 0 invalidated: 5 a simulated miss (a ghost), 6 its hit
+        sim = (4, 1) if update else (3, 2)
+        assert (st["state"], st["reads"], st["read_hits"], st["read_bypassed"],
+                st["read_bypassed_inactive"], st["read_misses"], st["sim_hits"],
+                st["sim_misses"], st["updates"], st["invalidations"], st["switches"]) == \
+            ("inactive", 5, 0, 5, 5, 0) + sim + (int(update), int(not update), 0)
+        rc.message("policy", "always")
+        ios1, _ = disk_reads(stamped)
+        read_pattern(rc.path, [5], seed=8)
+        read_pattern(rc.path, [4, 6, BLOCKS_PER_SEG + 4], seed=7)
+        assert disk_reads(stamped)[0] == ios1 + (0 if update else 1)
 
 
-def test_an_adaptive_cache_turned_off_waits_for_the_fill_it_started(stamped, dmname):
+def test_an_adaptive_cache_turned_off_reads_past_the_fill_it_started(stamped, dmname):
     """A fill started while active is still in flight (the origin holds it
     until the test lets it go) when the cache goes inactive: a read of its
-    segment waits for it, sends nothing down, and gets the origin's data
-    from RAM."""
+    segment does not wait for it but goes to the disk, like every read
+    while inactive, behind it; both reads get the origin's data, and the
+    fill completes into the cache."""
     n = dev_sectors(stamped)
     sh("modprobe", "dm-delay")
 
@@ -272,7 +287,7 @@ def test_an_adaptive_cache_turned_off_waits_for_the_fill_it_started(stamped, dmn
 
     with Dm(dmname(), f"0 {n} delay {stamped} 0 0") as slow, \
             Dm(dmname(), f"0 {n} vdisk {slow.path}") as meas, \
-            redcap(dmname, meas.path, features="2 estimator vdisk") as rc, \
+            redcap(dmname, meas.path, features="estimator vdisk") as rc, \
             ThreadPoolExecutor(2) as pool:
         # Held 10 min: leaving the with block reloads the delay, which
         # sends what it holds down at once.
@@ -284,34 +299,34 @@ def test_an_adaptive_cache_turned_off_waits_for_the_fill_it_started(stamped, dmn
             second = pool.submit(read_pattern, rc.path, [1], seed=7)
             until("the second read was not taken", lambda: rc.stats()["reads"] == 2)
             st = rc.stats()
-            assert (st["state"], st["segments_filling"], st["read_hits_inactive"],
-                    st["read_bypassed"]) == ("inactive", 1, 1, 0)
-            # Both reads wait in redcap; one, the fill, went down.
-            assert (reads_in_flight(rc), reads_in_flight(meas)) == (2, 1)
+            assert (st["state"], st["segments_filling"], st["read_bypassed"],
+                    st["read_bypassed_inactive"], st["sim_hits"]) == ("inactive", 1, 1, 1, 1)
+            # Both reads are held below redcap: the fill and the bypass.
+            assert (reads_in_flight(rc), reads_in_flight(meas)) == (2, 2)
             assert not second.done()
         first.result(timeout=60)
         second.result(timeout=60)
         st = rc.stats()
         assert (st["state"], st["reads"], st["read_misses"], st["read_hits"],
-                st["read_hits_waited"], st["read_hits_inactive"], st["read_bypassed"],
-                st["fill_ios"], st["switches"]) == ("inactive", 2, 1, 0, 1, 1, 0, 1, 0)
+                st["read_hits_waited"], st["read_bypassed"], st["fill_ios"],
+                st["segments_valid"], st["switches"]) == ("inactive", 2, 1, 0, 0, 1, 1, 1, 0)
 
 
-def test_an_adaptive_cache_turned_off_serves_across_a_reload(stamped, dmname):
-    """A reload of the same geometry takes the cache over with its state:
-    inactive still, it serves what it holds.  Reloaded onto estimator spk it
-    reads those segments from the disk, and serves them again once back on
-    vdisk: they stayed cached."""
+def test_an_adaptive_cache_turned_off_keeps_what_it_holds_across_a_reload(stamped, dmname):
+    """A reload of the same geometry takes the cache over with its state
+    and its segments: inactive still, on either estimator, it reads the
+    segments it holds from the disk; made active again, it serves them
+    from RAM: they stayed cached."""
     n = dev_sectors(stamped)
     first = MIDDLE[0]
 
-    def read(block):
-        """(disk reads, reads served while inactive) of reading @block."""
+    def read(block, state="inactive"):
+        """(disk reads, reads served from RAM) of reading @block."""
         ios0, st0 = disk_reads(stamped)[0], rc.stats()
         read_pattern(rc.path, [block], seed=7)
         st = rc.stats()
-        assert (st["state"], st["reads"] - st0["reads"]) == ("inactive", 1)
-        return disk_reads(stamped)[0] - ios0, st["read_hits_inactive"] - st0["read_hits_inactive"]
+        assert (st["state"], st["reads"] - st0["reads"]) == (state, 1)
+        return disk_reads(stamped)[0] - ios0, st["read_hits"] - st0["read_hits"]
 
     def reload(estimator):
         # No blkid probe: its reads would count towards a verdict.
@@ -322,18 +337,19 @@ def test_an_adaptive_cache_turned_off_serves_across_a_reload(stamped, dmname):
         assert rc.stats()["estimator"] == estimator
 
     with Dm(dmname(), f"0 {n} vdisk {stamped}") as meas, \
-            redcap(dmname, meas.path, features="2 estimator vdisk") as rc:
+            redcap(dmname, meas.path, features="estimator vdisk") as rc:
         read_pattern(rc.path, range(first, first + BLOCKS_PER_SEG), seed=7)
         rc.message("policy", "off")
         rc.message("policy", "adaptive")
-        assert read(first + 1) == (0, 1)
+        assert read(first + 1) == (1, 0)
         reload("vdisk")
-        assert read(first + 2) == (0, 1)
+        assert read(first + 2) == (1, 0)
         reload("spk")
         assert read(first + 3) == (1, 0)
         reload("vdisk")
-        assert read(first + 4) == (0, 1)
-        assert rc.stats()["switches"] == 0
+        rc.message("policy", "always")
+        assert read(first + 4, "active") == (0, 1)
+        assert (rc.stats()["switches"], rc.stats()["segments_valid"]) == (0, 1)
 
 
 @pytest.mark.parametrize("op", ["discard", "zeroout"])
@@ -388,7 +404,7 @@ def fio(*args):
 def test_fio_randrw_verify_four_jobs(loop64, dmname, write_policy):
     """4 jobs each read and write their own 8 MiB; fio checks every block it
     wrote (crc32c) while the others keep the cache busy."""
-    with redcap(dmname, loop64, segs=16, features=f"2 write_policy {write_policy}") as rc:
+    with redcap(dmname, loop64, segs=16, features=f"write_policy {write_policy}") as rc:
         fio("--name=v", f"--filename={rc.path}", "--rw=randrw", "--size=8M",
             "--offset_increment=8M", "--numjobs=4", "--verify=crc32c", "--verify_fatal=1",
             "--verify_backlog=256")
@@ -400,7 +416,7 @@ def test_fio_randrw_verify_four_jobs(loop64, dmname, write_policy):
 def test_fio_randrw_overlapping_jobs_leave_cache_equal_to_origin(loop64, dmname, write_policy):
     """4 jobs read and write overlapping ranges (fio cannot verify blocks that
     other jobs overwrite); afterwards redcap and the origin agree byte for byte."""
-    with redcap(dmname, loop64, segs=16, features=f"2 write_policy {write_policy}") as rc:
+    with redcap(dmname, loop64, segs=16, features=f"write_policy {write_policy}") as rc:
         fio("--name=rw", f"--filename={rc.path}", "--rw=randrw", "--size=16M",
             "--offset_increment=4M", "--numjobs=4", "--io_size=8M")
         whole = 28 << 20

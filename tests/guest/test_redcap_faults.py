@@ -20,7 +20,7 @@ NSEGS = 16
 SEED = 7                        # stamp of the shared origin's data
 STAMPED = 4096                  # blocks stamped on the shared origin (16 MiB)
 
-COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_hits_inactive", "read_misses",
+COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses",
             "read_bypassed",
             "read_bypassed_busy", "caware_bypassed", "read_bypassed_inactive",
             "read_bypassed_joined", "read_joined", "sim_hits",
@@ -231,7 +231,8 @@ BAD_MESSAGES = [
     ("set_window_zero", "set window 0", "set: window must be 1..1000000"),
     ("set_window_too_big", "set window 1000001", "set: window must be 1..1000000"),
     ("set_margin_100", "set margin 100", "set: margin must be 0..99"),
-    ("set_dwell_not_a_number", "set dwell x", "set: dwell must be 0..1000"),
+    ("set_dwell_gone", "set dwell 2", "set: unknown key 'dwell'"),
+    ("set_prefetch_not_a_number", "set prefetch x", "set: prefetch must be 0..8"),
     ("set_decay_too_long", "set decay_ms 3600001", "set: decay_ms must be 0..3600000"),
     ("set_not_decimal", "set margin 0x10", "set: margin must be 0..99"),
     ("set_budget_share_too_big", "set budget_share 1000001",
@@ -365,6 +366,7 @@ def test_drop_cache_empties_the_cache(origin, dmname):
     n = dev_sectors(origin)
     with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         read_pattern(rc.path, range(0, 4 * SEG_BLOCKS, 8), SEED)
         before = rc.stats()
         assert before["segments_valid"] == 4
@@ -507,16 +509,16 @@ def test_bad_block_does_not_fail_reads_of_healthy_blocks_in_its_segment(loop64, 
 
 
 def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
-    """Prefetch 2, a stream of 32 KiB reads through segments 2 to 9 (as in
-    test_redcap_prefetch): segments 7 and 8 are filled ahead in one
-    request, and a bad block in 8 fails it.  Both entries are freed; every
+    """Prefetch 2, a stream of 32 KiB reads down through segments 9 to 2
+    (as in test_redcap_prefetch): segments 6 and 5 are filled ahead in one
+    request, and a bad block in 5 fails it.  Both entries are freed; every
     read but the bad block's returns the origin's data, re-sent or filled
     again, and the bad block's read fails with the origin's EIO.  Every
     fill that failed was a run over the bad block (the stream's later
-    misses in 7 fill 8 ahead again, in the same request)."""
+    misses in 6 fill 5 ahead again, in the same request)."""
     write_stamped(loop64, 0, 16 * SEG_BLOCKS, seed=5)
     n = dev_sectors(loop64)
-    read_blocks, bad_block = 8, 8 * SEG_BLOCKS + 9
+    read_blocks, bad_block = 8, 5 * SEG_BLOCKS + 9
     with Dm(dmname(), f"0 {n} linear {loop64} 0") as low, \
             Dm(dmname(), f"0 {n} redcap {low.path} {SEG} {NSEGS} 2 policy always") as rc:
         low.reload(linear_with_error(loop64, n, bad_block * 8, 8))
@@ -525,7 +527,7 @@ def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
         rc.message("set", "prefetch", "2")
         failed = []
         with kmsg() as k:
-            for b in range(2 * SEG_BLOCKS, 10 * SEG_BLOCKS, read_blocks):
+            for b in range(10 * SEG_BLOCKS - read_blocks, 2 * SEG_BLOCKS - 1, -read_blocks):
                 try:
                     read_pattern(rc.path, [b], 5, bs=read_blocks * BLOCK)
                 except OSError as e:
@@ -534,7 +536,7 @@ def test_a_failed_run_of_fills_fails_only_the_bad_blocks_reads(loop64, dmname):
             lines = k.lines()
         assert failed == [(bad_block // read_blocks * read_blocks, 5)]
         errors = redcap_errors(lines)
-        assert errors[0] == f"{dm_major_minor(low.path)}: fill of sectors {7 * SEG}+{2 * SEG} " \
+        assert errors[0] == f"{dm_major_minor(low.path)}: fill of sectors {5 * SEG}+{2 * SEG} " \
                             "failed: -5", lines
         runs = [re.fullmatch(rf"{dm_major_minor(low.path)}: fill of sectors (\d+)\+(\d+) "
                              "failed: -5", e) for e in errors]

@@ -199,6 +199,7 @@ def test_a_miss_fills_the_segments_its_read_goes_on_into_in_one_bio(loop64, dmna
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
             Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")
         bios0 = meas.stats()["read_samples"]
         read_pattern(rc.path, [2 * SEG_BLOCKS], seed=5, bs=8 * SEG * 512)
         st = rc.settled()

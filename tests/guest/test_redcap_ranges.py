@@ -61,8 +61,10 @@ def counts(st, **want):
 
 
 def redcap(dmname, origin, seg=SEG, segs=16, features="2 policy always"):
+    """A cache whose counts are a plain LRU's: no read-ahead (prefetch 0)."""
     rc = Dm(dmname(), f"0 {dev_sectors(origin)} redcap {origin} {seg} {segs} {features}")
     rc.cold()
+    rc.message("set", "prefetch", "0")
     return rc
 
 
@@ -355,6 +357,7 @@ def test_a_target_after_a_linear_one_maps_its_own_sectors(loop64, dmname):
             name = dm.name
             sh("dmsetup", "message", name, str(OFF), "drop_cache")
             sh("dmsetup", "message", name, str(OFF), "reset_stats")
+            sh("dmsetup", "message", name, str(OFF), "set", "prefetch", "0")
             r = sh("dmsetup", "message", name, "0", "stats", check=False)
             assert r.returncode != 0                        # sector 0 is the linear target
             m.read(dm.path, OFF + 3 * SPB + 1, 1)            # segment 0: a miss
@@ -402,6 +405,7 @@ def test_a_target_after_a_linear_one_maps_its_own_sectors(loop64, dmname):
             dm.reload(f"0 {OFF // 2} linear {head} 0\n{OFF // 2} {n} redcap "
                       f"{loop64} {SEG} 8 2 policy always")
             dm.resume()
+            sh("dmsetup", "message", name, str(OFF // 2), "set", "prefetch", "0")
             counts(stats(name, OFF // 2), reads=0, segments_valid=0)
             Model(shift=OFF // 2).set(OFF // 2 + 3 * SPB + 3, 2, NEW) \
                 .set(OFF // 2 + SEG + 1, 2, ZERO).read(dm.path, OFF // 2, SEG + 8)

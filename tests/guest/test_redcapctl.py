@@ -405,17 +405,17 @@ def test_set_drop_cache_and_reset_stats(dmname, loop64, cleanup):
     dev.name, dev.path = name, mapper
     ok("create", name, loop64, "--ram", "4M", "--policy", "always")
     r = ok("set", name, "policy=off", "write_policy=update", "window=256", "margin=5",
-           "dwell=3", "decay_ms=500", "estimator=vdisk")
+           "prefetch=3", "decay_ms=500", "estimator=vdisk")
     assert (r.stdout, r.stderr) == ("", "")
     assert table(name).endswith("4 policy off write_policy update")
     st = dev.stats()
-    assert (st["window"], st["margin"], st["dwell"], st["decay_ms"]) == (256, 5, 3, 500)
+    assert (st["window"], st["margin"], st["prefetch"], st["decay_ms"]) == (256, 5, 3, 500)
 
     # Every pair is checked before any is sent: nothing changes.
     for args, err in [
         (["policy=always", "window=0"], "set: window=0: window must be 1..1000000"),
         (["policy=always", "colour=red"], "set: unknown key 'colour' (policy, write_policy, "
-                                          "estimator, window, margin, dwell, decay_ms, "
+                                          "estimator, window, margin, decay_ms, "
                                           "budget_share, budget_cap_ms, prefetch)"),
         (["policy=always", "policy=fast"], "set: policy=fast: unknown policy 'fast'"),
         (["policy=always", "margin"], "set: 'margin' is not KEY=VALUE"),

@@ -224,8 +224,6 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "read_hits", g->read_hits, w->read_hits);
 	check_ctr_field(line, "read_hits_waited", g->read_hits_waited,
 			w->read_hits_waited);
-	check_ctr_field(line, "read_hits_inactive", g->read_hits_inactive,
-			w->read_hits_inactive);
 	check_ctr_field(line, "read_misses", g->read_misses, w->read_misses);
 	check_ctr_field(line, "read_bypassed", g->read_bypassed,
 			w->read_bypassed);
@@ -241,14 +239,10 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_inactive);
 	check_ctr_field(line, "read_bypassed_budget", g->read_bypassed_budget,
 			w->read_bypassed_budget);
-	check_ctr_field(line, "read_bypassed_reread", g->read_bypassed_reread,
-			w->read_bypassed_reread);
 	check_ctr_field(line, "read_bypassed_joined", g->read_bypassed_joined,
 			w->read_bypassed_joined);
 	check_ctr_field(line, "read_joined", g->read_joined, w->read_joined);
 	check_ctr_field(line, "read_resent", g->read_resent, w->read_resent);
-	check_ctr_field(line, "read_misses_streamed", g->read_misses_streamed,
-			w->read_misses_streamed);
 	check_ctr_field(line, "prefetches", g->prefetches, w->prefetches);
 	check_ctr_field(line, "prefetch_hits", g->prefetch_hits, w->prefetch_hits);
 	check_ctr_field(line, "prefetch_unused", g->prefetch_unused, w->prefetch_unused);
@@ -270,7 +264,7 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 35 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 32 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -1883,40 +1877,40 @@ CTEST(sim_miss_makes_ghost_and_hits_bypass)
 }
 
 /*
- * Inactive under an adaptive policy on the vdisk estimator: what the cache
- * still holds is served (a hit, or a wait on its fill), a hit in the
- * simulated cache too (RC_SIM_SERVED); what it does not hold bypasses and
- * is simulated, and a read going on into a held segment is not joined to
- * the bypassed piece before it.  On spk, as with policy off (above),
- * nothing is served: spk measures the bare side on those reads.
+ * Inactive, an adaptive policy serves nothing, on either estimator: a
+ * read of a segment the cache holds, valid or filling, goes to the disk
+ * and is a hit of the simulated cache (the valid segment becomes the most
+ * recent, unpinned; the filling one keeps only its fill's pin), and a
+ * piece in a held segment joins the bypassed piece before it.  With fills
+ * held too, a simulated miss still takes the LRU's tail, valid or not.
  */
-CTEST(adaptive_inactive_serves_what_is_cached)
+CTEST(adaptive_inactive_bypasses_what_is_cached_as_a_simulated_hit)
 {
+	static const enum rc_estimator est[] = { RC_EST_SPK, RC_EST_VDISK };
 	struct rc_cache *c = mk(4);
-	u32 a, f, g, idx;
+	u32 a, f, g, x, k, idx = 12345;
 
 	a = fill_seg(c, 5);
 	CHECK_EQ(read_seg(c, 6, &f), RC_READ_FILL);
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	rc_adapt_set_active(&c->adapt, false);
 	CHECK(!rc_active(c));
-	c->adapt.estimator = RC_EST_SPK;
-	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
-	CHECK_EQ(rs.sim, RC_SIM_HIT);
-	CHECK(rc_read_join(c, &rs, 6 * 256, 256));	/* filling, not served: joins */
-	c->adapt.estimator = RC_EST_VDISK;
 	rc_reset_counters(c);
-
-	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_HIT);
-	CHECK_EQ(idx, a);
-	CHECK_EQ(rs.sim, RC_SIM_SERVED);
-	CHECK_EQ(c->entries[a].pins, 1);
-	rc_unpin(c, a);
-	CHECK_EQ(c->lru_head, a);
-	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_WAIT);
-	CHECK_EQ(idx, f);
-	CHECK_EQ(rs.sim, RC_SIM_SERVED);
-	CHECK_EQ(c->entries[f].pins, 1);	/* the fill's: waiters take none */
+	for (k = 0; k < ARRAY_SIZE(est); k++) {
+		c->adapt.estimator = est[k];
+		CHECK_EQ(rc_budgeted(c), est[k] == RC_EST_VDISK);
+		CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
+		CHECK_EQ(rs.sim, RC_SIM_HIT);
+		CHECK_EQ(c->entries[a].state, RC_VALID);
+		CHECK_EQ(c->entries[a].pins, 0);
+		CHECK_EQ(c->lru_head, a);
+		CHECK_EQ(read_seg(c, 6, &idx), RC_READ_BYPASS);
+		CHECK_EQ(rs.sim, RC_SIM_HIT);
+		CHECK_EQ(c->entries[f].state, RC_FILLING);
+		CHECK_EQ(c->entries[f].pins, 1);	/* the fill's */
+		CHECK_EQ(idx, 12345);
+	}
+	CHECK_CTR(c, .reads = 4, .read_bypassed = 4, .read_bypassed_inactive = 4, .sim_hits = 4);
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	g = hashed_idx(c, 7);
@@ -1924,41 +1918,51 @@ CTEST(adaptive_inactive_serves_what_is_cached)
 	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 2,
-		  .read_bypassed_inactive = 2, .sim_hits = 1, .sim_misses = 1);
+	CHECK_CTR(c, .reads = 6, .read_bypassed = 6, .read_bypassed_inactive = 6, .sim_hits = 5,
+		  .sim_misses = 1);
 
-	/* A bypassed piece, then the valid and the filling segment: bios of their own. */
+	/* A bypassed piece in 4, then 5, 6 and 7 join it: one bio. */
 	CHECK_EQ(rc_read(c, &rs, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
-	CHECK(!rc_read_join(c, &rs, 5 * 256, 256));
-	CHECK(!rc_read_join(c, &rs, 6 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
+	x = hashed_idx(c, 4);
+	CHECK(rc_read_join(c, &rs, 5 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
+	CHECK(rc_read_join(c, &rs, 6 * 256, 256));
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
 	CHECK(rc_read_join(c, &rs, 7 * 256, 256));
 	CHECK_EQ(rs.sim, RC_SIM_HIT);
-	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_inactive = 2, .read_bypassed = 4,
-		  .read_bypassed_inactive = 4, .read_joined = 1, .sim_hits = 2, .sim_misses = 2);
+	CHECK_EQ(idx, 12345);
+	CHECK_EQ(c->lru_tail, x);
+	CHECK_CTR(c, .reads = 10, .read_bypassed = 10, .read_bypassed_inactive = 10,
+		  .read_joined = 3, .sim_hits = 8, .sim_misses = 2);
 
+	/* The fill lands: no read waited on it. */
 	CHECK_EQ(rc_fill_done(c, f, 0, 256, false), RC_FILL_SERVE);
-	rc_count_waited(c, 1);
 	rc_unpin(c, f);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 6, .read_hits = 1, .read_hits_waited = 1, .read_hits_inactive = 2,
-		  .read_bypassed = 4, .read_bypassed_inactive = 4, .read_joined = 1,
-		  .sim_hits = 2, .sim_misses = 2, .fill_ios = 1, .fill_sectors = 256);
+	CHECK_CTR(c, .reads = 10, .read_bypassed = 10, .read_bypassed_inactive = 10,
+		  .read_joined = 3, .sim_hits = 8, .sim_misses = 2, .fill_ios = 1,
+		  .fill_sectors = 256);
 
-	/* Fills held (a suspend under way): served still; a miss simulated evicts a. */
+	/* Fills held (a suspend under way): 6 bypasses still; 8 takes x, 9 takes a. */
 	rc_hold_fills(c, true);
-	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_HIT);
-	CHECK_EQ(idx, f);
-	rc_unpin(c, f);
+	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
+	CHECK_EQ(c->lru_head, f);
 	CHECK_EQ(read_seg(c, 8, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rs.sim, RC_SIM_MISS);
+	CHECK_EQ(hashed_idx(c, 8), x);
+	CHECK_EQ(c->lru_tail, a);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	CHECK_EQ(c->entries[a].state, RC_GHOST);
-	CHECK_EQ(c->entries[a].seg, 8);
+	CHECK_EQ(c->entries[a].seg, 9);
+	CHECK_EQ(c->nr_valid, 1);
 	rc_hold_fills(c, false);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 8, .read_hits = 2, .read_hits_waited = 1, .read_hits_inactive = 3,
-		  .read_bypassed = 5, .read_bypassed_inactive = 5, .read_joined = 1,
-		  .sim_hits = 2, .sim_misses = 3, .fill_ios = 1, .fill_sectors = 256,
-		  .evictions = 1);
+	CHECK_CTR(c, .reads = 13, .read_bypassed = 13, .read_bypassed_inactive = 13,
+		  .read_joined = 3, .sim_hits = 9, .sim_misses = 4, .fill_ios = 1,
+		  .fill_sectors = 256, .evictions = 1);
 	rm(c);
 }
 
@@ -2900,7 +2904,8 @@ CTEST(prefetch_a_read_takes_a_segment_off_probation)
 /*
  * Nothing fills ahead while the cache is inactive, while fills are held,
  * while a write to the segment is in flight, nor (rc_budgeted()) while
- * the budget is in the red.
+ * the budget's bar admits nothing: the overdraft spent, or the balance at
+ * minus the cap.
  */
 CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 {
@@ -2935,7 +2940,7 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	rc_unpin(c, idx);
 	fill_ahead_done(c, ai[0]);
 
-	/* adaptive, estimator vdisk: the budget pays, and stops it in the red */
+	/* adaptive, estimator vdisk: the budget pays, and its bar stops it */
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
 	CHECK(rc_budgeted(c));
@@ -2945,14 +2950,23 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 	CHECK_EQ(seg, 39);
 	rc_prefetch_judge(c, 3000000, true);
 	CHECK_EQ(c->budget.spent_ns, 3000000);
-	CHECK(c->budget.balance < 0);
+	CHECK_EQ(c->budget.balance, -3000000);
+	CHECK_EQ(c->budget.red, 0);			/* paid at a balance of 0 */
 	CHECK_EQ(c->adapt.cache_ns, 3000000);
 	rc_prefetch_judge(c, 5, false);			/* unpriced: nothing */
 	CHECK_EQ(c->budget.spent_ns, 3000000);
 	CHECK_EQ(rd32k(c, 39 * 256 + 192, &ai[0]), RC_READ_WAIT);
 	CHECK_EQ(ai[0], idx);
+	c->budget.red = RC_BUDGET_OVERDRAFT;
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 38: the overdraft spent */
+	CHECK_EQ(rd32k(c, 39 * 256 + 128, &ai[0]), RC_READ_WAIT);
+	c->budget.red = 0;
 	c->budget.balance = -(s64)c->budget.cap_ns;
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 38: at minus the cap */
+	CHECK_EQ(rd32k(c, 39 * 256 + 64, &ai[0]), RC_READ_WAIT);
+	c->budget.balance = 1 - (s64)c->budget.cap_ns;
+	CHECK_EQ(take_ahead(c, as, ai, 8), 1);		/* 38: just above it */
+	CHECK_EQ(as[0], 38);
 	rm(c);
 }
 
@@ -2969,13 +2983,14 @@ static u32 take_paid(struct rc_cache *c, u64 want, u64 ns)
 }
 
 /*
- * With the budget (adaptive, estimator vdisk), a batch starts only with
- * the balance above minus the cap, and then goes down whole though its
- * first fill takes the balance lower; in the red, a stream's next batch
- * still goes (16 streams starting at once would otherwise wait on one
- * another's hits).
+ * With the budget (adaptive, estimator vdisk), the bar admits a batch at
+ * its first fill: whole while the balance is not negative, though its
+ * fills then take the balance into the red; in the red, trimmed to what
+ * is left of the overdraft, which each fill ahead paid in the red uses up
+ * (rc_budget_spend()); none once it is spent, until hits bring the
+ * balance back to 0.
  */
-CTEST(prefetch_budget_admits_a_batch_whole)
+CTEST(prefetch_budget_admits_a_batch_whole_or_trimmed_at_its_first_fill)
 {
 	struct rc_cache *c = mk(32);
 	u32 idx = RC_NONE, ai[8], k;
@@ -2989,10 +3004,12 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	miss_seg(c, 200);
 	miss_seg(c, 199);
 	CHECK_EQ(rc_read(c, &rs, 198 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
+	/* at 0: all 3; the first paid at 0, the other two in the red */
 	for (k = 0; k < 3; k++)
 		ai[k] = take_paid(c, 197 - k, 3000000);
 	CHECK_EQ(take_ahead(c, as, ai + 3, 5), 0);
 	CHECK_EQ(c->budget.balance, -9000000);
+	CHECK_EQ(c->budget.red, 2);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	for (k = 0; k < 3; k++)
@@ -3002,16 +3019,39 @@ CTEST(prefetch_budget_admits_a_batch_whole)
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 196 and 195 are there */
 	CHECK_EQ(rc_read(c, &rs, 196 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
-	/* 194 down are due: 9 ms in the red, above minus the cap: they go */
-	for (k = 0; k < 4; k++)
+	/* 194 down, 4 due, 9 ms in the red with 2 of the overdraft left: 194 and 193 */
+	for (k = 0; k < 2; k++)
 		ai[k] = take_paid(c, 194 - k, 3000000);
-	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
-	CHECK_EQ(c->budget.balance, -21000000);
+	CHECK_EQ(take_ahead(c, as, ai + 2, 6), 0);
+	CHECK_EQ(c->budget.balance, -15000000);
+	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
+	fill_ahead_done(c, ai[0]);
+	fill_ahead_done(c, ai[1]);
 	CHECK_EQ(rc_read(c, &rs, 195 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 194 and 193 are there */
+	/* 192 down, 4 due, the overdraft spent: none */
+	CHECK_EQ(rc_read(c, &rs, 194 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	/* that hit's 15 ms (and 1/128 of it) bring the balance to 0 and over */
+	rc_read_judge(c, &rs, 194 * 256, 256, RC_READ_HIT, 15000000, true, 0, true);
+	rc_unpin(c, idx);
+	CHECK_EQ(c->budget.balance, 15000000 / 128);
+	CHECK_EQ(c->budget.red, 0);
+	/* so 193's read has its batch whole, though it ends 3 fills in the red */
+	CHECK_EQ(rc_read(c, &rs, 193 * 256, 256, &idx), RC_READ_HIT);
+	rc_unpin(c, idx);
+	for (k = 0; k < 4; k++)
+		ai[k] = take_paid(c, 192 - k, 3000000);
+	CHECK_EQ(take_ahead(c, as, ai + 4, 4), 0);
+	CHECK_EQ(c->budget.balance, 15000000 / 128 - 12000000);
+	CHECK_EQ(c->budget.red, 3);
+	for (k = 0; k < 4; k++)
+		fill_ahead_done(c, ai[k]);
 	CHECK_EQ(c->nr_ahead, 4);
-	CHECK_CTR(c, .reads = 6, .read_hits = 3, .read_misses = 3, .prefetches = 7,
-		  .prefetch_hits = 3, .fill_ios = 6, .fill_sectors = 6 * 256);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 8, .read_hits = 5, .read_misses = 3, .prefetches = 9,
+		  .prefetch_hits = 5, .fill_ios = 12, .fill_sectors = 12 * 256);
 	rm(c);
 }
 
@@ -3122,7 +3162,7 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 	rm(c);
 }
 
-/* With the budget in the red, a joining piece is the budget's bypass, not a join. */
+/* With the budget's bar shut (its overdraft spent), a joining piece is the budget's bypass. */
 CTEST(read_join_counts_the_budget_before_the_join)
 {
 	struct rc_cache *c = mk(4);
@@ -3735,9 +3775,11 @@ static bool size_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 no
 
 /*
  * A pair's other half is speculation: it goes down in the miss's request,
- * which the budget pays beyond the read's bare price, and only while the
- * balance is not negative (the miss itself may still fill on the
- * overdraft); never while fills are held, nor inactive.
+ * which the budget pays beyond the read's bare price, and only where the
+ * bar admits two segments, the miss's and its pair's: while the balance
+ * is not negative, or with two of the overdraft left (one is the miss's
+ * alone).  Both count in red, as segments.  Never while fills are held,
+ * nor inactive.
  */
 CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
 {
@@ -3754,27 +3796,48 @@ CTEST(pairs_are_paid_from_the_budget_and_held_like_fills_ahead)
 	serve_plan(c, &plan, 1);
 	CHECK_EQ(pair_read(c, &p, 20, &plan), 1);
 	serve_plan(c, &plan, 1);
-	c->budget.balance = -1000000;			/* in the red: the miss only */
-	CHECK_EQ(pair_read(c, &p, 22, &plan), 1);
-	serve_plan(c, &plan, 1);
-	c->budget.balance = 0;				/* not negative: the pair */
+	/* at 0: the pair; one request of 512 sectors for a read of 8: 504 us beyond it */
+	c->budget.balance = 0;
+	c->budget.red = 0;
 	c->budget.spent_ns = 0;
 	CHECK_EQ(pair_read(c, &p, 8, &plan), 2);
-	/* one request of 512 sectors for a read of 8: 504 us beyond it */
+	CHECK_EQ(plan.fills[0].seg, 8);
+	CHECK_EQ(plan.fills[1].seg, 9);
 	CHECK_EQ(c->budget.spent_ns, 504000);
 	CHECK_EQ(c->budget.balance, -504000 + 1008000 / 128);
+	CHECK_EQ(c->budget.red, 0);			/* paid at 0 */
 	serve_plan(c, &plan, 1);
-	CHECK_EQ(c->ctr.prefetch_paired, 1);
+	/* in the red with two of the overdraft left: the pair, both in red */
+	c->budget.red = RC_BUDGET_OVERDRAFT - 2;
+	CHECK_EQ(pair_read(c, &p, 22, &plan), 2);
+	CHECK_EQ(plan.fills[1].seg, 23);
+	CHECK_EQ(c->budget.spent_ns, 2 * 504000);
+	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
+	serve_plan(c, &plan, 1);
+	/* one left: the miss only (25 is free, 22 near) */
+	c->budget.red = RC_BUDGET_OVERDRAFT - 1;
+	CHECK_EQ(pair_read(c, &p, 24, &plan), 1);
+	CHECK_EQ(plan.fills[0].seg, 24);
+	CHECK_EQ(c->budget.spent_ns, 2 * 504000 + 248000);
+	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
+	serve_plan(c, &plan, 1);
+	/* none left: neither */
+	CHECK_EQ(pair_read(c, &p, 26, &plan), 0);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_CTR(c, .reads = 6, .read_misses = 5, .read_bypassed = 1, .read_bypassed_budget = 1,
+		  .prefetches = 2, .prefetch_paired = 2, .fill_ios = 7, .fill_joined = 2,
+		  .fill_sectors = 7 * 256);
 
 	rc_hold_fills(c, true);
 	c->budget.balance = 0;
-	CHECK_EQ(pair_read(c, &p, 24, &plan), 0);	/* 22 near, 25 free */
+	c->budget.red = 0;
+	CHECK_EQ(pair_read(c, &p, 26, &plan), 0);	/* 24 near, 27 free */
 	CHECK_EQ(plan.act, RC_READ_BYPASS);
 	rc_hold_fills(c, false);
 	rc_adapt_set_active(&c->adapt, false);
-	CHECK_EQ(pair_read(c, &p, 24, &plan), 0);
+	CHECK_EQ(pair_read(c, &p, 26, &plan), 0);
 	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(c->ctr.prefetch_paired, 1);
+	CHECK_EQ(c->ctr.prefetch_paired, 2);
 	check_invariants(c);
 	rm(c);
 }
@@ -3826,10 +3889,12 @@ static bool adversary_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u
 /*
  * Read-ahead that never pays: 300 backward streams of 8 whole segments,
  * far apart, prefetch 8, through rc_map_read() as the glue goes.  Each
- * stream ramps up and leaves its last batch unread.  The batches start
- * in the red, as a stream's miss fills, but none below minus the cap:
- * the balance never falls further than one batch and the fills a
- * stream's miss may take beyond it.
+ * stream ramps up and leaves its last batch unread.  A read's miss, pair
+ * and batch pass the one bar: in the red, batches still go (trimmed) on
+ * the overdraft, but once the balance is negative at most
+ * RC_BUDGET_OVERDRAFT reads fill anything until it is back at 0, and none
+ * at or below minus the cap: the balance never falls below it by more
+ * than one read's fills (its miss, its pair and a batch).
  */
 CTEST(budget_bounds_read_ahead_that_never_pays)
 {
@@ -3841,7 +3906,7 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 	struct rc_read_plan plan;
 	s64 low = 0, before;
 	u64 base;
-	u32 s, k, r, f, red = 0;
+	u32 s, k, r, f, in_red = 0, batches = 0;
 
 	rc_set_policy(c, RC_POLICY_ADAPTIVE);
 	c->adapt.estimator = RC_EST_VDISK;
@@ -3853,12 +3918,13 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 		for (k = 0; k < 8; k++) {
 			before = c->budget.balance;
 			rc_map_read(c, (base + 7 - k) * 256, 256, 0, &p, &plan);
-			/*
-			 * a batch ahead though a hit's 5 ms could not bring it
-			 * to 0 (a pair needs the balance not negative)
-			 */
-			if (before < -10 * (s64)MS && plan.nr_fills > 1)
-				red++;
+			if (before >= 0) {
+				in_red = 0;	/* the overdraft is whole */
+			} else if (plan.nr_fills) {
+				CHECK(before > -cap);
+				CHECK(++in_red <= RC_BUDGET_OVERDRAFT);
+				batches += plan.nr_fills > 1;
+			}
 			if (plan.act == RC_READ_HIT)
 				rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
 							       .sectors = 256, .end = MS / 10 });
@@ -3875,11 +3941,10 @@ CTEST(budget_bounds_read_ahead_that_never_pays)
 		}
 	}
 	check_invariants(c);
-	/* batches went in the red, where they used to stop at 0 ... */
-	CHECK(red > 0);
-	CHECK(low < -cap);
-	/* ... down to minus the cap, give or take a batch and a miss's fills */
-	CHECK(low > -cap - (s64)((RC_PREFETCH_MAX + RC_BUDGET_OVERDRAFT + 1) * 7 * MS));
+	/* batches went in the red, on the overdraft ... */
+	CHECK(batches > 0);
+	/* ... never further than one read's fills below minus the cap */
+	CHECK(low > -cap - (s64)((RC_PREFETCH_MAX + 2) * 7 * MS));
 	/* and there the budget refused the rest */
 	CHECK(c->ctr.read_bypassed_budget > 2000);
 	rm(c);

@@ -88,14 +88,13 @@ CTEST(sim_configs_parse)
 	CHECK_EQ(c.tun_given, 0);		/* the target's defaults */
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
-	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,dwell=1,"
+	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,"
 		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,write_policy=update");
 	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(c.estimator, RC_EST_SPK);
 	CHECK_EQ(c.tun_given, (1u << RC_TUN_NR) - 1);
 	CHECK_EQ(c.tun[RC_TUN_WINDOW], 64);
 	CHECK_EQ(c.tun[RC_TUN_MARGIN], 5);
-	CHECK_EQ(c.tun[RC_TUN_DWELL], 1);
 	CHECK_EQ(c.tun[RC_TUN_DECAY_MS], 500);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_SHARE], 0);
 	CHECK_EQ(c.tun[RC_TUN_PREFETCH], 3);
@@ -133,6 +132,8 @@ CTEST(sim_bad_configs_are_refused_with_the_reason)
 						       "0': set: unknown key 'prefetch_forward'" },
 		{ "64x128k:always,prefetch_pairs=1", "config '64x128k:always,prefetch_pairs=1': "
 						     "set: unknown key 'prefetch_pairs'" },
+		{ "64x128k:adaptive,dwell=1", "config '64x128k:adaptive,dwell=1': set: unknown "
+					      "key 'dwell'" },
 		{ "64x128k:adaptive,window", "config '64x128k:adaptive,window': an option is not "
 					     "<key>=<value>" },
 		{ "64x128k:adaptive,=3", "config '64x128k:adaptive,=3': an option is not "

@@ -617,7 +617,7 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl set x write_policy=", ["invalidate", "update"]),
     ("redcapctl set x estimator=v", ["vdisk"]),
     ("redcapctl set x window=", []),
-    ("redcapctl set x policy=off ", ["budget_cap_ms=", "budget_share=", "dwell=", "decay_ms=",
+    ("redcapctl set x policy=off ", ["budget_cap_ms=", "budget_share=", "decay_ms=",
                                      "estimator=", "margin=", "prefetch=", "window=",
                                      "write_policy="]),
     ("redcapctl model ", ["load", "save", "train"]),

@@ -343,7 +343,7 @@ def kernel_stats_names():
     args = open(os.path.join(TOP, "dm-redcap", "rc-args.c")).read()
     table = args[args.index("} rc_tunables[RC_TUN_NR] = {"):]
     tunables = re.findall(r'\] = \{ "(\w+)"', table[:table.index("};")])
-    assert len(tunables) == 7, tunables
+    assert len(tunables) == 6, tunables
     names |= set(tunables)
     names.discard("caware_rule%d")
     names |= {f"caware_rule{i}" for i in range(1, 7)}
@@ -359,16 +359,16 @@ def test_stats_carry_the_kernel_targets_names(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text(CSV)
     r = simulate("--trace", trace, "--format", "csv", "--config",
-                 "64x128k:adaptive+caware,estimator=spk,window=3,margin=7,dwell=1,decay_ms=20",
+                 "64x128k:adaptive+caware,estimator=spk,window=3,margin=7,decay_ms=20",
                  "--json")
     assert (r.returncode, r.stderr) == (0, "")
     st = json.loads(r.stdout)["results"][0]["stats"]
     # what a simulation has no equivalent of: fills in flight at the end, a model device
     assert set(st) == kernel_stats_names() - {"segments_filling", "model"}
-    assert {k: st[k] for k in ("policy", "estimator", "window", "margin", "dwell",
-                               "decay_ms", "windows")} == {
+    assert {k: st[k] for k in ("policy", "estimator", "window", "margin", "decay_ms",
+                               "windows")} == {
         "policy": "adaptive+caware", "estimator": "spk", "window": 3, "margin": 7,
-        "dwell": 1, "decay_ms": 20, "windows": 2}
+        "decay_ms": 20, "windows": 2}
 
 
 def test_save_model_writes_what_the_model_layer_learnt(tmp_path):

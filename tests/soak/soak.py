@@ -100,7 +100,7 @@ CMD_TIMEOUT = 600               # a dmsetup step taking longer is a hang
 STALL_SECONDS = 300             # no I/O completing on A for this long is a hang
 MAX_VERIFY_KEPT = 20
 # soak-a's counters summed over the caches it had (summary: "soak-a, all").
-CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_hits_inactive", "read_misses",
+CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_misses",
               "read_bypassed",
               "read_bypassed_held", "read_resent", "fill_ios", "fill_joined", "fill_along",
               "fill_errors",
