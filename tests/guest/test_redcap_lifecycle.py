@@ -69,6 +69,7 @@ def test_drop_cache_waits_for_a_busy_segment_then_fails_busy_and_loses_nothing(
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 8 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # a fill per miss, no pair
         read_pattern(rc.path, [2 * SEG_BLOCKS, 3 * SEG_BLOCKS], SEED)
         assert rc.stats()["segments_valid"] == 2
         fault("fi_drop_timeout_ms", 300)

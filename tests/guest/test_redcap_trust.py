@@ -221,6 +221,7 @@ def test_defect2_aborted_suspend_lets_fills_start_again(loop64, dmname):
     with Dm(dmname(), f"0 {n} delay {loop64} 0 0") as slow, \
             Dm(dmname(), f"0 {n} redcap {slow.path} {SEG} 4 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # a fill per miss, no pair
         with slow_down(slow, loop64, n, ms=HELD_MS):
             reader = Outcome(read_blocks, rc.path, 0, BLOCK)
             deadline = time.monotonic() + 30 * SLOW
@@ -316,7 +317,7 @@ def test_defect3_messages_and_status_racing_reloads_see_a_whole_cache(loop64, dm
             t.start()
         try:
             for i in range(10):
-                rc.reload(table + (" 2 policy off" if i % 2 else ""))
+                rc.reload(table.replace("always", "off") if i % 2 else table)
                 rc.suspend()
                 rc.resume()
         finally:
