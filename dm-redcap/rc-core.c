@@ -469,8 +469,7 @@ static bool rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 
 /*
  * Inactive: bypass every read, and play it on the simulated cache, which
- * runs C-Aware's
- * rule where the policy has it, not the budget (see
+ * runs C-Aware's rule where the policy has it, not the budget (see
  * docs/results/README.md: a simulated budget kept in the red what the
  * active one would have paid back).
  */
