@@ -442,19 +442,20 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
 
 /*
  * Make a GHOST entry for @seg, not indexed, at the LRU's head: the
- * simulated cache holds it (@ahead: filled ahead of its reads).  False if
- * a write or a range in flight holds it off, or every entry is busy.
+ * simulated cache holds it (@ahead: filled ahead of its reads).  Returns
+ * it, or RC_NONE if a write or a range in flight holds it off, or every
+ * entry is busy.
  */
-static bool rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
+static u32 rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 {
 	struct rc_entry *e;
 	u32 i;
 
 	if (c->wb_inflight[rc_wb_bucket(c, seg)] || c->range_inflight)
-		return false;
+		return RC_NONE;
 	i = rc_take_entry(c);
 	if (i == RC_NONE)
-		return false;
+		return RC_NONE;
 	if (!ahead)
 		c->demand_takes++;
 	e = &c->entries[i];
@@ -464,7 +465,7 @@ static bool rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 	rc_hash_add(c, i);
 	rc_lru_add_head(c, i);
 	c->nr_ghost++;
-	return true;
+	return i;
 }
 
 /*
@@ -492,7 +493,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 		/* As rc_read() active: no fill while a write to the bucket flies. */
 		b = rc_wb_bucket(c, seg);
 		if (c->wb_inflight[b] || c->range_inflight || rc_caware_bypasses(c) ||
-		    !rc_ghost_add(c, seg, false)) {
+		    rc_ghost_add(c, seg, false) == RC_NONE) {
 			st->sim = RC_SIM_BYPASS;
 		} else {
 			st->sim = RC_SIM_MISS;
@@ -502,37 +503,6 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 	c->ctr.read_bypassed++;
 	c->ctr.read_bypassed_inactive++;
 	return RC_READ_BYPASS;
-}
-
-/*
- * A read of segment @seg goes on with a stream in direction @dir: the
- * stream's degree is what it has read in whole segments, up to
- * c->prefetch.  Once fewer than half the degree (rounded up) of the
- * segments after @seg are cached or filling, the next degree segments
- * after those are due (rc_prefetch()): a stream's fills ahead go down
- * together, and it reaches them while they are read.  At most half the
- * degree lookups.
- */
-static void rc_prefetch_due(struct rc_cache *c, struct rc_read_state *st, u64 seg, int dir)
-{
-	u64 run = c->streams.run >> c->seg_shift;
-	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
-	u32 trigger = (degree + 1) / 2, ahead, i;
-
-	if (!degree)
-		return;
-	for (ahead = 0; ahead < trigger; ahead++) {
-		i = rc_lookup(c, seg + (u64)(s64)dir);	/* below 0: no segment */
-		if (i == RC_NONE || (c->entries[i].state == RC_GHOST && rc_active(c)))
-			break;
-		seg += (u64)(s64)dir;
-	}
-	if (ahead == trigger)
-		return;
-	st->pf_seg = seg;
-	st->pf_dir = dir;
-	st->pf_left = degree;
-	st->pf_started = false;
 }
 
 static u32 rc_refused_clock(const struct rc_cache *c)
@@ -582,18 +552,15 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 					 u64 sector, u32 sectors, u32 *idx, bool join)
 {
 	u64 seg = sector >> c->seg_shift;
-	/* Only the budget and the read-ahead look at streams. */
-	int dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
 	bool admitted, lately;
 	u32 i, b, slot = 0;
 
+	/* Only the budget and the planner look at streams. */
+	st->dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
 	c->ctr.reads++;
 	st->sim = RC_SIM_NONE;
 	st->refused_by = RC_REFUSED_NONE;
-	st->pf_left = 0;
 	i = rc_lookup(c, seg);
-	if (dir < 0 && c->prefetch && (rc_active(c) || rc_budgeted(c)))
-		rc_prefetch_due(c, st, seg, dir);
 	if (!rc_active(c))
 		return rc_read_simulate(c, st, seg, i);
 
@@ -660,41 +627,125 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 	return true;
 }
 
+/*
+ * Whether @seg is cached or filling for a read (not filled ahead and
+ * unread); inactive, whether the simulated cache holds it so.
+ */
+static bool rc_read_lately(const struct rc_cache *c, u64 seg)
+{
+	u32 i = rc_lookup(c, seg);
+	const struct rc_entry *e;
+
+	if (i == RC_NONE)
+		return false;
+	e = &c->entries[i];
+	if (e->state == RC_GHOST)
+		return !rc_active(c) && !e->gahead;
+	return (e->state == RC_VALID || e->state == RC_FILLING) && !e->ahead;
+}
+
+/* Whether a segment within RC_PAIR_NEAR of @seg (on a device of @limit) was read lately. */
+static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
+{
+	u64 s;
+
+	for (s = seg > RC_PAIR_NEAR ? seg - RC_PAIR_NEAR : 0; s <= seg + RC_PAIR_NEAR; s++)
+		if (s != seg && s < limit && rc_read_lately(c, s))
+			return true;
+	return false;
+}
+
+/*
+ * A backward stream's batch (rc-core.h, rc_plan()): its degree is what it
+ * has read in whole segments, up to c->prefetch.  Once fewer than half the
+ * degree (rounded up) of the segments after @seg are cached or filling,
+ * the degree segments after those are proposed.  At most half the degree
+ * lookups.
+ */
+static bool rc_plan_batch(struct rc_cache *c, struct rc_read_state *st, u64 seg)
+{
+	u64 run = c->streams.run >> c->seg_shift;
+	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
+	u32 trigger = (degree + 1) / 2, ahead, i;
+
+	if (!degree)
+		return false;
+	for (ahead = 0; ahead < trigger; ahead++) {
+		i = rc_lookup(c, seg + (u64)(s64)st->dir);	/* below 0: no segment */
+		if (i == RC_NONE || (c->entries[i].state == RC_GHOST && rc_active(c)))
+			break;
+		seg += (u64)(s64)st->dir;
+	}
+	if (ahead == trigger)
+		return false;
+	st->ahead_seg = seg;
+	st->ahead_dir = st->dir;
+	st->ahead_left = degree;
+	return true;
+}
+
+void rc_plan(struct rc_cache *c, struct rc_read_state *st, u64 seg, bool miss, u64 limit)
+{
+	st->ahead_left = 0;
+	st->ahead_pair = false;
+	st->ahead_started = false;
+	if (!c->prefetch || (!rc_active(c) && !rc_budgeted(c)))
+		return;
+	if (st->dir < 0 && rc_plan_batch(c, st, seg))
+		return;
+	if (miss && rc_near_read_lately(c, seg, limit)) {
+		st->ahead_seg = seg;
+		st->ahead_dir = seg & 1 ? -1 : 1;
+		st->ahead_left = 1;
+		st->ahead_pair = true;
+	}
+}
+
 u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg)
 {
+	bool sim = !rc_active(c);
 	u32 i, b, k;
 	u64 s;
 
-	while (st->pf_left) {
-		st->pf_left--;
-		s = st->pf_seg + (u64)(s64)st->pf_dir;	/* below 0: wraps above @limit */
-		st->pf_seg = s;
+	while (st->ahead_left) {
+		st->ahead_left--;
+		s = st->ahead_seg + (u64)(s64)st->ahead_dir;	/* below 0: wraps above @limit */
+		st->ahead_seg = s;
 		if (s >= limit)
 			break;
 		i = rc_lookup(c, s);
-		if (i != RC_NONE && c->entries[i].state != RC_GHOST)
-			continue;	/* cached, or on its way */
+		if (i != RC_NONE && (sim || c->entries[i].state != RC_GHOST))
+			continue;	/* cached, or on its way (inactive: simulated so) */
+		if (sim) {	/* the simulated cache admits them all */
+			i = rc_ghost_add(c, s, true);
+			if (i == RC_NONE)
+				break;
+			*seg = s;
+			return i;
+		}
 		b = rc_wb_bucket(c, s);
-		if (!rc_active(c) || c->fills_held || c->wb_inflight[b] || c->range_inflight ||
+		if (c->fills_held || c->wb_inflight[b] || c->range_inflight ||
 		    2 * (c->nr_ahead + 1) > c->nr_entries)
 			break;
-		if (!st->pf_started && rc_budgeted(c)) {
-			/* the budget's bar admits the batch whole or trimmed, at its first fill */
-			k = rc_budget_admit(&c->budget, st->pf_left + 1);
+		if (!st->ahead_started && rc_budgeted(c)) {
+			/* the budget's bar admits the proposal whole or trimmed, at its first fill */
+			k = rc_budget_admit(&c->budget, st->ahead_left + 1);
 			if (!k)
 				break;
-			st->pf_left = k - 1;
+			st->ahead_left = k - 1;
 		}
 		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
 		if (i == RC_NONE)
 			break;
 		if (rc_budgeted(c))
 			rc_budget_take(&c->budget, 1);
-		st->pf_started = true;
+		if (st->ahead_pair)
+			c->ctr.prefetch_paired++;
+		st->ahead_started = true;
 		*seg = s;
 		return i;
 	}
-	st->pf_left = 0;
+	st->ahead_left = 0;
 	return RC_NONE;
 }
 
@@ -730,40 +781,49 @@ struct rc_piece {
 	enum rc_refused refused_by;
 };
 
-/* The fills ahead rc_prefetch() starts (below @limit), into @plan. */
-static void rc_plan_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit,
-			     struct rc_read_plan *plan)
+/*
+ * Take what the planner proposed for a piece (rc_plan(), rc_prefetch()):
+ * fills ahead into @plan; inactive, the GHOST entries the simulated cache
+ * fills ahead, their segments into @segs (*@n of at most RC_FILL_RUN_MAX).
+ */
+static void rc_plan_take(struct rc_cache *c, struct rc_read_state *st, u64 limit,
+			 struct rc_read_plan *plan, u64 *segs, u32 *n)
 {
+	bool sim = !rc_active(c);
 	struct rc_fill_item *it;
+	u32 i;
+	u64 s;
 
-	for (; plan->nr_fills < RC_FILL_RUN_MAX; plan->nr_fills++) {
-		it = &plan->fills[plan->nr_fills];
-		it->idx = rc_prefetch(c, st, limit, &it->seg);
-		if (it->idx == RC_NONE)
+	while (sim ? *n < RC_FILL_RUN_MAX : plan->nr_fills < RC_FILL_RUN_MAX) {
+		i = rc_prefetch(c, st, limit, &s);
+		if (i == RC_NONE)
 			break;
-		it->ahead = true;
-		it->along = false;
+		if (sim) {
+			segs[(*n)++] = s;
+			continue;
+		}
+		it = &plan->fills[plan->nr_fills++];
+		*it = (struct rc_fill_item){ .seg = s, .idx = i, .ahead = true };
 	}
 }
 
 /*
- * Start a fill of @seg for @plan, unless it is cached or filling or a write
- * or a range in flight holds it off: appended (@ahead: no read asked for
- * it; else filled along a miss's read).  False if it did not start.
+ * Start a fill of @seg along a miss's read for @plan, unless it is cached
+ * or filling or a write or a range in flight holds it off.  False if it
+ * did not start.
  */
-static bool rc_plan_fill(struct rc_cache *c, u64 seg, bool ahead, struct rc_read_plan *plan)
+static bool rc_plan_fill(struct rc_cache *c, u64 seg, struct rc_read_plan *plan)
 {
 	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
 
 	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
 	    c->range_inflight)
 		return false;
-	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, ahead);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE)
 		return false;
-	c->entries[i].along = !ahead;
-	plan->fills[plan->nr_fills++] =
-		(struct rc_fill_item){ .seg = seg, .idx = i, .ahead = ahead, .along = !ahead };
+	c->entries[i].along = 1;
+	plan->fills[plan->nr_fills++] = (struct rc_fill_item){ .seg = seg, .idx = i, .along = true };
 	return true;
 }
 
@@ -787,59 +847,10 @@ static void rc_plan_along(struct rc_cache *c, u64 sector, u32 sectors,
 	u64 end = (sector + sectors) >> c->seg_shift;
 
 	for (; seg < end && plan->nr_fills < RC_FILL_RUN_MAX; seg++) {
-		if (!rc_plan_fill(c, seg, false, plan))
+		if (!rc_plan_fill(c, seg, plan))
 			break;
 		c->ctr.fill_along++;
 	}
-}
-
-/*
- * Whether @seg is cached or filling for a read (not filled ahead and
- * unread); inactive, whether the simulated cache holds it so.
- */
-static bool rc_read_lately(const struct rc_cache *c, u64 seg)
-{
-	u32 i = rc_lookup(c, seg);
-	const struct rc_entry *e;
-
-	if (i == RC_NONE)
-		return false;
-	e = &c->entries[i];
-	if (e->state == RC_GHOST)
-		return !rc_active(c) && !e->gahead;
-	return (e->state == RC_VALID || e->state == RC_FILLING) && !e->ahead;
-}
-
-/* Whether a segment within RC_PAIR_NEAR of @seg (on a device of @limit) was read lately. */
-static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
-{
-	u64 s;
-
-	for (s = seg > RC_PAIR_NEAR ? seg - RC_PAIR_NEAR : 0; s <= seg + RC_PAIR_NEAR; s++)
-		if (s != seg && s < limit && rc_read_lately(c, s))
-			return true;
-	return false;
-}
-
-/*
- * The other half of the pair of the miss's segment @seg, when reads
- * cluster around it (rc-core.h, RC_PAIR_NEAR), into @plan: a fill ahead
- * (below @limit).
- */
-static void rc_plan_pair(struct rc_cache *c, u64 seg, u64 limit, struct rc_read_plan *plan)
-{
-	u64 t = seg ^ 1;
-
-	if (!c->prefetch || t >= limit || plan->nr_fills >= RC_FILL_RUN_MAX || c->fills_held ||
-	    2 * (c->nr_ahead + 1) > c->nr_entries ||
-	    (rc_budgeted(c) && !rc_budget_admit(&c->budget, 1)) ||
-	    !rc_near_read_lately(c, seg, limit))
-		return;
-	if (!rc_plan_fill(c, t, true, plan))
-		return;
-	c->ctr.prefetch_paired++;
-	if (rc_budgeted(c))
-		rc_budget_take(&c->budget, 1);
 }
 
 /* Sort @plan's fills and cut them into disk requests of at most p->run_max segments. */
@@ -869,37 +880,6 @@ static u64 rc_share(u64 total, u32 part, u32 whole)
 	return part == whole ? total : rc_div64(total * part, whole);
 }
 
-/*
- * Inactive, with estimator vdisk: what the active cache's read-ahead would
- * have filled after a piece (rc_prefetch()'s batch, and for a miss that
- * stays in its segment the other half of its pair), made GHOST entries
- * filled ahead, their segments appended to @segs (*@n of at most
- * RC_FILL_RUN_MAX).  The simulated cache has no budget: it admits them all.
- */
-static void rc_sim_ahead(struct rc_cache *c, struct rc_read_state *st, u64 limit,
-			 const struct rc_piece *pc, bool whole, u64 *segs, u32 *n)
-{
-	u64 s, seg = rc_sector_to_seg(c, pc->sector);
-
-	for (; st->pf_left && *n < RC_FILL_RUN_MAX; st->pf_left--) {
-		s = st->pf_seg + (u64)(s64)st->pf_dir;	/* below 0: wraps above @limit */
-		st->pf_seg = s;
-		if (s >= limit)
-			break;
-		if (rc_lookup(c, s) != RC_NONE)
-			continue;
-		if (!rc_ghost_add(c, s, true))
-			break;
-		segs[(*n)++] = s;
-	}
-	st->pf_left = 0;
-	s = seg ^ 1;
-	if (pc->sim == RC_SIM_MISS && whole && c->prefetch && *n < RC_FILL_RUN_MAX &&
-	    s < limit && rc_lookup(c, s) == RC_NONE && rc_near_read_lately(c, seg, limit) &&
-	    rc_ghost_add(c, s, true))
-		segs[(*n)++] = s;
-}
-
 /* A request the inactive cache would have sent: a piece's (@piece) or a fill ahead's (-1). */
 struct rc_ext {
 	u64 from, to;
@@ -910,7 +890,7 @@ struct rc_ext {
  * The price on the cache's disk of what the inactive cache would have sent
  * down for each of @n pieces, into @ns and @ok: a miss's segment, a
  * bypass's piece, nothing for a hit; and for the @nsegs segments @segs it
- * would have filled ahead (rc_sim_ahead()), charged as speculation.  One
+ * would have filled ahead (rc_plan_take()), charged as speculation.  One
  * request per run of adjacent ones, shared out by what each adds to it.
  */
 static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u64 now,
@@ -1021,7 +1001,6 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 {
 	u64 limit = (p->capacity + (1u << c->seg_shift) - 1) >> c->seg_shift;	/* segments */
 	u32 len = rc_in_seg(c, sector, sectors), n, nsegs = 0;
-	bool sim = !rc_active(c) && rc_budgeted(c);
 	u64 segs[RC_FILL_RUN_MAX];	/* inactive: what its read-ahead would fill */
 	struct rc_piece pc[RC_JOIN_MAX];
 	struct rc_read_state st;
@@ -1036,24 +1015,19 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	pc[0] = (struct rc_piece){ sector, len, st.sim, st.refused_by };
 	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
-			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx, .ahead = false };
+			.seg = rc_sector_to_seg(c, sector), .idx = plan->idx };
 		rc_plan_along(c, sector + len, sectors - len, plan);
-		if (len == sectors)
-			rc_plan_pair(c, rc_sector_to_seg(c, sector), limit, plan);
 	}
-	if (sim)
-		rc_sim_ahead(c, &st, limit, &pc[0], len == sectors, segs, &nsegs);
-	else
-		rc_plan_prefetch(c, &st, limit, plan);
+	rc_plan(c, &st, rc_sector_to_seg(c, sector),
+		len == sectors && (act == RC_READ_FILL || st.sim == RC_SIM_MISS), limit);
+	rc_plan_take(c, &st, limit, plan, segs, &nsegs);
 	for (; act == RC_READ_BYPASS && len < sectors && np < RC_JOIN_MAX; np++) {
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
 		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
-		if (sim)
-			rc_sim_ahead(c, &st, limit, &pc[np], false, segs, &nsegs);
-		else
-			rc_plan_prefetch(c, &st, limit, plan);
+		rc_plan(c, &st, rc_sector_to_seg(c, sector + len), false, limit);
+		rc_plan_take(c, &st, limit, plan, segs, &nsegs);
 		len += n;
 	}
 	plan->act = act;

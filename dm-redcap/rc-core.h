@@ -83,7 +83,7 @@ struct rc_counters {
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
 	u64 read_bypassed_joined; /* ... of which to go down with the piece before */
 	u64 read_joined;	/* bypassed pieces sent down with the piece before */
-	u64 prefetches;		/* segments filled ahead of a stream (rc_prefetch()) */
+	u64 prefetches;		/* segments filled ahead (rc_plan(), rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
 	u64 prefetch_unused;	/* ... evicted or dropped before any read */
 	u64 prefetch_paired;	/* ... of which the other half of a miss's pair (RC_PAIR_NEAR) */
@@ -188,17 +188,19 @@ size_t rc_cache_mem_size(u32 nr_entries);
 int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, u64 now);
 
 /*
- * What one read's decision leaves for its judgement and its fills ahead,
- * rc_read() to rc_read_judge() and rc_prefetch(): the caller's, on its
- * stack (rc_map_read()'s), never the cache's.
+ * What one read's decision leaves for its judgement and the planner,
+ * rc_read() to rc_read_judge(), rc_plan() and rc_prefetch(): the caller's,
+ * on its stack (rc_map_read()'s), never the cache's.
  */
 struct rc_read_state {
 	enum rc_sim sim;	/* inactive: what the cache would have done */
 	enum rc_refused refused_by; /* what it did with the segments the budget refused */
-	u32 pf_left;		/* fills ahead left to rc_prefetch() */
-	int pf_dir;
-	bool pf_started;	/* a fill of that batch has started */
-	u64 pf_seg;
+	int dir;		/* the stream the piece went on with (rc_stream_read()) */
+	u32 ahead_left;		/* the planner's proposal: segments left to rc_prefetch(), */
+	int ahead_dir;		/* towards ahead_dir */
+	u64 ahead_seg;		/* after this one */
+	bool ahead_pair;	/* the proposal is a miss's pair */
+	bool ahead_started;	/* a fill of it has started */
 };
 
 /*
@@ -220,8 +222,7 @@ struct rc_read_state {
  * budget.  Active, a GHOST entry is a miss, and
  * with a C-Aware policy rc_caware_rule() decides whether a miss fills;
  * with rc_budgeted(), a miss fills only while the budget's bar admits it
- * (rc_budget_admit()).  Active, a read that goes on with a backward stream
- * may also leave rc_prefetch() a batch of segments ahead of it (see there).
+ * (rc_budget_admit()).  What to fill ahead of it is rc_plan()'s to propose.
  */
 enum rc_read_action rc_read(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 sectors,
 			    u32 *idx);
@@ -242,16 +243,35 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 #define RC_JOIN_MAX		32
 
 /*
- * Read-ahead of backward streams, called after rc_read() under the same
- * lock hold until it returns RC_NONE.  Forward streams have the page
- * cache's read-ahead and the pairs below: batches ahead of them as well
- * cost ior-r x16 28 points in the simulator at a server's scale and gained
- * 1-3 elsewhere (docs/results/2026-12-02-mechanisms.md).  A stream's degree is what it has read in
- * whole segments (its run), up to c->prefetch; when a read finds fewer
- * than half its degree (rounded up) of the segments after its own cached
- * or filling, the degree segments after those are due, as one batch.
- * Each call returns the next due segment (below @limit, the device's
- * segments) that is not cached or filling, as an entry FILLING for it,
+ * The planner: the one place that proposes speculation.  After rc_read()
+ * or rc_read_join() took a piece of a read in segment @seg (@miss: the
+ * piece is the whole read, and it filled, or inactive would have), it
+ * proposes in @st one contiguous range of segments next to @seg, or none:
+ *
+ * - a backward stream's batch.  The stream's degree is what it has read
+ *   in whole segments (its run), up to c->prefetch; when the read finds
+ *   fewer than half its degree (rounded up) of the segments after its own
+ *   cached or filling, the degree segments after those are proposed, so
+ *   that a stream's fills go down together and it reaches them while they
+ *   are read.  Forward streams have the page cache's read-ahead and pairs:
+ *   batches ahead of them as well cost ior-r x16 28 points in the
+ *   simulator at a server's scale and gained 1-3 elsewhere
+ *   (docs/results/2026-12-02-mechanisms.md).
+ * - else, for a @miss, its pair: the other half of segments 2k and 2k + 1,
+ *   when a segment within RC_PAIR_NEAR of @seg was read lately (cached or
+ *   filling, and not filled ahead and unread; inactive, simulated so).
+ *   Where reads cluster (copies of a tree read by many processes, strided
+ *   or interleaved streams) a fill then costs the disk one access per two
+ *   segments, as a cache of segments twice the size would, without filling
+ *   twice the data for random reads.
+ *
+ * Nothing is proposed while c->prefetch is 0 (it turns all read-ahead
+ * off), nor inactive without rc_budgeted() (nothing to price it on).
+ * @limit is the device's segments.
+ *
+ * rc_prefetch() then takes the proposal under the same lock hold, one
+ * segment a call, until it returns RC_NONE: the next proposed segment
+ * below @limit that is not cached or filling, as an entry FILLING for it,
  * pinned by its fill, with *seg set.  The caller starts the fill (no read
  * waits on it yet; reads that come meanwhile wait), prices it with
  * rc_prefetch_judge(), and completes it like any fill; or cancels it with
@@ -259,8 +279,11 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * the segment's bucket is in flight, nor beyond half the entries filled
  * ahead and not yet read (nr_ahead): streams never take more than half
  * the cache.  With rc_budgeted(), the budget's one bar (rc_budget_admit())
- * admits a batch at its first fill, whole or trimmed, and each fill that
- * starts is taken from the overdraft while the balance is negative.
+ * admits the proposal at its first fill, whole or trimmed, and each fill
+ * that starts is taken from the overdraft while the balance is negative.
+ * Inactive, rc_prefetch() returns GHOST entries instead, the simulated
+ * cache's fills ahead (its read-ahead, admitted whole: it has no budget).
+ * A fill of a pair is counted in prefetch_paired as well as prefetches.
  *
  * Probation: a segment filled ahead waits, until it is read, on a list of
  * its own.  Its oldest goes first, before the LRU's tail, once
@@ -272,25 +295,10 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  */
 #define RC_PREFETCH_MAX		8
 #define RC_PREFETCH_DEFAULT	2
-#define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
-u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg);
-
-/*
- * Pairs (while c->prefetch is not 0: it turns all read-ahead off): a miss
- * whose read stays in its segment, with
- * a segment within RC_PAIR_NEAR of it read lately (cached or filling, and
- * not filled ahead and unread), also fills the other half of its pair
- * (segments 2k and 2k + 1), in the same request: where reads cluster
- * (copies of a tree read by many processes, strided or interleaved
- * streams) a fill costs the disk one access per two segments, as a cache
- * of segments twice the size would, without filling twice the data for
- * random reads.  The half filled is a fill ahead (counted in prefetches
- * and prefetch_paired, on probation until read), paid whole from the
- * budget, and starts only where its bar admits one more segment after the
- * miss's, never while the cache is inactive, fills are held, a write to it
- * is in flight or half the entries are filled ahead and unread.
- */
 #define RC_PAIR_NEAR		2
+#define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
+void rc_plan(struct rc_cache *c, struct rc_read_state *st, u64 seg, bool miss, u64 limit);
+u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *seg);
 
 /*
  * Pay for a request of fills rc_prefetch() returned: @cvd_ns, its price on
@@ -390,22 +398,21 @@ struct rc_read_plan {
  * made first and priced after: C-Aware's decay, rc_read() on its piece in
  * its first segment, and for a bypass the pieces after it that
  * rc_read_join() lets join (up to RC_JOIN_MAX segments), for a fill the
- * segments the rest of the read covers (filled along, in the same request:
- * the rest comes back as a read of its own and waits on them) and the
- * other half of its pair, and after each piece the fills ahead
- * rc_prefetch() starts.  Then the read it took is played once on the bare
- * disk, and what the cache sends down for it once per request on the
- * cache's (inactive: once per run of pieces the simulated cache would
- * have sent down): at most two pricings for a plan of one request, which
- * is every plan of the default read-ahead.  Each piece is judged
- * (rc_read_judge()) on its share of both, by sectors, a fill's share
- * being its whole request; a request with none of the read's own fills
- * is speculation, paid for whole (rc_prefetch_judge()).
- * On FILL and WAIT the caller queues the
- * read on plan->idx before the lock is dropped; on HIT it copies from it
- * and reports RC_EV_HIT (rc_event()).  The caller sends plan->reqs down
- * (at most p->run_max segments each), or cancels each fill of one that
- * cannot be set up with rc_fill_cancel().
+ * segments the rest of the read covers (filled along, in the same
+ * request: the rest comes back as a read of its own and waits on them),
+ * and after each piece what the planner proposes (rc_plan(),
+ * rc_prefetch()).  Then the read it took is played once on the bare disk,
+ * and what the cache sends down for it once per request on the cache's
+ * (inactive: once per run of pieces the simulated cache would have sent
+ * down): at most two pricings for a plan of one request, which is every
+ * plan of the default read-ahead.  Each piece is judged (rc_read_judge())
+ * on its share of both, by sectors, a fill's share being its whole
+ * request; a request with none of the read's own fills is speculation,
+ * paid for whole (rc_prefetch_judge()).  On FILL and WAIT the caller
+ * queues the read on plan->idx before the lock is dropped; on HIT it
+ * copies from it and reports RC_EV_HIT (rc_event()).  The caller sends
+ * plan->reqs down (at most p->run_max segments each), or cancels each
+ * fill of one that cannot be set up with rc_fill_cancel().
  */
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan);

@@ -1922,7 +1922,7 @@ CTEST(adaptive_inactive_bypasses_what_is_cached_as_a_simulated_hit)
 		  .sim_misses = 1);
 
 	/* A bypassed piece in 4, then 5, 6 and 7 join it: one bio. */
-	CHECK_EQ(rc_read(c, &rs, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_plan(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
 	CHECK_EQ(rs.sim, RC_SIM_MISS);
 	x = hashed_idx(c, 4);
 	CHECK(rc_read_join(c, &rs, 5 * 256, 256));
@@ -2523,17 +2523,17 @@ CTEST(drop_some_drops_at_most_its_budget)
 	rm(c);
 }
 
-/* --- read-ahead of streams (rc_prefetch()) --------------------------------- */
+/* --- read-ahead of streams (rc_plan(), rc_prefetch()) --------------------- */
 
 #define PF_LIMIT	1000	/* the device's segments */
 
 /* A 32 KiB read at @sector: a quarter of a 256-sector segment. */
 static enum rc_read_action rd32k(struct rc_cache *c, u64 sector, u32 *idx)
 {
-	return rc_read(c, &rs, sector, 64, idx);
+	return read_plan(c, sector, 64, idx);
 }
 
-/* Take every fill ahead rc_read() left; their segments into @segs, entries into @idx. */
+/* Take every fill ahead the planner proposed; their segments into @segs, entries into @idx. */
 static u32 take_ahead(struct rc_cache *c, u64 *segs, u32 *idx, u32 max)
 {
 	u32 n = 0, i;
@@ -2738,7 +2738,7 @@ static void miss_seg(struct rc_cache *c, u64 seg)
 {
 	u32 idx = RC_NONE;
 
-	CHECK_EQ(rc_read(c, &rs, seg * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(read_plan(c, seg * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 }
@@ -2757,7 +2757,7 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	c->prefetch = 8;
 	miss_seg(c, 102);
 	miss_seg(c, 101);				/* the stream's direction */
-	CHECK_EQ(rc_read(c, &rs, 100 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(read_plan(c, 100 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);		/* degree 3 */
 	CHECK_EQ(as[0], 99);
 	CHECK_EQ(as[2], 97);
@@ -2766,10 +2766,10 @@ CTEST(prefetch_takes_at_most_half_the_cache_and_counts_what_goes_unread)
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
 	fill_ahead_done(c, ai[2]);
-	CHECK_EQ(rc_read(c, &rs, 99 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 99 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 98 and 97 are there */
-	CHECK_EQ(rc_read(c, &rs, 98 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 98 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	/* degree 5, trigger 3: 96 down, but no more than 4 ahead and unread */
 	CHECK_EQ(take_ahead(c, as, ai, 8), 3);
@@ -2816,7 +2816,7 @@ static struct rc_cache *probation_setup(u32 *a501, u32 *a500)
 		miss_seg(c, 10 * k);
 	miss_seg(c, 504);
 	miss_seg(c, 503);
-	CHECK_EQ(rc_read(c, &rs, 502 * 256, 256, &idx), RC_READ_FILL);
+	CHECK_EQ(read_plan(c, 502 * 256, 256, &idx), RC_READ_FILL);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 2);
 	CHECK_EQ(as[0], 501);
 	CHECK_EQ(as[1], 500);
@@ -2878,7 +2878,7 @@ CTEST(prefetch_a_read_takes_a_segment_off_probation)
 	struct rc_cache *c = probation_setup(&a501, &a500);
 
 	/* the stream's next read, the last 32 KiB of 501 */
-	CHECK_EQ(rc_read(c, &rs, 501 * 256 + 192, 64, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 501 * 256 + 192, 64, &idx), RC_READ_HIT);
 	CHECK_EQ(idx, a501);
 	rc_unpin(c, idx);
 	CHECK_EQ(c->lru_head, a501);
@@ -2915,8 +2915,7 @@ CTEST(prefetch_waits_for_the_cache_the_fills_the_writes_and_the_budget)
 
 	c->prefetch = 1;
 	down4(c, 10);
-	rc_set_policy(c, RC_POLICY_OFF);
-	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
+	rc_set_policy(c, RC_POLICY_OFF);	/* inactive, no budget: nothing proposed */
 	CHECK_EQ(rd32k(c, 9 * 256 + 192, &idx), RC_READ_BYPASS);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	rc_set_policy(c, RC_POLICY_ALWAYS);
@@ -3003,7 +3002,7 @@ CTEST(prefetch_budget_admits_a_batch_whole_or_trimmed_at_its_first_fill)
 	c->prefetch = 4;
 	miss_seg(c, 200);
 	miss_seg(c, 199);
-	CHECK_EQ(rc_read(c, &rs, 198 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
+	CHECK_EQ(read_plan(c, 198 * 256, 256, &idx), RC_READ_FILL);	/* degree 3 */
 	/* at 0: all 3; the first paid at 0, the other two in the red */
 	for (k = 0; k < 3; k++)
 		ai[k] = take_paid(c, 197 - k, 3000000);
@@ -3014,10 +3013,10 @@ CTEST(prefetch_budget_admits_a_batch_whole_or_trimmed_at_its_first_fill)
 	rc_unpin(c, idx);
 	for (k = 0; k < 3; k++)
 		fill_ahead_done(c, ai[k]);
-	CHECK_EQ(rc_read(c, &rs, 197 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 197 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 196 and 195 are there */
-	CHECK_EQ(rc_read(c, &rs, 196 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 196 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	/* 194 down, 4 due, 9 ms in the red with 2 of the overdraft left: 194 and 193 */
 	for (k = 0; k < 2; k++)
@@ -3027,11 +3026,11 @@ CTEST(prefetch_budget_admits_a_batch_whole_or_trimmed_at_its_first_fill)
 	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
 	fill_ahead_done(c, ai[0]);
 	fill_ahead_done(c, ai[1]);
-	CHECK_EQ(rc_read(c, &rs, 195 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 195 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);		/* 194 and 193 are there */
 	/* 192 down, 4 due, the overdraft spent: none */
-	CHECK_EQ(rc_read(c, &rs, 194 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 194 * 256, 256, &idx), RC_READ_HIT);
 	CHECK_EQ(take_ahead(c, as, ai, 8), 0);
 	/* that hit's 15 ms (and 1/128 of it) bring the balance to 0 and over */
 	rc_read_judge(c, &rs, 194 * 256, 256, RC_READ_HIT, 15000000, true, 0, true);
@@ -3039,7 +3038,7 @@ CTEST(prefetch_budget_admits_a_batch_whole_or_trimmed_at_its_first_fill)
 	CHECK_EQ(c->budget.balance, 15000000 / 128);
 	CHECK_EQ(c->budget.red, 0);
 	/* so 193's read has its batch whole, though it ends 3 fills in the red */
-	CHECK_EQ(rc_read(c, &rs, 193 * 256, 256, &idx), RC_READ_HIT);
+	CHECK_EQ(read_plan(c, 193 * 256, 256, &idx), RC_READ_HIT);
 	rc_unpin(c, idx);
 	for (k = 0; k < 4; k++)
 		ai[k] = take_paid(c, 192 - k, 3000000);
@@ -3111,7 +3110,7 @@ CTEST(read_join_takes_the_next_piece_unless_the_cache_holds_it)
 
 	/* Fills held: the read's first piece bypasses, and the joined ones as held. */
 	rc_hold_fills(c, true);
-	CHECK_EQ(rc_read(c, &rs, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_plan(c, 4 * 256 + 128, 128, &idx), RC_READ_BYPASS);
 	CHECK(!rc_read_join(c, &rs, 5 * 256, 256));	/* valid: a bio of its own */
 	CHECK(!rc_read_join(c, &rs, 6 * 256, 256));	/* filling: likewise */
 	CHECK_EQ(c->entries[a].state, RC_VALID);
@@ -3174,7 +3173,7 @@ CTEST(read_join_counts_the_budget_before_the_join)
 	CHECK(rc_active(c));
 	c->budget.balance = -1;
 	c->budget.red = RC_BUDGET_OVERDRAFT;
-	CHECK_EQ(rc_read(c, &rs, 3 * 256 + 128, 128, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_plan(c, 3 * 256 + 128, 128, &idx), RC_READ_BYPASS);
 	CHECK(rc_read_join(c, &rs, 4 * 256, 256));
 	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_budget = 2, .read_joined = 1);
 	c->budget.balance = 0;
@@ -3303,7 +3302,7 @@ CTEST(map_read_bypass_takes_the_pieces_that_join_and_prices_them_once)
  * batch ahead of it (below it), sorted into one run and priced once.  At
  * the device's first segment nothing is due below it; the fill of the
  * device's last segment is priced as far as the device goes.  (Some of
- * the streams' reads go through rc_read(), which plans no pair: through
+ * the streams' reads go through read_plan(), which plans no pair: through
  * rc_map_read(), 103's would fill 102 and 1's would fill 0.)
  */
 CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
@@ -3763,6 +3762,60 @@ CTEST(inactive_cache_simulates_its_read_ahead)
 	CHECK_EQ(c->nr_ghost, 5);
 	check_invariants(c);
 	rm(c);
+}
+
+/*
+ * The planner proposes one range per piece: where a backward stream's
+ * batch is due and a miss's pair would be filled too (102's pair 103 was
+ * bypassed under a write, 104 read lately), the batch alone (101 and
+ * 100), active and, as GHOST entries, inactive on estimator vdisk.
+ */
+CTEST(plan_proposes_one_range_a_batch_before_a_pair)
+{
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
+	struct rc_read_plan plan;
+	struct rc_cache *c;
+	u32 k, idx, cookie;
+	int active;
+
+	for (active = 1; active >= 0; active--) {
+		c = mk(32);
+		c->prefetch = 2;
+		if (!active) {
+			rc_set_policy(c, RC_POLICY_ADAPTIVE);
+			rc_set_estimator(c, RC_EST_VDISK);
+			c->adapt.window = RC_ADAPT_MAX_WINDOW;
+			rc_adapt_set_active(&c->adapt, false);
+		}
+		rc_map_read(c, 104 * 256, 256, 0, &p, &plan);
+		serve_plan(c, &plan, 1);
+		cookie = rc_write_start(c, 103, 8, false);
+		rc_map_read(c, 103 * 256, 256, 0, &p, &plan);
+		CHECK_EQ(plan.act, RC_READ_BYPASS);
+		CHECK_EQ(rc_write_done(c, 103, cookie, 0, false, &idx), RC_WRITE_DONE);
+		CHECK_EQ(hashed_idx(c, 103), RC_NONE);
+		rc_map_read(c, 102 * 256, 256, 0, &p, &plan);
+		if (active) {
+			CHECK_EQ(plan.act, RC_READ_FILL);
+			CHECK_EQ(plan.nr_fills, 3);
+			for (k = 0; k < 3; k++)
+				CHECK_EQ(plan.fills[k].seg, 100 + k);
+			serve_plan(c, &plan, 1);
+			CHECK_EQ(c->ctr.prefetches, 2);
+		} else {
+			CHECK_EQ(plan.act, RC_READ_BYPASS);
+			CHECK_EQ(ghost_ahead(c, 102), 0);
+			CHECK_EQ(ghost_ahead(c, 101), 1);
+			CHECK_EQ(ghost_ahead(c, 100), 1);
+		}
+		CHECK_EQ(c->ctr.prefetch_paired, 0);
+		CHECK_EQ(hashed_idx(c, 103), RC_NONE);
+		check_invariants(c);
+		rm(c);
+		l.n = 0;
+	}
 }
 
 /* 1 ms an access and 1 us a sector, whatever the disk. */
