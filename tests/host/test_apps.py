@@ -4,23 +4,12 @@ workload's command lines, for one process and several, the sets the suite
 reads (WRITES, MAX_PROCS, SERVER), the image's versioned name and what the
 programs' outputs are parsed into.  No timing here: that is the guest's
 (tests/bench/apps-check)."""
-import importlib.util
-import os
 
 import pytest
 
-TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+import benchmod
 
-
-def _module(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(TOP, "tests", "bench",
-                                                                     f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-apps = _module("apps")
+apps = benchmod.load("apps")
 CH = "/run/redcap-apps/bin/busybox chroot /run/redcap-apps /bin/sh -c "
 PGB = "/usr/lib/postgresql/15/bin/pgbench"
 GIT = "/usr/bin/git -c safe.directory=/data/git/linux -C /data/git/linux"

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """The benchmark suite's pure parts on the host: the prefetch bound, the
 workload commands, the report's arithmetic and output, the TAC reader."""
-import importlib.util
 import json
 import os
 import re
@@ -10,19 +9,13 @@ import sys
 
 import pytest
 
+import benchmod
+
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def _module(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(TOP, "tests", "bench",
-                                                                     f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-suite = _module("suite")
-report = _module("report")
+suite = benchmod.load("suite")
+report = benchmod.load("report")
 PROF = {"access_s": 0.01, "rate": 100e6}	# gap = 0.01 * 100e6 / 512 = 1953.125 sectors
 
 
@@ -30,7 +23,7 @@ def test_sim_spec_carries_a_configurations_tunables():
     """sim-validate simulates a suite configuration as the suite built it:
     its table's options and the tunables it sets afterwards (before
     2fb7fbe the tunables were dropped, so "-budget" ran without one)."""
-    validate = _module("sim-validate")
+    validate = benchmod.load("sim-validate")
     assert validate.sim_spec("redcap-64x128k-adaptive+caware-nobudget") == \
         "64x128k:adaptive+caware,budget_share=0,estimator=vdisk"
     assert validate.sim_spec("redcap-64x128k-adaptive+caware") == \
@@ -285,7 +278,7 @@ def test_merge_refuses_runs_that_measured_another_disk(tmp_path):
 
 
 def _server():
-    srv = _module("suite")
+    srv = benchmod.load("suite")
     srv.configure(srv.SETS["server"])
     return srv
 
@@ -315,13 +308,13 @@ def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
     assert srv.memory_max("redcap-recommended") == 268435456
     assert srv.memory_max("bare-equal-ram") == (256 + 64) << 20 == 335544320
     # the 8 MiB full set bounds nothing: no equal-RAM configuration there
-    full = _module("suite")
+    full = benchmod.load("suite")
     full.configure(full.SETS["full"])
     assert full.memory_max("bare") is None
     with pytest.raises(ValueError):
         full.memory_max("bare-equal-ram")
     # tiny (make check) runs the cgroup path: 8 MiB caches, the same bound
-    tiny = _module("suite")
+    tiny = benchmod.load("suite")
     tiny.configure(tiny.SETS["tiny"])
     assert tiny.memory_max("bare-equal-ram") == (256 + 8) << 20
 
@@ -377,7 +370,7 @@ def test_server_set_deals_the_pool_out():
 def test_workloads_join_the_cgroup(monkeypatch, tmp_path):
     """Every workload process writes itself into the cgroup's procs
     before it runs; no cgroup (the 8 MiB sets): nothing written."""
-    srv = _module("suite")
+    srv = benchmod.load("suite")
     assert srv.cgroup_join() is None
     monkeypatch.setattr(srv, "CGROUP", str(tmp_path))
     srv.cgroup_join()
@@ -443,7 +436,7 @@ def test_apps_set_runs_the_real_programs_on_their_own_image():
     """The apps set: every one of apps.WORKLOADS with 1 and 4 processes
     (those apps.MAX_PROCS holds to one: once), nothing of the suite's own
     data, the server set's RAM and bound."""
-    srv = _module("suite")
+    srv = benchmod.load("suite")
     spec = srv.SETS["apps"]
     srv.configure(spec)
     apps = srv.apps

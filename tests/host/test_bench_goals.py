@@ -1,23 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """The bench report's goals tables on the host: issue 46's for the server
 and apps sets, issue 17's for the others."""
-import importlib.util
 import json
 import os
 import subprocess
 
+import benchmod
+
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def _module(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(TOP, "tests", "bench",
-                                                                     f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-report = _module("report")
+report = benchmod.load("report")
 HEAD = ["| goal | target | recommended stack |", "|---|---|---|"]
 
 
