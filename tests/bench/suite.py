@@ -207,13 +207,22 @@ SETS = {
     # deterministic) once, no bound (--bound adds it, +6 min): 107 min per
     # guest, plus 5 min of data and training: 112 min per drive with
     # --jobs 2 (4 h 20 with one guest).  21 cells, 7 configurations × 3 +
-    # warm × 1 = 462 runs.
+    # warm × 1 = 462 runs.  Measured (2026-12-02, hdd7200): 150 and 121 min,
+    # the cases dealt out round-robin.  So the cases are now dealt by their
+    # measured time (deal()), and the four alternatives with the same RAM
+    # run once, as warm does: of that set's 26,500 s of application time
+    # they were 61 %, and their first repetition alone moves no
+    # alternative's geometric mean by more than 0.11 points (bcache's
+    # largest cell by 3.8 %, dm-cache's 2.8, the others' under 0.5): the
+    # goals' median of 3 is redcap's, the bare disk's and the equal-RAM
+    # page cache's.  21 cells × (3 × 3 + 5) = 294 runs.
     "server": dict(groups=[(["lkr", "512k-sr", "random"], [1, 4, 16], "buffered"),
                            (["ior-r", "tac", "4k-sr", "8k-sr"], [1, 16], "buffered"),
                            (["row", "mix"], [1, 4], "buffered")],
                    configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
                             "bcache-brd", "rapiddisk-brd", "warm"],
-                   reps=3, once=["warm"], bound=False,
+                   reps=3, once=["readahead", "dm-cache-brd", "bcache-brd",
+                                 "rapiddisk-brd", "warm"], bound=False,
                    budget_mib=64, memory_max_mib=256, pool_mib=80,
                    random_mib=1024, random_ios=2048, lkr_units=16,
                    lkr_dirs=["mm", "block", "ipc", "init", "security"], lkr_unit_mib=12,
@@ -224,11 +233,13 @@ SETS = {
     # server day: 1), no prefetch bound (a block trace of one program's
     # run says little about what a page cache and a server could have
     # read ahead).  The writers' runs start from the pristine image: the
-    # emulated disk sits on a dm-snapshot of it, dropped after each.
+    # emulated disk sits on a dm-snapshot of it, dropped after each.  The
+    # alternatives with the same RAM and warm run once, as in "server".
     "apps": dict(groups=[(APPS, [1, 4], "buffered")],
                  configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
                           "bcache-brd", "rapiddisk-brd", "warm"],
-                 reps=3, budget_mib=64, memory_max_mib=256),
+                 reps=3, once=["readahead", "dm-cache-brd", "bcache-brd",
+                               "rapiddisk-brd", "warm"], budget_mib=64, memory_max_mib=256),
     "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
                           [1, 2, 4, 8, 16], "buffered"),
                          (["row", "mix"], [1, 2, 4], "buffered"),
@@ -473,6 +484,30 @@ def set_runs(spec, workloads=None, procs=None, ios=None):
             for p in (procs or ps)
             if (not workloads or w in workloads) and (not ios or io in ios) and
             p <= MAX_PROCS.get(w, p) and not (w == "lkr" and io == "direct")]
+
+
+RUN_OVERHEAD_S = 8	# a run's guest time besides the application's: stack, drop, check
+
+
+def deal(runs, n, records=()):
+    """@runs dealt out to @n guests, longest first, each to the guest with
+    the least so far (LPT): a list of @n lists, each in @runs' order.  A
+    case's length is its application time in @records (an earlier run of
+    the set: the records of every configuration and repetition) plus
+    RUN_OVERHEAD_S a record; a case they lack counts as their median one
+    (all equal without records: round-robin).  The same on every guest."""
+    cost = {}
+    for r in records:
+        k = (r["workload"], r["procs"], r["io"])
+        cost[k] = cost.get(k, 0) + r["app_time_s"] + RUN_OVERHEAD_S
+    known = sorted(cost[r] for r in runs if r in cost)
+    fill = known[len(known) // 2] if known else 1
+    loads, parts = [0] * n, [[] for _ in range(n)]
+    for i in sorted(range(len(runs)), key=lambda i: (-cost.get(runs[i], fill), i)):
+        j = loads.index(min(loads))
+        loads[j] += cost.get(runs[i], fill)
+        parts[j].append(i)
+    return [[runs[i] for i in sorted(p)] for p in parts]
 
 
 def set_data(spec, runs):
@@ -1144,9 +1179,12 @@ def main():
                     "those EXTRA_CONFIGS adds, at the set's RAM)")
     ap.add_argument("--reps", type=int, help="instead of the set's")
     ap.add_argument("--part", metavar="J/N",
-                    help="run only every N-th case from the J-th (J from 0) "
-                    "of the set's (workload, processes, I/O mode) cases; the data "
-                    "on disk is the whole set's, as when run in one piece")
+                    help="run only the J-th (from 0) of N parts of the set's "
+                    "(workload, processes, I/O mode) cases (deal()); the data on "
+                    "disk is the whole set's, as when run in one piece")
+    ap.add_argument("--costs", metavar="FILE.json",
+                    help="with --part: deal the cases out by their time in these "
+                    "records of an earlier run of the set, longest first (deal())")
     ap.add_argument("--no-bound", action="store_true",
                     help="skip the traced runs that give the prefetch bound")
     ap.add_argument("--bound", action="store_true",
@@ -1198,7 +1236,8 @@ def main():
     files, units = set_data(spec, args.runs)
     if args.part:
         j, n = map(int, args.part.split("/"))
-        args.runs = args.runs[j::n]
+        records = json.load(open(args.costs)) if args.costs else []
+        args.runs = deal(args.runs, n, records)[j]
     if not args.runs:
         sys.exit("suite: nothing to run")
     # dmsetup makes its own nodes (udev's dm rules are skipped) ...
