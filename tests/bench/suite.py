@@ -161,12 +161,16 @@ APPS = list(apps.WORKLOADS)
 # The workloads "row" and "mix" are made of (lkr is buffered only).
 PARTS = ["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"]
 
+# What the server and apps sets run in their first repetition only: the
+# alternatives with the same RAM and warm (see "server" below).
+ONCE = ["readahead", "dm-cache-brd", "bcache-brd", "rapiddisk-brd", "warm"]
+
 # Each set: groups of (workloads, processes, I/O mode), the configurations
 # and the repetitions, and what it changes of the sizes below (configure()).
 # "server" is make bench's set: the instrument of issue 46 (see its
 # comment).  "full" is issue 17's set at 8 MiB: about an hour of this
 # machine with two guests (tests/bench/run --jobs 2 deals the (workload,
-# processes, I/O mode) cases out round-robin); docs/results/2026-12-02-history.md
+# processes, I/O mode) cases out: deal()); docs/results/2026-12-02-history.md
 # says how it was scaled down from the issue's matrix.  "quick" and "tiny"
 # are smoke runs (make check's guest test runs "tiny").
 SETS = {
@@ -221,8 +225,7 @@ SETS = {
                            (["row", "mix"], [1, 4], "buffered")],
                    configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
                             "bcache-brd", "rapiddisk-brd", "warm"],
-                   reps=3, once=["readahead", "dm-cache-brd", "bcache-brd",
-                                 "rapiddisk-brd", "warm"], bound=False,
+                   reps=3, once=ONCE, bound=False,
                    budget_mib=64, memory_max_mib=256, pool_mib=80,
                    random_mib=1024, random_ios=2048, lkr_units=16,
                    lkr_dirs=["mm", "block", "ipc", "init", "security"], lkr_unit_mib=12,
@@ -238,8 +241,7 @@ SETS = {
     "apps": dict(groups=[(APPS, [1, 4], "buffered")],
                  configs=["bare", EQUAL_RAM, RECOMMENDED, "readahead", "dm-cache-brd",
                           "bcache-brd", "rapiddisk-brd", "warm"],
-                 reps=3, once=["readahead", "dm-cache-brd", "bcache-brd",
-                               "rapiddisk-brd", "warm"], budget_mib=64, memory_max_mib=256),
+                 reps=3, once=ONCE, budget_mib=64, memory_max_mib=256),
     "full": dict(groups=[(["lkr", "ior-r", "tac", "4k-sr", "8k-sr", "512k-sr", "random"],
                           [1, 2, 4, 8, 16], "buffered"),
                          (["row", "mix"], [1, 2, 4], "buffered"),
@@ -1236,7 +1238,10 @@ def main():
     files, units = set_data(spec, args.runs)
     if args.part:
         j, n = map(int, args.part.split("/"))
-        records = json.load(open(args.costs)) if args.costs else []
+        records = []
+        if args.costs:
+            with open(args.costs) as f:
+                records = json.load(f)
         args.runs = deal(args.runs, n, records)[j]
     if not args.runs:
         sys.exit("suite: nothing to run")
