@@ -656,8 +656,9 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 }
 
 /*
- * A backward stream's batch (rc-core.h, rc_plan()): its degree is what it
- * has read in whole segments, up to c->prefetch.  Once fewer than half the
+ * A stream's batch (rc-core.h, rc_plan()): its degree is what it has read
+ * in whole segments, up to c->prefetch and to its share of half the cache
+ * among the streams going on.  Once fewer than half the
  * degree (rounded up) of the segments after @seg are cached or filling,
  * the degree segments after those are proposed.  At most half the degree
  * lookups.
@@ -665,7 +666,12 @@ static bool rc_near_read_lately(const struct rc_cache *c, u64 seg, u64 limit)
 static bool rc_plan_batch(struct rc_cache *c, struct rc_read_state *st, u64 seg)
 {
 	u64 run = c->streams.run >> c->seg_shift;
+	u32 live = rc_streams_live(&c->streams);
+	u32 share = c->nr_entries / (2 * (live ? live : 1));
 	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
+
+	if (degree > share)
+		degree = share;
 	u32 trigger = (degree + 1) / 2, ahead, i;
 
 	if (!degree)
@@ -691,7 +697,7 @@ void rc_plan(struct rc_cache *c, struct rc_read_state *st, u64 seg, bool miss, u
 	st->ahead_started = false;
 	if (!c->prefetch || (!rc_active(c) && !rc_budgeted(c)))
 		return;
-	if (st->dir < 0 && rc_plan_batch(c, st, seg))
+	if (st->dir && rc_plan_batch(c, st, seg))
 		return;
 	if (miss && rc_near_read_lately(c, seg, limit)) {
 		st->ahead_seg = seg;

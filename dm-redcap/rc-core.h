@@ -156,7 +156,7 @@ struct rc_cache {
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
 	u32 nr_ahead;		/* entries with ahead set */
-	u32 prefetch;		/* segments to fill ahead of a backward stream; 0: none */
+	u32 prefetch;		/* the most segments to fill ahead of a stream; 0: none */
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
@@ -248,15 +248,18 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * piece is the whole read, and it filled, or inactive would have), it
  * proposes in @st one contiguous range of segments next to @seg, or none:
  *
- * - a backward stream's batch.  The stream's degree is what it has read
- *   in whole segments (its run), up to c->prefetch; when the read finds
- *   fewer than half its degree (rounded up) of the segments after its own
- *   cached or filling, the degree segments after those are proposed, so
- *   that a stream's fills go down together and it reaches them while they
- *   are read.  Forward streams have the page cache's read-ahead and pairs:
- *   batches ahead of them as well cost ior-r x16 28 points in the
- *   simulator at a server's scale and gained 1-3 elsewhere
- *   (docs/results/2026-12-02-mechanisms.md).
+ * - a stream's batch, forward or backward.  The stream's degree is what
+ *   it has read in whole segments (its run), up to c->prefetch and up to
+ *   its share of half the cache among the streams going on
+ *   (rc_streams_live(): sixteen streams' batches of 8 in 64 segments
+ *   pushed out one another's before they were read); when the
+ *   read finds fewer than half its degree (rounded up) of the segments
+ *   after its own cached or filling, the degree segments after those are
+ *   proposed, so that a stream's fills go to the disk together and it
+ *   reaches them while they are read.  The page cache reads ahead of a
+ *   sequential forward stream, not of a backward or a strided one: at
+ *   degree 8 the server bench's 8K-SR x16 went -15 -> -62 %, TAC -67 ->
+ *   -83 %, 512K-SR x1 -22 -> -15 % (docs/results/2026-12-02-mechanisms.md).
  * - else, for a @miss, its pair: the other half of segments 2k and 2k + 1,
  *   when a segment within RC_PAIR_NEAR of @seg was read lately (cached or
  *   filling, and not filled ahead and unread; inactive, simulated so).
@@ -294,7 +297,7 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * batch does not push out the last.  A read moves it to the LRU.
  */
 #define RC_PREFETCH_MAX		8
-#define RC_PREFETCH_DEFAULT	2
+#define RC_PREFETCH_DEFAULT	8
 #define RC_PAIR_NEAR		2
 #define RC_PROBATION(c)		((c)->nr_entries / 8 ? (c)->nr_entries / 8 : 1)
 void rc_plan(struct rc_cache *c, struct rc_read_state *st, u64 seg, bool miss, u64 limit);

@@ -490,6 +490,15 @@ int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors)
 	return 0;
 }
 
+u32 rc_streams_live(const struct rc_streams *t)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < RC_STREAMS; i++)
+		n += t->s[i].used && t->s[i].dir && t->clock - t->s[i].used < RC_STREAMS;
+	return n;
+}
+
 /* --- C-Aware ---------------------------------------------------------- */
 
 void rc_caware_init(struct rc_caware *w, u64 now)

@@ -342,6 +342,13 @@ void rc_streams_init(struct rc_streams *t);
  */
 int rc_stream_read(struct rc_streams *t, u64 sector, u32 sectors);
 
+/*
+ * The streams going on: those with a direction read within the last
+ * RC_STREAMS reads (sixteen interleaved readers each read about every
+ * sixteenth).  At least 1 right after a streamed read.
+ */
+u32 rc_streams_live(const struct rc_streams *t);
+
 /* --- C-Aware placement -------------------------------------------------- */
 
 enum rc_class {

@@ -487,7 +487,7 @@ def test_reload_with_other_geometry_starts_cold(stamped, dmname):
         read_pattern(rc.path, MIDDLE, seed=7)
         rc.reload(f"0 {dev_sectors(stamped)} redcap {stamped} {SEG_SECTORS} 64 2 policy always")
         rc.resume()
-        assert (rc.stats()["segments"], rc.stats()["prefetch"]) == (64, 2)  # a new cache
+        assert (rc.stats()["segments"], rc.stats()["prefetch"]) == (64, 8)  # a new cache
         rc.message("set", "prefetch", "0")
         ios0, _ = disk_reads(stamped)
         read_pattern(rc.path, MIDDLE, seed=7)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The read-ahead of streams (the prefetch tunable) and pairs: a backward
-stream finds the segments below its own filled ahead, a forward one the
-other halves of its segments' pairs, with the origin's data, and exact
+"""The read-ahead of streams (the prefetch tunable) and pairs: a stream
+finds the segments ahead of its own filled, a miss near a segment read
+lately the other half of its pair, with the origin's data, and exact
 counts of what was filled ahead and read; what is filled ahead never
 outlives a write."""
 import os
@@ -24,64 +24,46 @@ def stream(first_seg, nsegs, backward):
     return list(reversed(blocks)) if backward else list(blocks)
 
 
-def test_a_backward_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname):
-    """32 KiB reads down through 8 segments, prefetch 2 (the target's
-    default).  A stream's degree is what it has read in whole segments, up
-    to 2: its fourth read (one segment read) fills the next segment, the
-    first read of the second segment the one after; from then on, the
-    first read of every other segment fills two at once, in one request to
-    the origin (a measuring vdisk under redcap counts them).  One miss, 8
-    fills ahead, 7 of them read; the one left over is read without a fill."""
+@pytest.mark.parametrize("backward", [True, False], ids=["backward", "forward"])
+def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward):
+    """32 KiB reads through 8 segments, down from 13 or up from 6, prefetch
+    2 (the default is 8; 2 keeps the batches countable).  A stream's degree
+    is what it has read in whole segments, up to 2: its fourth read (one
+    segment read) fills the next segment, the first read of the second
+    segment the one after; from then on, the first read of every other
+    segment fills two at once, in one request to the origin (a measuring
+    vdisk under redcap counts them).  One miss, 8 fills ahead, 7 of them
+    read; the one left over is read without a fill.  Both directions the
+    same (until 2026-12-02 forward streams had no batch)."""
     write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=3)
     n = dev_sectors(loop64)
-    backward, first, nsegs = True, 13, 8
+    first, nsegs = (13, 8) if backward else (6, 8)
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
-            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 4 policy always prefetch 2") as rc:
         rc.cold()
         before = meas.stats()["read_samples"]
-        read_pattern(rc.path, stream(first, nsegs, backward), seed=3, bs=READ)
+        low = first - nsegs + 1 if backward else first
+        read_pattern(rc.path, stream(low, nsegs, backward), seed=3, bs=READ)
         st = rc.settled()
         assert st["prefetch"] == 2
         assert (st["reads"], st["read_misses"], st["read_bypassed"], st["read_resent"]) == \
             (32, 1, 0, 0), st
         assert st["read_hits"] + st["read_hits_waited"] == 31, st
         assert (st["prefetches"], st["prefetch_hits"], st["prefetch_unused"]) == (8, 7, 0), st
+        assert st["prefetch_paired"] == 0, st
         assert (st["fill_ios"], st["fill_sectors"], st["segments_valid"]) == \
             (9, 9 * SEG, 9), st
         # The miss, two fills ahead alone, then three batches of two.
         assert st["fill_joined"] == 3, st
         assert meas.stats()["read_samples"] - before == 6
         # The one filled ahead and not read: the origin's data, from RAM.
-        left = first - 1
+        left = low - 1 if backward else low + nsegs
         rc.message("set", "prefetch", "0")
         read_pattern(rc.path, [left * SEG_BLOCKS], seed=3, bs=SEG * 512)
         st = rc.stats()
         assert (st["reads"], st["read_hits"] + st["read_hits_waited"], st["fill_ios"]) == \
             (33, 32, 9), st
         assert (st["prefetch_hits"], st["prefetch_unused"]) == (8, 0), st
-
-
-def test_a_forward_stream_has_no_batch_and_its_misses_fill_their_pairs(loop64, dmname):
-    """32 KiB reads up through segments 2 to 9: forward streams are left
-    to the page cache's read-ahead, so no batch; a miss with a segment read
-    lately within 2 of it fills the other half of its pair in its request:
-    2 and 3 miss alone (3's other half, 2, is cached), 4, 6 and 8 fill 5,
-    7 and 9 with them, and those are read from RAM with the origin's
-    data.  5 misses, 3 fills ahead, all read; 5 requests to the origin."""
-    write_stamped(loop64, 0, 32 * SEG_BLOCKS, seed=4)
-    n = dev_sectors(loop64)
-    with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
-            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
-        rc.cold()
-        before = meas.stats()["read_samples"]
-        read_pattern(rc.path, stream(2, 8, False), seed=4, bs=READ)
-        st = rc.settled()
-        assert (st["reads"], st["read_misses"], st["read_bypassed"]) == (32, 5, 0), st
-        assert st["read_hits"] + st["read_hits_waited"] == 27, st
-        assert (st["prefetches"], st["prefetch_paired"], st["prefetch_hits"],
-                st["prefetch_unused"]) == (3, 3, 3, 0), st
-        assert (st["fill_ios"], st["fill_joined"], st["segments_valid"]) == (8, 3, 8), st
-        assert meas.stats()["read_samples"] - before == 5
 
 
 def test_a_miss_near_a_segment_read_fills_its_pair_in_one_request(loop64, dmname):

@@ -172,8 +172,8 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_DECAY_MS), RC_CAWARE_DECAY_MS);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
-	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH), RC_PREFETCH_DEFAULT);	/* 2 */
-	CHECK_EQ(RC_PREFETCH_DEFAULT, 2);
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH), RC_PREFETCH_DEFAULT);	/* 8 */
+	CHECK_EQ(RC_PREFETCH_DEFAULT, 8);
 	c.budget.balance = 50000000;
 	for (k = 0; k < RC_TUN_NR; k++)
 		rc_set_tunable(&c, k, values[k]);

@@ -1981,6 +1981,41 @@ CTEST(stream_detection_interleaved_streams)
 }
 
 /*
+ * The streams going on: those with a direction read in the last
+ * RC_STREAMS reads.  A stream with no direction yet, or one whose last
+ * read is RC_STREAMS reads old, is not.
+ */
+CTEST(streams_live_counts_the_streams_read_lately)
+{
+	struct rc_streams t;
+	u32 k;
+
+	rc_streams_init(&t);
+	CHECK_EQ(rc_streams_live(&t), 0);
+	rc_stream_read(&t, 1000, 8);
+	CHECK_EQ(rc_streams_live(&t), 0);		/* no direction yet */
+	rc_stream_read(&t, 1008, 8);
+	CHECK_EQ(rc_streams_live(&t), 1);
+	rc_stream_read(&t, 90000, 8);
+	rc_stream_read(&t, 89992, 8);			/* backward */
+	CHECK_EQ(rc_streams_live(&t), 2);
+	/*
+	 * Random reads: the forward stream's last read (the 2nd) is 32 reads
+	 * old at the 34th (the 35th then takes its place in the full table),
+	 * the backward one's (the 4th) at the 36th.
+	 */
+	for (k = 5; k <= 33; k++)
+		rc_stream_read(&t, (u64)k << 30, 8);
+	CHECK_EQ(rc_streams_live(&t), 2);
+	rc_stream_read(&t, 34ull << 30, 8);
+	CHECK_EQ(rc_streams_live(&t), 1);
+	rc_stream_read(&t, 35ull << 30, 8);
+	CHECK_EQ(rc_streams_live(&t), 1);
+	rc_stream_read(&t, 36ull << 30, 8);
+	CHECK_EQ(rc_streams_live(&t), 0);
+}
+
+/*
  * Random 4 KiB reads on the synthetic disk: a fill costs 0.992 ms more
  * than its read (124 KiB more transfer) and never serves a hit; each read
  * earns 1/128 of its 12.18 ms.  The budget lets about one miss in ten

@@ -505,11 +505,10 @@ CTEST(sim_a_bypassed_piece_takes_the_next_with_it)
 }
 
 /*
- * A backward stream's fills ahead go to the disk in batches, each one
- * request: a file read backward in 4 KiB reads (tac) misses once.  A
- * forward one gets no batch (the page cache reads ahead of it): a miss
- * next to the segments read fills its pair's other half in its request.
- * prefetch 0 turns both off: every segment is a miss and a request.
+ * A stream's fills ahead go to the disk in batches, each one request, in
+ * either direction: a file read backward in 4 KiB reads (tac), or forward,
+ * misses once.  prefetch 0 turns them off: every segment is a miss and a
+ * request.
  */
 CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 {
@@ -533,7 +532,7 @@ CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 	/*
 	 * Backward, only the first read misses; the stream's fills ahead
 	 * then go in batches (its degree grows with what it has read, up to
-	 * 2), each batch one request, down to segment 0, the disk's first.
+	 * 8), each batch one request, down to segment 0, the disk's first.
 	 * No miss is left to fill a pair.
 	 */
 	CHECK_EQ(b.ctr.read_misses, 1);
@@ -541,9 +540,20 @@ CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 	CHECK_EQ(b.ctr.prefetches, 31);
 	CHECK_EQ(b.ctr.prefetch_hits, 31);
 	CHECK_EQ(b.ctr.prefetch_paired, 0);
-	CHECK_EQ(b.ctr.fill_joined, 14);
-	CHECK_EQ(b.disk_requests, 18);
+	CHECK_EQ(b.ctr.fill_joined, 23);
+	CHECK_EQ(b.disk_requests, 9);
 	CHECK_EQ(b.disk_requests, b.ctr.fill_ios - b.ctr.fill_joined);
+	/*
+	 * Forward, the same requests; the last batch reaches 5 segments past
+	 * the file's end, never read.
+	 */
+	CHECK_EQ(f.ctr.read_misses, 1);
+	CHECK_EQ(f.ctr.fill_ios, 37);
+	CHECK_EQ(f.ctr.prefetches, 36);
+	CHECK_EQ(f.ctr.prefetch_hits, 31);
+	CHECK_EQ(f.ctr.prefetch_paired, 0);
+	CHECK_EQ(f.ctr.fill_joined, 28);
+	CHECK_EQ(f.disk_requests, 9);
 	/* No read-ahead: a miss, a fill and a request per segment. */
 	CHECK_EQ(b0.ctr.read_misses, 32);
 	CHECK_EQ(b0.ctr.fill_ios, 32);
@@ -553,16 +563,6 @@ CTEST(sim_a_streams_batch_goes_down_with_its_miss_in_one_request)
 	CHECK_EQ(f0.ctr.read_misses, 32);
 	CHECK_EQ(f0.ctr.prefetches, 0);
 	CHECK_EQ(f0.disk_requests, 32);
-	/*
-	 * Forward, no batch: segments 0 and 1 miss, then every even one,
-	 * whose miss fills the odd one above in its request.
-	 */
-	CHECK_EQ(f.ctr.read_misses, 17);
-	CHECK_EQ(f.ctr.fill_ios, 32);
-	CHECK_EQ(f.ctr.prefetches, 15);
-	CHECK_EQ(f.ctr.prefetch_paired, 15);
-	CHECK_EQ(f.ctr.fill_joined, 15);
-	CHECK_EQ(f.disk_requests, 17);
 }
 
 CTEST(sim_a_request_beyond_the_disk_is_refused)
@@ -728,13 +728,16 @@ CTEST(sim_adaptive_stays_on_for_strided_reads)
 	CHECK_EQ(r.adapt.switches, 0);
 	CHECK_EQ(r.ctr.read_bypassed, 0);
 	/*
-	 * Every segment filled once; segments 0 and 1 miss, then each even
-	 * one, and its miss fills the odd one after it (its pair's other half).
+	 * Every segment filled once, and the last batch's 11 past the end:
+	 * three misses (one filling its pair's other half) while the stream
+	 * has read less than a segment; from there on its batches fill every
+	 * segment before it is read.
 	 */
-	CHECK_EQ(r.ctr.fill_ios, segs);
-	CHECK_EQ(r.ctr.read_misses, 2 + (segs - 2) / 2);
-	CHECK_EQ(r.ctr.prefetch_paired, (segs - 2) / 2);
-	CHECK_EQ(r.ctr.prefetches, r.ctr.prefetch_paired);
+	CHECK_EQ(r.ctr.fill_ios, segs + 11);
+	CHECK_EQ(r.ctr.read_misses, 3);
+	CHECK_EQ(r.ctr.prefetch_paired, 1);
+	CHECK_EQ(r.ctr.prefetches, segs + 11 - 3);
+	CHECK_EQ(r.ctr.prefetch_hits, segs - 3);
 	CHECK(r.app_ns < bare.app_ns * 70 / 100);
 	free_trace(t);
 }

@@ -55,15 +55,15 @@ def test_exact_counters_through_the_cache_core(tmp_path):
 
 def test_prefetch_runs_the_kernels_read_ahead_of_streams(tmp_path):
     """A process reading 8 segments backward in 32 KiB reads, prefetch 2
-    (the default): the counts of the guest's
-    test_a_backward_stream_reads_the_segments_filled_ahead_of_it, from the
+    (the default is 8): the counts of the guest's
+    test_a_stream_reads_the_segments_filled_ahead_of_it, from the
     same core: one miss, 8 fills ahead, 7 of them read, in 6 disk requests
     (the miss, two fills ahead alone, three batches of two, each one
     request); without read-ahead (prefetch 0), a fill per segment."""
     trace = tmp_path / "t.csv"
     trace.write_text("time_ns,pid,op,sector,sectors\n" + "".join(
         f"{i},7,R,{512 + 64 * (31 - i)},64\n" for i in range(32)))
-    r = simulate("--trace", trace, "--format", "csv", "--config", "64x128k:always",
+    r = simulate("--trace", trace, "--format", "csv", "--config", "64x128k:always,prefetch=2",
                  "--config", "64x128k:always,prefetch=0", "--json")
     assert (r.returncode, r.stderr) == (0, "")
     ahead, plain = json.loads(r.stdout)["results"]
