@@ -1383,6 +1383,7 @@ bool rc_drop_some(struct rc_cache *c, u32 budget)
 	}
 	rc_budget_cold(&c->budget);	/* what it earned was earned on what is gone */
 	memset(&c->refused, 0, sizeof(c->refused));
+	rc_streams_init(&c->streams);
 	return true;
 }
 

@@ -589,7 +589,9 @@ u32 rc_drop_all(struct rc_cache *c);
 
 /*
  * Drop at most @budget idle entries (VALID unpinned, GHOST); true when none
- * is left, and then the speculation budget starts again from 0.
+ * is left, and then the speculation budget starts again from 0 and the
+ * stream table empty (the streams a probe left at creation would count as
+ * going on, and cut the next streams' batches: rc_streams_live()).
  * rc_drop_all() in steps, for callers that drop their lock between them.
  */
 bool rc_drop_some(struct rc_cache *c, u32 budget);

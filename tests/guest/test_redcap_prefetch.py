@@ -39,8 +39,9 @@ def test_a_stream_reads_the_segments_filled_ahead_of_it(loop64, dmname, backward
     n = dev_sectors(loop64)
     first, nsegs = (13, 8) if backward else (6, 8)
     with Dm(dmname(), f"0 {n} vdisk {loop64}") as meas, \
-            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 4 policy always prefetch 2") as rc:
+            Dm(dmname(), f"0 {n} redcap {meas.path} {SEG} 32 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "2")
         before = meas.stats()["read_samples"]
         low = first - nsegs + 1 if backward else first
         read_pattern(rc.path, stream(low, nsegs, backward), seed=3, bs=READ)

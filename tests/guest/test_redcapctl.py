@@ -204,10 +204,10 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
     assert (read_ahead_kb(loop64), read_ahead_kb(f"/dev/mapper/{name}")) == (128, 1024)
     # and the table says nothing but the geometry: redcapctl's defaults are
     # the target's (policy adaptive+caware, estimator spk without a model,
-    # backward streams read ahead 2 segments)
+    # streams read ahead up to 8 segments)
     assert table(name) == f"0 131072 redcap {dmtest.dm_major_minor(loop64)} 256 512"
     st = cache_stats(name)
-    assert (st["policy"], st["estimator"], st["prefetch"]) == ("adaptive+caware", "spk", "2")
+    assert (st["policy"], st["estimator"], st["prefetch"]) == ("adaptive+caware", "spk", "8")
     assert f"{name}-vd" not in dm_devices()
     st = valid(json.loads(ok("status", name, "--json").stdout))
     assert st["model"] is None and st["estimator"] == "spk"
@@ -738,7 +738,7 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
         assert read_ahead_kb(mapper) == 2048       # the new table keeps it
         assert table(lin) == f"0 131072 redcap {dmtest.dm_major_minor(mapper + '-vd')} 256 32"
         st = cache_stats(lin)
-        assert (st["policy"], st["estimator"], st["prefetch"]) == ("adaptive+caware", "vdisk", "2")
+        assert (st["policy"], st["estimator"], st["prefetch"]) == ("adaptive+caware", "vdisk", "8")
         read_stamped(mapper, range(64), 5)
         st = valid(json.loads(ok("status", lin, "--json").stdout))
         assert st["state"] == "active" and st["reads"] >= 64

@@ -34,9 +34,12 @@ def test_redcap_reads_back_what_was_written_below_it(loop64, dmname):
         read_pattern(rc.path, range(4096), seed=12)
         st = rc.stats()
         # each of the 128 segments read is filled once: for a miss, or
-        # ahead of one (the other half of its pair); every other read hits
-        assert st["reads"] == 4096 and st["fill_ios"] == 4096 // 32, st
-        assert st["read_misses"] + st["prefetches"] == 4096 // 32, st
+        # ahead of the stream; every other read hits.  The last batch may
+        # reach past the reads' end, at most 8 segments (prefetch) unread.
+        assert st["reads"] == 4096 and st["read_bypassed"] == 0, st
+        assert st["read_misses"] + st["prefetch_hits"] == 4096 // 32, st
+        assert st["fill_ios"] == st["read_misses"] + st["prefetches"], st
+        assert 0 <= st["prefetches"] - st["prefetch_hits"] <= 8, st
         assert st["read_hits"] + st["read_hits_waited"] == 4096 - st["read_misses"], st
 
 

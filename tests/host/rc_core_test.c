@@ -2720,6 +2720,17 @@ static u32 largest_batch(u32 segs, u32 streams)
  */
 CTEST(prefetch_streams_share_half_the_cache)
 {
+	struct rc_cache *c = mk(16);
+
+	/* dropping the cache forgets the streams (a probe's at creation) */
+	miss32k(c, 0);
+	hit32k(c, 64);
+	CHECK_EQ(rc_streams_live(&c->streams), 1);
+	CHECK_EQ(rc_drop_all(c), 0);
+	CHECK_EQ(rc_streams_live(&c->streams), 0);
+	CHECK_EQ(c->streams.clock, 0);
+	rm(c);
+
 	CHECK_EQ(largest_batch(64, 1), 8);	/* prefetch, the default */
 	CHECK_EQ(largest_batch(64, 4), 8);	/* 64 / (2 * 4) */
 	CHECK_EQ(largest_batch(64, 8), 4);
