@@ -267,6 +267,7 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
     n = dev_sectors(origin)
     with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         rc.message("policy", "off")
         st = rc.stats()
         assert (st["state"], st["policy"]) == ("inactive", "off")
@@ -300,6 +301,7 @@ def test_write_policy_update_updates_cached_segment_in_place(loop64, dmname):
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         rc.message("write_policy", "update")
         assert rc.stats()["write_policy"] == "update"
         with BlockFd(rc.path, write=True) as f:
@@ -344,6 +346,7 @@ def test_reset_stats_zeroes_every_counter(loop64, dmname):
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         with BlockFd(rc.path, write=True) as f:
             for b in range(2 * SEG_BLOCKS):
                 f.read(b)
@@ -414,6 +417,7 @@ def test_status_info_fields_count_a_known_pattern(loop64, dmname):
     n = dev_sectors(loop64)
     with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         status = rc.status()
         assert status[:3] == ["0", str(n), "redcap"]
         assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 11
@@ -684,6 +688,7 @@ def test_module_unload_with_device_present_fails(origin, dmname):
     n = dev_sectors(origin)
     with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()
+        rc.message("set", "prefetch", "0")     # one fill per segment read
         r = sh("rmmod", "dm_redcap", check=False)
         assert r.returncode != 0
         assert "in use" in r.stderr
