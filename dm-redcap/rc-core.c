@@ -669,13 +669,13 @@ static bool rc_plan_batch(struct rc_cache *c, struct rc_read_state *st, u64 seg)
 	u32 live = rc_streams_live(&c->streams);
 	u32 share = c->nr_entries / (2 * (live ? live : 1));
 	u32 degree = run < c->prefetch ? (u32)run : c->prefetch;
+	u32 trigger, ahead, i;
 
 	if (degree > share)
 		degree = share;
-	u32 trigger = (degree + 1) / 2, ahead, i;
-
 	if (!degree)
 		return false;
+	trigger = (degree + 1) / 2;
 	for (ahead = 0; ahead < trigger; ahead++) {
 		i = rc_lookup(c, seg + (u64)(s64)st->dir);	/* below 0: no segment */
 		if (i == RC_NONE || (c->entries[i].state == RC_GHOST && rc_active(c)))

@@ -69,7 +69,8 @@ def test_tiny_bench_case(tmp_path):
     # ... and the drive saw exactly what redcap sent down during the run:
     # nothing of the mount's reads (the suite waits for them to end)
     assert rc["disk_stats"]["emu_requests"] == \
-        st["fill_ios"] - st["fill_joined"] + st["read_bypassed"] - st["read_joined"]
+        st["fill_ios"] - st["fill_joined"] + st["read_bypassed"] - st["read_joined"], \
+        (rc["disk_stats"], st)
     # the bound reads the bare run's blocks once, in merged runs
     assert file_bytes // 3 <= bound["bound_unique_bytes"] <= bound["disk_read_bytes"]
     assert 1 <= bound["bound_runs"] <= 8

@@ -330,13 +330,16 @@ def test_caware_whole_segment_writes_fill_free_segments(ram, dmname):
     write to the origin.  Over the bare RAM disk both are RAM speed and the
     order is a matter of timing: the whole suite on 6.12 once saw the copy
     lose, and rule 4 refused 7 of the 8 allocations.  dm-delay makes every
-    origin write take 20 ms, so the rules' inputs are what the test means."""
+    origin write take 20 ms, so the rules' inputs are what the test means.
+    No read-ahead: the segments after the 8 would be filled ahead of the
+    reads, and counted."""
     n = dev_sectors(ram)
     seg = 128
     blocks = seg // 8                                  # 4 KiB blocks a segment
     sh("modprobe", "dm-delay")
     with Dm(dmname(), f"0 {n} delay {ram} 0 0 {ram} 0 20") as slow, \
             Dm(dmname(), f"0 {n} redcap {slow.path} {seg} 16 2 policy caware") as rc:
+        rc.message("set", "prefetch", "0")
         rc.cold()
         # One partial write first: with source_write never timed (mean 0),
         # rule 4 would leave the first whole write after an allocation alone.

@@ -38,7 +38,8 @@ def test_redcap_loads_and_runs_without_dm_vdisk(loop64, dmname):
             rc.cold()
             read_pattern(rc.path, range(0, 2 * 32), 41)
             st = rc.stats()
-            assert (st["model"], st["read_misses"], st["read_hits"]) == ("none", 2, 62)
+            # the second segment is filled ahead of the stream, read once the first is
+            assert (st["model"], st["read_misses"], st["read_hits"]) == ("none", 1, 63)
         line = f"0 {n} redcap {loop64} 256 16 2 model {loop64}"
         with kmsg() as k:
             r = sh("dmsetup", "create", dmname(), input=line + "\n", check=False)
