@@ -268,7 +268,7 @@ def test_defect3_reload_of_the_same_geometry_allocates_no_second_cache(loop128, 
         read_blocks(rc.path, 0, 8 * SEG_BLOCKS * BLOCK)
         assert rc.stats()["segments_valid"] == 8
         free = mem_available()
-        rc.reload(table.replace(" 2 policy", " 4 write_policy invalidate policy"))
+        rc.reload(table.replace(" 2 policy always", " 4 policy always write_policy invalidate"))
         used = free - mem_available()
         assert used < 32 << 20, f"the load took {used >> 20} MiB"
         rc.suspend()
