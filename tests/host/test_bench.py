@@ -457,16 +457,22 @@ def test_deal_gives_the_guests_equal_measured_time():
     (the hdd7200 server set of 2026-12-02, dealt round-robin, kept one
     guest 150 min and the other 121): exact parts, each in the set's
     order, every case once; a case the records lack counts as their
-    median one; without records it is round-robin."""
+    median one; without records it is round-robin.  A case's length is
+    its records' mean: a set stopped early has fewer records of some."""
     runs = [("a", 1, "buffered"), ("b", 1, "buffered"), ("c", 1, "buffered"),
             ("d", 1, "buffered"), ("e", 1, "buffered")]
     rec = [{"workload": w, "procs": 1, "io": "buffered", "app_time_s": t}
            for w, t in (("a", 92), ("a", 100), ("b", 12), ("c", 52), ("d", 32))]
-    # costs with 8 s a record: a 208, b 20, c 60, d 40, e (none) the
+    # costs with 8 s a record: a 104, b 20, c 60, d 40, e (none) the
     # median of a, b, c, d (the upper one): 60
-    assert suite.deal(runs, 2, rec) == [[runs[0]], runs[1:]]
     a, b, c, d, e = runs
+    assert suite.deal(runs, 2, rec) == [[a, d], [b, c, e]]
     assert suite.deal(runs, 3, rec) == [[a], [c, d], [b, e]]
+    # a stopped set: one record of x (108 s) against three of y (48 s each)
+    x, y, z = runs[:3]
+    part = [{"workload": w, "procs": 1, "io": "buffered", "app_time_s": t}
+            for w, t in (("a", 100), ("b", 40), ("b", 40), ("b", 40), ("c", 70))]
+    assert suite.deal([x, y, z], 2, part) == [[x], [y, z]]
     assert suite.deal(runs, 2) == [runs[0::2], runs[1::2]]
     assert sorted(r for p in suite.deal(runs, 4, rec) for r in p) == runs
 
