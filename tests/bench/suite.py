@@ -36,6 +36,7 @@ after every run, so an interrupted suite keeps what it measured.
 """
 import argparse
 import fcntl
+import glob
 import json
 import os
 import re
@@ -513,6 +514,19 @@ def deal(runs, n, records=()):
         loads[j] += cost.get(runs[i], fill)
         parts[j].append(i)
     return [[runs[i] for i in sorted(p)] for p in parts]
+
+
+def costs_source(results, set_name, profile):
+    """The records run --jobs deals a set's cases by: the newest results
+    of set @set_name in directory @results on drive @profile, else on any
+    drive (the cases' lengths scale alike), else "" (round-robin).  The
+    set a run is about to replace counts: the guests read it before the
+    new one is written."""
+    def newest(pattern):
+        found = sorted(glob.glob(os.path.join(results, pattern)))
+        return found[-1] if found else ""
+    return (newest(f"*-{set_name}-*-{profile}.json")
+            or newest(f"*-{set_name}-*.json"))
 
 
 def set_data(spec, runs):

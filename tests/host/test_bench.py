@@ -476,3 +476,27 @@ def test_deal_gives_the_guests_equal_measured_time():
     assert suite.deal(runs, 2) == [runs[0::2], runs[1::2]]
     assert sorted(r for p in suite.deal(runs, 4, rec) for r in p) == runs
 
+
+
+def test_costs_come_from_the_newest_set_on_the_same_drive(tmp_path):
+    """run --jobs deals by the newest results of the set on the same drive,
+    the one about to be replaced included, else on another drive, else
+    none.  (Before, a set whose only earlier run on its drive was the file
+    it replaces made run exit at once: grep found nothing, under
+    pipefail.)"""
+    def put(name):
+        (tmp_path / name).write_text("[]")
+        return str(tmp_path / name)
+
+    assert suite.costs_source(str(tmp_path), "server", "hdd15k") == ""
+    a = put("2026-11-30-server-6.1-hdd7200.json")
+    assert suite.costs_source(str(tmp_path), "server", "hdd15k") == a
+    b = put("2026-12-01-server-6.1-hdd15k.json")
+    put("2026-12-02-server-6.1-hdd15k.json.part0")
+    put("2026-12-03-apps-6.1-hdd15k.json")
+    assert suite.costs_source(str(tmp_path), "server", "hdd15k") == b
+    c = put("2026-12-02-server-6.1-hdd7200.json")
+    assert suite.costs_source(str(tmp_path), "server", "hdd7200") == c
+    assert suite.costs_source(str(tmp_path), "server", "hdd15k") == b
+    assert suite.costs_source(str(tmp_path), "apps", "hdd7200") == \
+        str(tmp_path / "2026-12-03-apps-6.1-hdd15k.json")
