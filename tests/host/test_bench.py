@@ -500,3 +500,25 @@ def test_costs_come_from_the_newest_set_on_the_same_drive(tmp_path):
     assert suite.costs_source(str(tmp_path), "server", "hdd15k") == b
     assert suite.costs_source(str(tmp_path), "apps", "hdd7200") == \
         str(tmp_path / "2026-12-03-apps-6.1-hdd15k.json")
+
+
+def test_counters_wait_for_the_fills_a_run_left_in_flight(monkeypatch):
+    """A stream's read-ahead goes on after its last read: the drive counts
+    a request when it is sent, redcap a fill when it completes.  The
+    record's counters are read once redcap has no fill in flight, and a
+    fill that never ends is an error, not a record."""
+    filling = [3, 1, 0]
+    polls = []
+    monkeypatch.setattr(suite, "dm_stats", lambda name: polls.append(name) or
+                        {"segments_filling": filling.pop(0)})
+    monkeypatch.setattr(suite.time, "sleep", lambda s: None)
+
+    class Stack:
+        redcap = "bench-rc"
+    suite.fills_done(Stack())
+    assert polls == ["bench-rc"] * 3 and not filling
+    clock = iter(range(0, 100, 4))
+    monkeypatch.setattr(suite.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(suite, "dm_stats", lambda name: {"segments_filling": 1})
+    with pytest.raises(RuntimeError, match="bench-rc: fills still in flight 10 s after the run"):
+        suite.fills_done(Stack())
