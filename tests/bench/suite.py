@@ -1025,21 +1025,31 @@ SETTLE_POLLS = 3
 SETTLE_MAX_S = 10
 
 
+def wait_for(ready, late):
+    """Poll @ready() every SETTLE_POLL_S until it is true; RuntimeError(@late)
+    after SETTLE_MAX_S."""
+    t0 = time.monotonic()
+    while not ready():
+        if time.monotonic() - t0 > SETTLE_MAX_S:
+            raise RuntimeError(late)
+        time.sleep(SETTLE_POLL_S)
+
+
 def settle(stack):
     """Wait until the disk has been idle for SETTLE_POLLS polls in a row.
     ext4 still reads metadata after mount(2) returns; through a cache each
     of those reads may be a whole-segment fill with a seek, and a run
     started at once would queue behind them (and the drive's counters
     would charge them to it)."""
-    last, quiet, t0 = None, 0, time.monotonic()
-    while quiet < SETTLE_POLLS:
-        if time.monotonic() - t0 > SETTLE_MAX_S:
-            raise RuntimeError(f"{stack.disk}: still busy {SETTLE_MAX_S} s after the mount")
-        time.sleep(SETTLE_POLL_S)
+    seen = {"last": None, "quiet": 0}
+
+    def quiet():
         st = block_stat(stack.disk)
         now = (st[0], st[4], st[8])	# reads, writes, in flight
-        quiet = quiet + 1 if now == last and not st[8] else 0
-        last = now
+        seen["quiet"] = seen["quiet"] + 1 if now == seen["last"] and not st[8] else 0
+        seen["last"] = now
+        return seen["quiet"] >= SETTLE_POLLS
+    wait_for(quiet, f"{stack.disk}: still busy {SETTLE_MAX_S} s after the mount")
 
 
 def fills_done(stack):
@@ -1049,12 +1059,8 @@ def fills_done(stack):
     agree (and its bytes read include those fills) only once none is in
     flight.  Under load outside icount, reading them at once saw the drive
     count requests redcap had not (tests/guest/test_bench.py)."""
-    t0 = time.monotonic()
-    while dm_stats(stack.redcap)["segments_filling"]:
-        if time.monotonic() - t0 > SETTLE_MAX_S:
-            raise RuntimeError(f"{stack.redcap}: fills still in flight {SETTLE_MAX_S} s "
-                               "after the run")
-        time.sleep(SETTLE_POLL_S)
+    wait_for(lambda: not dm_stats(stack.redcap)["segments_filling"],
+             f"{stack.redcap}: fills still in flight {SETTLE_MAX_S} s after the run")
 
 
 def cold(stack, rw=False):

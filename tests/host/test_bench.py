@@ -477,7 +477,6 @@ def test_deal_gives_the_guests_equal_measured_time():
     assert sorted(r for p in suite.deal(runs, 4, rec) for r in p) == runs
 
 
-
 def test_costs_come_from_the_newest_set_on_the_same_drive(tmp_path):
     """run --jobs deals by the newest results of the set on the same drive,
     the one about to be replaced included, else on another drive, else
