@@ -40,7 +40,8 @@ int rc_write_policy_parse(const char *name);
 
 enum rc_msg_verb {
 	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
-	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_NR,
+	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_LAYOUT_CLEAR,
+	RC_MSG_LAYOUT_RUNS, RC_MSG_NR,
 };
 
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
@@ -48,7 +49,8 @@ const char *rc_tunable_name(enum rc_tunable key);
 
 struct rc_msg {
 	enum rc_msg_verb verb;
-	int value;			/* policy, write_policy, estimator */
+	/* policy, write_policy, estimator; layout_clear's unit shift (0: none) */
+	int value;
 	enum rc_tunable key;		/* set */
 	u32 uvalue;			/* set */
 };

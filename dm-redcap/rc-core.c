@@ -385,6 +385,8 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->pfill = ahead;
 	e->along = 0;
 	e->wgen = wgen;
+	e->vlo = 0;
+	e->vhi = (u16)(1u << c->seg_shift);
 	rc_hash_add(c, i);
 	c->nr_filling++;
 	c->nr_pinned++;
@@ -426,6 +428,15 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 static bool rc_serves(const struct rc_cache *c, u32 i)
 {
 	return i != RC_NONE && c->entries[i].state != RC_GHOST && rc_active(c);
+}
+
+/* Whether entry @e holds the @sectors at @sector, in its segment (FOR: part of it). */
+static bool rc_covers(const struct rc_cache *c, const struct rc_entry *e, u64 sector,
+		      u32 sectors)
+{
+	u32 off = (u32)(sector & ((1u << c->seg_shift) - 1));
+
+	return off >= e->vlo && off + sectors <= e->vhi;
 }
 
 /* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
@@ -552,20 +563,36 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 					 u64 sector, u32 sectors, u32 *idx, bool join)
 {
 	u64 seg = sector >> c->seg_shift;
+	u32 i, b, slot = 0, part = RC_NONE;
 	bool admitted, lately;
-	u32 i, b, slot = 0;
+	struct rc_entry *e;
 
 	/* Only the budget and the planner look at streams. */
 	st->dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
 	c->ctr.reads++;
 	st->sim = RC_SIM_NONE;
 	st->refused_by = RC_REFUSED_NONE;
+	st->trim = false;
+	st->ext = false;
 	i = rc_lookup(c, seg);
 	if (!rc_active(c))
 		return rc_read_simulate(c, st, seg, i);
 
-	if (rc_serves(c, i))
-		return rc_read_cached(c, i, idx);
+	if (rc_serves(c, i)) {
+		if (rc_covers(c, &c->entries[i], sector, sectors))
+			return rc_read_cached(c, i, idx);
+		/*
+		 * FOR filled part of the segment, not this: a fill of both
+		 * replaces it, if nothing uses it and a fill would start.
+		 */
+		e = &c->entries[i];
+		if (join || e->state != RC_VALID || e->pins) {
+			c->ctr.read_bypassed_part++;
+			goto bypass;
+		}
+		part = i;
+		i = RC_NONE;
+	}
 
 	if (c->fills_held) {
 		c->ctr.read_bypassed_held++;
@@ -583,26 +610,39 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	lately = rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
 	admitted = !rc_budgeted(c) || rc_budget_admit(&c->budget, 1);
 	if (!admitted) {
-		c->ctr.read_bypassed_budget++;
 		if (!join)	/* a joining piece would not have filled */
 			st->refused_by = rc_refuse(c, seg, lately, slot);
-		goto bypass;
+		/* FOR: the file's run is no speculation (rc_map_read()) */
+		st->trim = !join && st->layout && st->layout->nr_set;
+		if (!st->trim) {
+			c->ctr.read_bypassed_budget++;
+			goto bypass;
+		}
 	}
 	if (join) {
 		c->ctr.read_bypassed_joined++;
 		goto bypass;
 	}
 
+	if (part != RC_NONE) {
+		st->ext = true;
+		st->ext_lo = c->entries[part].vlo;
+		st->ext_hi = c->entries[part].vhi;
+		c->ctr.read_extended++;
+		rc_invalidate(c, part);
+	}
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE) {
 		c->ctr.read_bypassed_busy++;
 		goto bypass;
 	}
 	c->ctr.read_misses++;
+	*idx = i;
+	if (st->trim)
+		return RC_READ_FILL;
 	if (rc_budgeted(c))
 		rc_budget_take(&c->budget, 1);
 	st->refused_by = rc_refused_filled(c, lately, slot);
-	*idx = i;
 	return RC_READ_FILL;
 
 bypass:
@@ -620,7 +660,7 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
-	if (rc_serves(c, i))
+	if (rc_serves(c, i) && rc_covers(c, &c->entries[i], sector, sectors))
 		return false;
 	rc_read_piece(c, st, sector, sectors, &idx, true);
 	c->ctr.read_joined++;
@@ -864,20 +904,70 @@ static void rc_plan_reqs(const struct rc_cache *c, const struct rc_pricer *p,
 			 struct rc_read_plan *plan)
 {
 	u32 i, k, len, max = p->run_max ? p->run_max : 1;
+	struct rc_fill_item *f;
 	struct rc_fill_req *r;
+	struct rc_entry *e;
 
 	rc_fill_runs(plan->fills, plan->nr_fills);
 	plan->nr_reqs = 0;
+	for (k = 0; k < plan->nr_fills; k++) {
+		f = &plan->fills[k];
+		e = &c->entries[f->idx];
+		f->sector = (f->seg << c->seg_shift) + e->vlo;
+		f->sectors = rc_seg_len(c, f->seg, p->capacity);
+		if (f->sectors > e->vhi)
+			f->sectors = e->vhi;
+		f->sectors -= e->vlo;
+	}
 	for (i = 0; i < plan->nr_fills; i += len) {
 		len = rc_fill_run(plan->fills + i, plan->nr_fills - i, max);
 		r = &plan->reqs[plan->nr_reqs++];
-		r->sector = plan->fills[i].seg << c->seg_shift;
+		r->sector = plan->fills[i].sector;
 		r->first = i;
 		r->nr = len;
 		r->sectors = 0;
 		for (k = i; k < i + len; k++)
-			r->sectors += rc_seg_len(c, plan->fills[k].seg, p->capacity);
+			r->sectors += plan->fills[k].sectors;
 	}
+}
+
+/*
+ * FOR (file-oriented read-ahead): a miss the bar refused (st->trim) that
+ * is its plan's only fill reads from its page to the end of the file's
+ * run it is in, within its segment; and, if it replaced a part-filled
+ * entry, what that one held too, so that an entry holds one range.  With
+ * fills along or ahead, which follow a read that needs the rest or
+ * neighbours read lately, the segment is filled whole, in one request
+ * with them.
+ */
+static void rc_plan_for(struct rc_cache *c, const struct rc_read_state *st, u64 sector,
+			u32 sectors, struct rc_read_plan *plan)
+{
+	u64 seg_start = plan->fills[0].seg << c->seg_shift;
+	u32 seg_len = 1u << c->seg_shift, lo, hi;
+	struct rc_entry *e = &c->entries[plan->idx];
+	u64 end;
+
+	if (!st->trim || plan->nr_fills != 1)
+		return;
+	end = rc_layout_run_end(st->layout, sector, seg_start + seg_len);
+	if (end < sector + sectors)
+		end = sector + sectors;
+	lo = (u32)(sector - seg_start) & ~(RC_FOR_ALIGN - 1);
+	hi = (u32)(end - seg_start);
+	hi = (hi + RC_FOR_ALIGN - 1) & ~(RC_FOR_ALIGN - 1);
+	if (st->ext && st->ext_lo < lo)
+		lo = st->ext_lo;
+	if (st->ext && st->ext_hi > hi)
+		hi = st->ext_hi;
+	if (hi > seg_len)
+		hi = seg_len;
+	if (lo == 0 && hi == seg_len)
+		return;
+	e->vlo = (u16)lo;
+	e->vhi = (u16)hi;
+	c->ctr.for_fills++;
+	c->ctr.for_saved_sectors += seg_len - (hi - lo);
 }
 
 /* @total shared out in proportion: @part of @whole (@whole > 0). */
@@ -1015,6 +1105,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 
 	plan->idx = RC_NONE;
 	plan->nr_fills = 0;
+	st.layout = p->layout;
 	if (rc_policy_caware(c->policy))
 		rc_caware_decay(&c->caware, now);
 	act = rc_read(c, &st, sector, len, &plan->idx);
@@ -1038,6 +1129,8 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	}
 	plan->act = act;
 	plan->sectors = len;
+	if (act == RC_READ_FILL)
+		rc_plan_for(c, &st, sector, len, plan);
 	rc_plan_reqs(c, p, plan);
 	rc_plan_judge(c, p, now, pc, np, segs, nsegs, plan);
 }

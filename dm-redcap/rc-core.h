@@ -20,6 +20,7 @@
 
 #include "rc-types.h"
 #include "rc-policy.h"
+#include "rc-layout.h"
 
 #define RC_NONE		0xffffffffu	/* "no entry" index */
 
@@ -102,6 +103,10 @@ struct rc_counters {
 	u64 invalidations;	/* segments dropped by writes */
 	u64 updates;		/* segments updated in place by writes */
 	u64 evictions;		/* valid segments reused by LRU */
+	u64 for_fills;		/* demand fills FOR stopped at a file's end */
+	u64 for_saved_sectors;	/* ... the sectors of their segments they did not read */
+	u64 read_extended;	/* reads past a part-filled entry: refilled, wider */
+	u64 read_bypassed_part;	/* ... which could not be: sent to the origin */
 };
 
 struct rc_entry {
@@ -111,6 +116,7 @@ struct rc_entry {
 	u32 pins;		/* copies in progress (hit, fill, update) */
 	u32 wgen;		/* write-bucket generation when the fill started */
 	u32 born;		/* on probation: c->demand_takes when it went on */
+	u16 vlo, vhi;		/* FILLING/VALID: the sectors of the segment it holds */
 	u8 state;		/* enum rc_state */
 	/* flags, changed under the cache's lock */
 	u8 on_list:1;		/* linked on the LRU, probation or free list */
@@ -201,6 +207,10 @@ struct rc_read_state {
 	u64 ahead_seg;		/* after this one */
 	bool ahead_pair;	/* the proposal is a miss's pair */
 	bool ahead_started;	/* a fill of it has started */
+	const struct rc_layout *layout;	/* where files' runs end (FOR), or NULL */
+	bool trim;		/* FOR: the bar refused the segment; its file's run fills */
+	bool ext;		/* its fill replaced a part-filled entry holding */
+	u16 ext_lo, ext_hi;	/* these sectors of the segment (FOR) */
 };
 
 /*
@@ -343,6 +353,7 @@ struct rc_pricer {
 	void *ctx;
 	u64 capacity;
 	u32 run_max;		/* segments one disk request may read (>= 1) */
+	const struct rc_layout *layout;	/* where files' runs end (FOR), or NULL */
 };
 
 /*
@@ -358,6 +369,9 @@ struct rc_pricer {
  */
 struct rc_fill_item {
 	u64 seg;
+	u64 sector;		/* what its request reads for it (rc_map_read()): */
+				/* its segment, or FOR's part of it */
+	u32 sectors;
 	u32 idx;
 	bool ahead;		/* from rc_prefetch() */
 	bool along;		/* for the rest of the miss's read */
@@ -370,6 +384,8 @@ static inline bool rc_fill_own(const struct rc_fill_item *f)
 }
 
 #define RC_FILL_RUN_MAX		(1 + RC_PREFETCH_MAX)
+/* FOR's fills start and end on pages, which the glue reads into. */
+#define RC_FOR_ALIGN		8u
 void rc_fill_runs(struct rc_fill_item *f, u32 n);
 u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
 
@@ -404,7 +420,14 @@ struct rc_read_plan {
  * segments the rest of the read covers (filled along, in the same
  * request: the rest comes back as a read of its own and waits on them),
  * and after each piece what the planner proposes (rc_plan(),
- * rc_prefetch()).  Then the read it took is played once on the bare disk,
+ * rc_prefetch()).  FOR: with @p's layout, a miss whose segment the
+ * budget's bar refuses (rc_read()), which would bypass, reads its file's
+ * run instead, from its page to the run's end within the segment, when
+ * it is its plan's only fill: the file is taken as asked for, the rest of
+ * the segment as speculation.  The entry holds that part (vlo..vhi); a
+ * later read outside it that would fill replaces it with a fill of both
+ * (counted in read_extended), or, the entry busy, bypasses
+ * (read_bypassed_part).  Then the read it took is played once on the bare disk,
  * and what the cache sends down for it once per request on the cache's
  * (inactive: once per run of pieces the simulated cache would have sent
  * down): at most two pricings for a plan of one request, which is every

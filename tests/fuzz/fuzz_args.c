@@ -409,7 +409,7 @@ static void fuzz(struct words *w)
 {
 	static const struct {
 		const char *verb;
-		unsigned int args;
+		unsigned int args;	/* ~0u: any number, at least one */
 	} verbs[] = {
 		[RC_MSG_STATS] = { "stats", 0 },
 		[RC_MSG_RESET_STATS] = { "reset_stats", 0 },
@@ -418,6 +418,8 @@ static void fuzz(struct words *w)
 		[RC_MSG_WRITE_POLICY] = { "write_policy", 1 },
 		[RC_MSG_ESTIMATOR] = { "estimator", 1 },
 		[RC_MSG_SET] = { "set", 2 },
+		[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 1 },
+		[RC_MSG_LAYOUT_RUNS] = { "layout_runs", ~0u },
 	};
 	static const struct {
 		const char *key;
@@ -448,8 +450,21 @@ static void fuzz(struct words *w)
 
 	CHECK((unsigned int)m.verb < RC_MSG_NR);
 	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
-	CHECK(w->argc == 1 + verbs[m.verb].args);
+	if (m.verb == RC_MSG_LAYOUT_RUNS)
+		CHECK(w->argc >= 2);
+	else if (m.verb == RC_MSG_LAYOUT_CLEAR)
+		CHECK(w->argc <= 2);
+	else
+		CHECK(w->argc == 1 + verbs[m.verb].args);
 	switch (m.verb) {
+	case RC_MSG_LAYOUT_CLEAR:
+		/* a power of two 8..2048 sectors, or none: 0 */
+		if (w->argc == 1)
+			CHECK(m.value == 0);
+		else
+			CHECK(m.value >= RC_LAYOUT_SHIFT_MIN && m.value <= RC_LAYOUT_SHIFT_MAX &&
+			      dec(w->argv[1], UINT32_MAX) == 1u << m.value);
+		break;
 	case RC_MSG_POLICY:
 		CHECK(m.value >= 0 && m.value < RC_POLICY_NR);
 		CHECK(!strcasecmp(rc_policy_name((enum rc_policy)m.value), w->argv[1]));

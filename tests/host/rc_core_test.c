@@ -263,8 +263,14 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->invalidations);
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
+	check_ctr_field(line, "for_fills", g->for_fills, w->for_fills);
+	check_ctr_field(line, "for_saved_sectors", g->for_saved_sectors,
+			w->for_saved_sectors);
+	check_ctr_field(line, "read_extended", g->read_extended, w->read_extended);
+	check_ctr_field(line, "read_bypassed_part", g->read_bypassed_part,
+			w->read_bypassed_part);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 32 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 36 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
