@@ -387,6 +387,7 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->wgen = wgen;
 	e->vlo = 0;
 	e->vhi = (u16)(1u << c->seg_shift);
+	e->saved = 0;
 	rc_hash_add(c, i);
 	c->nr_filling++;
 	c->nr_pinned++;
@@ -932,42 +933,49 @@ static void rc_plan_reqs(const struct rc_cache *c, const struct rc_pricer *p,
 }
 
 /*
- * FOR (file-oriented read-ahead): a miss the bar refused (st->trim) that
- * is its plan's only fill reads from its page to the end of the file's
- * run it is in, within its segment; and, if it replaced a part-filled
- * entry, what that one held too, so that an entry holds one range.  With
- * fills along or ahead, which follow a read that needs the rest or
- * neighbours read lately, the segment is filled whole, in one request
- * with them.
+ * FOR (file-oriented read-ahead): a miss the bar refused (st->trim) reads
+ * from its page (and what a part-filled entry it replaced held, so that
+ * an entry holds one range) to the end of the file's run it is in, within
+ * its segment; when the rest of its read fills along, to the segment's
+ * end, in one request with them.  A plan with fills ahead (started only
+ * by an admitting bar) fills its miss's segment whole.  On the device's
+ * last, short segment, "whole" is what a whole fill would read there.
  */
-static void rc_plan_for(struct rc_cache *c, const struct rc_read_state *st, u64 sector,
-			u32 sectors, struct rc_read_plan *plan)
+static void rc_plan_for(struct rc_cache *c, const struct rc_read_state *st, u64 capacity,
+			u64 sector, u32 sectors, struct rc_read_plan *plan)
 {
-	u64 seg_start = plan->fills[0].seg << c->seg_shift;
-	u32 seg_len = 1u << c->seg_shift, lo, hi;
+	u64 seg = plan->fills[0].seg, seg_start = seg << c->seg_shift, end;
+	u32 len = rc_seg_len(c, seg, capacity), lo, hi, k;
 	struct rc_entry *e = &c->entries[plan->idx];
-	u64 end;
 
-	if (!st->trim || plan->nr_fills != 1)
+	if (!st->trim)
 		return;
-	end = rc_layout_run_end(st->layout, sector, seg_start + seg_len);
-	if (end < sector + sectors)
-		end = sector + sectors;
+	for (k = 1; k < plan->nr_fills; k++)
+		if (!plan->fills[k].along)
+			return;
+	if (plan->nr_fills > 1) {
+		hi = len;
+	} else {
+		end = rc_layout_run_end(st->layout, sector, seg_start + len);
+		if (end < sector + sectors)
+			end = sector + sectors;
+		hi = (u32)(end - seg_start);
+		hi = (hi + RC_FOR_ALIGN - 1) & ~(RC_FOR_ALIGN - 1);
+	}
 	lo = (u32)(sector - seg_start) & ~(RC_FOR_ALIGN - 1);
-	hi = (u32)(end - seg_start);
-	hi = (hi + RC_FOR_ALIGN - 1) & ~(RC_FOR_ALIGN - 1);
 	if (st->ext && st->ext_lo < lo)
 		lo = st->ext_lo;
 	if (st->ext && st->ext_hi > hi)
 		hi = st->ext_hi;
-	if (hi > seg_len)
-		hi = seg_len;
-	if (lo == 0 && hi == seg_len)
+	if (hi > len)
+		hi = len;
+	if (lo == 0 && hi == len)
 		return;
 	e->vlo = (u16)lo;
 	e->vhi = (u16)hi;
+	e->saved = (u16)(len - (hi - lo));
 	c->ctr.for_fills++;
-	c->ctr.for_saved_sectors += seg_len - (hi - lo);
+	c->ctr.for_saved_sectors += e->saved;
 }
 
 /* @total shared out in proportion: @part of @whole (@whole > 0). */
@@ -1130,7 +1138,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	plan->act = act;
 	plan->sectors = len;
 	if (act == RC_READ_FILL)
-		rc_plan_for(c, &st, sector, len, plan);
+		rc_plan_for(c, &st, p->capacity, sector, len, plan);
 	rc_plan_reqs(c, p, plan);
 	rc_plan_judge(c, p, now, pc, np, segs, nsegs, plan);
 }
@@ -1278,6 +1286,9 @@ void rc_fill_cancel(struct rc_cache *c, u32 idx)
 	/* A write's fill only caches nothing; one ahead was never started. */
 	miss = !e->walloc && !e->pfill && !e->along;
 	c->ctr.fill_along -= e->along;
+	c->ctr.for_fills -= !!e->saved;
+	c->ctr.for_saved_sectors -= e->saved;
+	e->saved = 0;
 	if (e->pfill) {
 		c->ctr.prefetches--;
 		if (e->ahead)

@@ -117,17 +117,18 @@ struct rc_entry {
 	u32 wgen;		/* write-bucket generation when the fill started */
 	u32 born;		/* on probation: c->demand_takes when it went on */
 	u16 vlo, vhi;		/* FILLING/VALID: the sectors of the segment it holds */
-	u8 state;		/* enum rc_state */
-	/* flags, changed under the cache's lock */
-	u8 on_list:1;		/* linked on the LRU, probation or free list */
-	u8 on_prob:1;		/* ... on probation */
-	u8 updating:1;		/* an update copy was handed out; cleared at last unpin */
-	u8 stale:1;		/* FILLING: a range write overlapped the fill */
-	u8 walloc:1;		/* FILLING: from a write (rc_write_allocate()) */
-	u8 pfill:1;		/* FILLING: started by rc_prefetch() */
-	u8 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
-	u8 ahead:1;		/* filled by rc_prefetch() and not read since */
-	u8 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
+	u16 saved;		/* FILLING: what FOR's fill does not read of it */
+	/* state and flags in one 16-bit unit, changed under the cache's lock */
+	u16 state:3;		/* enum rc_state */
+	u16 on_list:1;		/* linked on the LRU, probation or free list */
+	u16 on_prob:1;		/* ... on probation */
+	u16 updating:1;		/* an update copy was handed out; cleared at last unpin */
+	u16 stale:1;		/* FILLING: a range write overlapped the fill */
+	u16 walloc:1;		/* FILLING: from a write (rc_write_allocate()) */
+	u16 pfill:1;		/* FILLING: started by rc_prefetch() */
+	u16 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
+	u16 ahead:1;		/* filled by rc_prefetch() and not read since */
+	u16 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
 };
 
 /*
