@@ -294,3 +294,23 @@ void dm_log_clear(void)
 {
 	dm_error[0] = '\0';
 }
+
+/* A sysfs attribute of /sys/dev/block/M:m, newline stripped.  0, or -1. */
+int sysfs_read(dev_t devno, const char *attr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s", major(devno), minor(devno), attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}

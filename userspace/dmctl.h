@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MAX_STATS	256	/* key=value lines in a stats answer */
 
@@ -25,6 +26,9 @@ void *xmalloc(size_t size);
 bool take_u64(const char **p, uint64_t *v);
 bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
 bool take(const char **p, const char *lit);
+
+/* A sysfs attribute of /sys/dev/block/M:m, newline stripped.  0, or -1. */
+int sysfs_read(dev_t devno, const char *attr, char *buf, size_t len);
 
 struct dev {
 	const char *arg;	/* as given, for messages */

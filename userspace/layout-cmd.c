@@ -91,31 +91,11 @@ static char *str_copy(const char *s)
 
 /* --- where a device lies on the stack -------------------------------------- */
 
-/* Attribute @attr of block device @dev in sysfs, newline stripped.  0, or -1. */
-static int sys_read(dev_t dev, const char *attr, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s", major(dev), minor(dev), attr);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
 static int sys_u64(dev_t dev, const char *attr, uint64_t *v)
 {
 	char buf[32];
 
-	return sys_read(dev, attr, buf, sizeof(buf)) || !parse_u64(buf, 0, UINT64_MAX >> 9, v) ?
+	return sysfs_read(dev, attr, buf, sizeof(buf)) || !parse_u64(buf, 0, UINT64_MAX >> 9, v) ?
 	       -1 : 0;
 }
 
@@ -124,7 +104,7 @@ static int sys_dev(dev_t dev, const char *attr, dev_t *d)
 	unsigned int maj, min;
 	char buf[32];
 
-	if (sys_read(dev, attr, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+	if (sysfs_read(dev, attr, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
 		return -1;
 	*d = makedev(maj, min);
 	return 0;
@@ -244,7 +224,7 @@ static int dev_on_stack(dev_t dev, dev_t stack, uint64_t stack_bytes, int depth,
 	if (depth == MAX_DEPTH)
 		return 0;
 	/* A partition: its disk below, from its start. */
-	if (!sys_read(dev, "partition", buf, sizeof(buf))) {
+	if (!sysfs_read(dev, "partition", buf, sizeof(buf))) {
 		if (sys_dev(dev, "../dev", &below) || sys_u64(dev, "start", &start) ||
 		    sys_u64(dev, "size", &size))
 			return 0;

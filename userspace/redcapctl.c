@@ -514,26 +514,6 @@ static int origin_resolve(enum rctab_origin kind, const char *value, struct orig
 	return 0;
 }
 
-/* A sysfs attribute of /sys/dev/block/M:m, newline stripped.  0, or -1. */
-static int sysfs_read(dev_t devno, const char *attr, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s", major(devno), minor(devno), attr);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
 /* /dev/<kernel name> of @devno, from its uevent; "M:m" if it has none. */
 static void devno_path(dev_t devno, char *buf, size_t len)
 {
