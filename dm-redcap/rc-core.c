@@ -492,7 +492,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 	struct rc_entry *e;
 	u32 b;
 
-	if (i != RC_NONE) {
+	if (i != RC_NONE) {	/* a part-filled entry (FOR) as its whole segment */
 		e = &c->entries[i];
 		st->sim = RC_SIM_HIT;
 		c->ctr.sim_hits++;

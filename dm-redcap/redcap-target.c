@@ -69,6 +69,9 @@ static unsigned int fi_drop_timeout_ms;
 module_param(fi_drop_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(fi_drop_timeout_ms,
 		 "test builds: drop_cache waits this long for busy segments (0: 10 s)");
+static bool fi_layout_alloc_fail;
+module_param(fi_layout_alloc_fail, bool, 0644);
+MODULE_PARM_DESC(fi_layout_alloc_fail, "test builds: layout_clear's allocation fails");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -97,6 +100,11 @@ static bool redcap_fi_ctr_page_fails(size_t i)
 static unsigned int redcap_drop_timeout_ms(void)
 {
 	return READ_ONCE(fi_drop_timeout_ms) ?: REDCAP_DROP_TIMEOUT_MS;
+}
+
+static bool redcap_fi_layout_alloc_fail(void)
+{
+	return READ_ONCE(fi_layout_alloc_fail);
 }
 
 static void redcap_fi_finish_delay(void)
@@ -149,6 +157,11 @@ static inline bool redcap_fi_ctr_page_fails(size_t i)
 static inline unsigned int redcap_drop_timeout_ms(void)
 {
 	return REDCAP_DROP_TIMEOUT_MS;
+}
+
+static inline bool redcap_fi_layout_alloc_fail(void)
+{
+	return false;
 }
 
 static inline void redcap_fi_finish_delay(void)
@@ -206,7 +219,6 @@ struct redcap_fill {
 struct redcap_layout {
 	struct rc_layout l;
 	u64 loaded_ns;			/* the last layout_clear or layout_runs */
-	struct rcu_head rcu;
 };
 
 /*
@@ -1163,7 +1175,7 @@ static int redcap_msg_layout_clear(struct redcap_cache *cc, unsigned int shift)
 
 	if (shift) {
 		words = rc_layout_words(cc->len, shift);
-		lo = kzalloc(sizeof(*lo), GFP_KERNEL);
+		lo = redcap_fi_layout_alloc_fail() ? NULL : kzalloc(sizeof(*lo), GFP_KERNEL);
 		if (lo)
 			lo->l.bits = kvcalloc(words, sizeof(unsigned long),
 					      GFP_KERNEL | __GFP_NOWARN);

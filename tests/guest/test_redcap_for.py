@@ -7,8 +7,8 @@ test_redcap_policies.py), so every decision follows from the reads alone
 and the counters are exact."""
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, sh, strip_dm_prefix, \
-    write_stamped
+from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, set_param, sh, \
+    strip_dm_prefix, write_stamped
 from test_redcap_policies import PRICES_7200, pinned_disk
 
 SEG, NSEGS = 256, 64            # 64 x 128 KiB: 32 units of 4 KiB a segment
@@ -62,12 +62,20 @@ def test_layout_messages_load_replace_and_remove_a_layout(stamped, dmname):
         rc.message("layout_runs", f"{units - 1:x}:1")
         assert info(rc)[:2] == (8, 3)
         # a new unit: a new, empty layout; none at all
-        rc.message("layout_clear", "2048")
-        assert info(rc)[:2] == (2048, 0)
         rc.message("layout_clear")
         assert info(rc) == (0, 0, 0)
         assert refused_line(rc, "layout_runs", "0:1") == [
             "layout_runs: no layout: send layout_clear UNIT first"]
+        rc.message("layout_clear", "2048")
+        assert info(rc)[:2] == (2048, 0)
+        # no memory for a new one: the old one stays
+        set_param("fi_layout_alloc_fail", "Y")
+        try:
+            assert refused_line(rc, "layout_clear", "8") == [
+                f"layout_clear: cannot allocate {-(-n // 512) * 8} bytes"]
+        finally:
+            set_param("fi_layout_alloc_fail", "N")
+        assert info(rc)[:2] == (2048, 0)
         # the layout is the cache's: a reload keeps it
         rc.message("layout_clear", "8")
         rc.message("layout_runs", "0:4")
