@@ -211,7 +211,10 @@ install-tools: userspace man boot-tools
 		$(DESTDIR)$(SYSTEMDGENERATORDIR)/redcap-generator
 	sed 's|/usr/sbin/redcapctl|$(PREFIX)/sbin/redcapctl|' udev/redcap-model-save@.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.service
-	install -m 644 -t $(DESTDIR)$(SYSTEMDUNITDIR) udev/redcap.target udev/redcap-model-save@.timer
+	sed 's|/usr/sbin/redcapctl|$(PREFIX)/sbin/redcapctl|' udev/redcap-metrics.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.service
+	install -m 644 -t $(DESTDIR)$(SYSTEMDUNITDIR) udev/redcap.target udev/redcap-model-save@.timer \
+		udev/redcap-metrics.timer
 	ln -sfn ../redcap.target $(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
@@ -240,6 +243,8 @@ uninstall-tools:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap.target \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.timer \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.timer \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/redcap
 

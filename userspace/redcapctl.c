@@ -42,6 +42,7 @@
 
 #include "dmctl.h"
 #include "layout-cmd.h"
+#include "metrics.h"
 #include "redcaptab.h"
 #include "rc-args.h"
 #include "rc-policy.h"
@@ -64,7 +65,8 @@ static const char redcapctl_usage[] =
 "       redcapctl remove NAME [--keep-device]\n"
 "       redcapctl list [--json]\n"
 "       redcapctl status NAME [--json]\n"
-"       redcapctl stats NAME [--json] [--watch[=SECONDS]]\n"
+"       redcapctl stats NAME|--all [--format text|json|prometheus] [--json]\n"
+"                       [--watch[=SECONDS]] [--out FILE]\n"
 "       redcapctl set NAME KEY=VALUE...\n"
 "       redcapctl drop-cache NAME\n"
 "       redcapctl reset-stats NAME\n"
@@ -95,7 +97,9 @@ static const char redcapctl_help[] =
 "  list         the stacks, one line each\n"
 "  status       geometry, policy, state and why, counters, model\n"
 "  stats        rates per second over one second; --watch redraws them every\n"
-"               SECONDS (default 1) until interrupted\n"
+"               SECONDS (default 1) until interrupted; --format prometheus:\n"
+"               the counters as they are, of NAME or of --all stacks, in\n"
+"               Prometheus' text format (--out FILE: written whole, renamed)\n"
 "  set          policy, write_policy, estimator, window, margin, decay_ms,\n"
 "               budget_share, budget_cap_ms, prefetch\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
@@ -1800,8 +1804,166 @@ static bool pause_for(double s)
 	return !nanosleep(&ts, NULL) && !interrupted;
 }
 
+/* --- stats --format prometheus: the counters as they are, for a scraper ---- */
+
+/*
+ * Read the stack @name into @m for the metrics, its answer to "stats" in
+ * *@text (malloc'd, or NULL).  0, or -1 with why in @why: nothing printed,
+ * so that --all can go on with the other stacks.
+ */
+static int metrics_read(const char *name, struct metrics_stack *m, char **text, char *why,
+			size_t len)
+{
+	char *ttype, *params;
+	const char *err;
+	uint64_t sectors;
+	struct dev d;
+	int r = -1;
+
+	m->name = name;
+	m->kind = METRICS_FAILED;
+	*text = NULL;
+	if (dm_target_get(DM_DEVICE_TABLE, name, &sectors, &ttype, &params)) {
+		snprintf(why, len, "%s", dm_why);
+		return -1;
+	}
+	if (!strcmp(ttype, "linear")) {
+		m->kind = METRICS_LINEAR;
+		r = 0;
+	} else if (strcmp(ttype, "redcap")) {
+		snprintf(why, len, "its table is '%s', neither redcap nor linear", ttype);
+	} else {
+		dev_resolve(name, &d);
+		err = dm_send(&d, "stats", text);
+		if (err)
+			snprintf(why, len, "message 'stats': %s", err);
+		else
+			r = metrics_parse(m, *text, why, len);
+		if (r)
+			m->kind = METRICS_FAILED;
+	}
+	free(ttype);
+	free(params);
+	return r;
+}
+
+/*
+ * @path replaced whole by @size bytes of @buf: a file of its own beside it
+ * (a name that does not end in .prom, which node_exporter skips), renamed
+ * over it.  Not synced: it is rewritten at every scrape, and one lost in a
+ * crash is no loss.  0, or -1 printed.
+ */
+static int file_replace(const char *path, const char *buf, size_t size)
+{
+	char *tmp;
+	ssize_t n;
+	int fd, err, r;
+
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+		die("out of memory");
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		free(tmp);
+		return fail("stats: %s: %s", path, strerror(err));
+	}
+	for (size_t done = 0; done < size; done += (size_t)n) {
+		n = write(fd, buf + done, size - done);
+		if (n < 0)
+			goto bad;
+	}
+	/* node_exporter reads it as the user prometheus; mkostemp made it 0600. */
+	if (fchmod(fd, 0644))
+		goto bad;
+	r = close(fd);
+	fd = -1;
+	if (r || rename(tmp, path))
+		goto bad;
+	free(tmp);
+	return 0;
+bad:
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	return fail("stats: %s: %s", path, strerror(err));
+}
+
+/*
+ * stats --format prometheus: NAME (NULL: every stack) read once and
+ * printed, or written to @out; nothing at all unless every part is there.
+ * With --all a stack that cannot be read is left out with a warning, and
+ * shows as redcap_scrape_error.
+ */
+static int stats_prometheus(const char *name, const char *out)
+{
+	char **names, *one[2] = { NULL, NULL }, **text, why[PATH_MAX + 128], *buf;
+	struct metrics_stack *m;
+	struct devinfo di;
+	size_t nr = 0, size;
+	FILE *mem;
+	int r = 0;
+
+	if (name) {
+		r = stack_lookup(name, false, &di);
+		if (!r)
+			fail("%s: no such redcap stack", name);
+		if (r <= 0)
+			return 1;
+		r = 0;
+		one[0] = xstrdup(name);
+		names = one;
+	} else {
+		names = stack_names();
+	}
+	while (names[nr])
+		nr++;
+	m = xmalloc((nr ? nr : 1) * sizeof(*m));
+	text = xmalloc((nr ? nr : 1) * sizeof(*text));
+	for (size_t i = 0; i < nr; i++) {
+		if (!metrics_read(names[i], &m[i], &text[i], why, sizeof(why)))
+			continue;
+		if (name) {
+			fail("%s: %s", name, why);
+			r = -1;
+			break;
+		}
+		warn("%s: %s (redcap_scrape_error 1)", names[i], why);
+	}
+	if (!r) {
+		mem = open_memstream(&buf, &size);
+		if (!mem || metrics_write(mem, m, nr) || fclose(mem))
+			die("out of memory");
+		if (out && strcmp(out, "-")) {
+			r = file_replace(out, buf, size);
+		} else if (fwrite(buf, 1, size, stdout) != size || fflush(stdout)) {
+			fail("stats: standard output: %s", strerror(errno));
+			r = -1;
+		}
+		free(buf);
+	}
+	for (size_t i = 0; i < nr; i++) {
+		free(text[i]);
+		free(names[i]);
+	}
+	if (names != one)
+		free(names);
+	free(text);
+	free(m);
+	return r ? 1 : 0;
+}
+
+enum stats_format { STATS_TEXT, STATS_JSON, STATS_PROMETHEUS };
+
+static const char * const stats_formats[] = {
+	[STATS_TEXT] = "text", [STATS_JSON] = "json", [STATS_PROMETHEUS] = "prometheus",
+};
+
 struct stats_opts {
-	bool json, watch;
+	bool json, watch, all;
+	int format;			/* enum stats_format, or -1: not given */
+	const char *out;
 	double interval;
 };
 
@@ -1810,9 +1972,23 @@ static void stats_opt(int c, const char *arg, void *ctx)
 	struct stats_opts *o = ctx;
 	char *end;
 
-	if (c == 'j') {
+	switch (c) {
+	case 'j':
 		o->json = true;
 		return;
+	case 'a':
+		o->all = true;
+		return;
+	case 'o':
+		if (!*arg)
+			usage_error("stats: --out: an empty file name");
+		o->out = arg;
+		return;
+	case 'f':
+		for (o->format = STATS_PROMETHEUS; o->format >= 0; o->format--)
+			if (!strcmp(arg, stats_formats[o->format]))
+				return;
+		usage_error("stats: --format: '%s' is not text, json or prometheus", arg);
 	}
 	o->watch = true;
 	if (!arg)
@@ -1828,21 +2004,40 @@ static int cmd_stats(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", optional_argument, NULL, 'w' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct stats_opts o = { .interval = 1.0 };
+	struct stats_opts o = { .format = -1, .interval = 1.0 };
 	int i = redcapctl_parse_opts(argc, argv, longopts, stats_opt, &o);
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sample a, b;
+	bool json;
 
-	operands(argc, argv, i, 1, 1);
+	/* --json is --format json, as it was before --format. */
+	if (o.json && o.format >= 0 && o.format != STATS_JSON)
+		usage_error("stats: --json and --format %s: one format only",
+			    stats_formats[o.format]);
+	if (o.format != STATS_PROMETHEUS) {
+		if (o.all)
+			usage_error("stats: --all needs --format prometheus");
+		if (o.out)
+			usage_error("stats: --out needs --format prometheus");
+	} else if (o.watch) {
+		usage_error("stats: --watch does not go with --format prometheus");
+	}
+	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	if (o.format == STATS_PROMETHEUS)
+		return stats_prometheus(o.all ? NULL : argv[i], o.out);
+	json = o.json || o.format == STATS_JSON;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sample_take(argv[i], &a);
 	while (pause_for(o.interval)) {
 		sample_take(argv[i], &b);
-		stats_show(argv[i], &a, &b, o.json, o.watch, o.interval);
+		stats_show(argv[i], &a, &b, json, o.watch, o.interval);
 		if (!o.watch)
 			return 0;
 		a = b;

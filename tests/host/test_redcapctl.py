@@ -68,6 +68,24 @@ def test_help_and_no_arguments():
     (["status", "a", "b"], "status: unexpected operand 'b'"),
     (["stats", "x", "--watch=4000"], "stats: --watch=4000: seconds from 0.1 to 3600"),
     (["stats", "x", "--watch=abc"], "stats: --watch=abc: seconds from 0.1 to 3600"),
+    (["stats", "x", "--format", "xml"], "stats: --format: 'xml' is not text, json or prometheus"),
+    (["stats", "x", "--format", "Prometheus"],
+     "stats: --format: 'Prometheus' is not text, json or prometheus"),
+    (["stats", "x", "--format"], "stats: option '--format' needs a value"),
+    (["stats", "x", "--json", "--format", "prometheus"],
+     "stats: --json and --format prometheus: one format only"),
+    (["stats", "x", "--format", "text", "--json"],
+     "stats: --json and --format text: one format only"),
+    (["stats", "--all"], "stats: --all needs --format prometheus"),
+    (["stats", "--all", "--format", "json"], "stats: --all needs --format prometheus"),
+    (["stats", "x", "--out", "f"], "stats: --out needs --format prometheus"),
+    (["stats", "x", "--format", "prometheus", "--out", ""], "stats: --out: an empty file name"),
+    (["stats", "x", "--format", "prometheus", "--watch"],
+     "stats: --watch does not go with --format prometheus"),
+    (["stats", "--format", "prometheus"], "stats: missing operand"),
+    (["stats", "x", "y", "--format", "prometheus"], "stats: unexpected operand 'y'"),
+    (["stats", "--all", "x", "--format", "prometheus"], "stats: unexpected operand 'x'"),
+    (["stats", "--all=1", "--format", "prometheus"], "stats: unknown option '--all=1'"),
     (["set", "x"], "set: missing operand"),
     (["set", "x", "window"], "set: 'window' is not KEY=VALUE"),
     (["set", "x", "=3"], "set: '=3' is not KEY=VALUE"),
@@ -227,6 +245,8 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
                    if p.is_file() or p.is_symlink())
     assert files == [
         "lib/systemd/system-generators/redcap-generator",
+        "lib/systemd/system/redcap-metrics.service",
+        "lib/systemd/system/redcap-metrics.timer",
         "lib/systemd/system/redcap-model-save@.service",
         "lib/systemd/system/redcap-model-save@.timer",
         "lib/systemd/system/redcap.target",
@@ -253,6 +273,8 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
     # The units call redcapctl where it was installed.
     assert "ExecStart=/usr/sbin/redcapctl model save %I" in \
         (tmp_path / "lib/systemd/system/redcap-model-save@.service").read_text()
+    assert "ExecStart=/usr/sbin/redcapctl stats --all --format prometheus --out " in \
+        (tmp_path / "lib/systemd/system/redcap-metrics.service").read_text()
     assert (tmp_path / "var/lib/redcap").is_dir()
     r = subprocess.run([str(tmp_path / "usr/sbin/redcapctl"), "--help"], capture_output=True,
                        text=True)

@@ -193,7 +193,7 @@ def test_man_shows_the_page_without_a_warning(pages, name):
 
 @pytest.mark.parametrize("name,sections", [
     ("redcapctl.8", ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "LAYOUT", "OUTPUT",
-                     "EXIT STATUS", "ERRORS", "EXAMPLES", "FILES", "SEE ALSO"]),
+                     "METRICS", "EXIT STATUS", "ERRORS", "EXAMPLES", "FILES", "SEE ALSO"]),
     ("redcaptab.5", ["NAME", "SYNOPSIS", "DESCRIPTION", "FIELDS", "OPTIONS", "SIZES",
                      "EXAMPLES", "FILES", "SEE ALSO"]),
     ("redcap-generator.8", ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS",
@@ -628,6 +628,10 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl model train x ", []),
     ("redcapctl stats x --w", ["--watch", "--watch="]),
     ("redcapctl stats x --watch=", []),
+    ("redcapctl stats x --format ", ["text", "json", "prometheus"]),
+    ("redcapctl stats --format=p", ["prometheus"]),
+    ("redcapctl stats --all --format prometheus ", []),
+    ("redcapctl simulate --format ", ["blkparse", "csv"]),
     ("redcapctl layout x --", ["--help", "--json", "--out", "--unit"]),
     ("redcapctl layout x --unit ", ["4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K",
                                     "1M"]),
