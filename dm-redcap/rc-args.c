@@ -116,6 +116,7 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 0, 1 },
 	/* the runs themselves: rc_layout_parse_runs(), once a layout exists */
 	[RC_MSG_LAYOUT_RUNS] = { "layout_runs", 1, 0xffffffffu },
+	[RC_MSG_HOT] = { "hot", 0, 1 },
 };
 
 static const struct {
@@ -211,6 +212,13 @@ const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
 	case RC_MSG_LAYOUT_CLEAR:
 		if (argc == 2)
 			return rc_parse_layout_unit(argv[1], m, buf, len);
+		break;
+	case RC_MSG_HOT:
+		m->uvalue = RC_HOT_TOP_DEFAULT;
+		if (argc == 2 && !rc_arg(argv[1], 1, RC_HOT_TOP_MAX, &m->uvalue)) {
+			snprintf(buf, len, "hot: N must be 1..%u", RC_HOT_TOP_MAX);
+			return buf;
+		}
 		break;
 	default:
 		break;

@@ -41,7 +41,7 @@ int rc_write_policy_parse(const char *name);
 enum rc_msg_verb {
 	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
 	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_LAYOUT_CLEAR,
-	RC_MSG_LAYOUT_RUNS, RC_MSG_NR,
+	RC_MSG_LAYOUT_RUNS, RC_MSG_HOT, RC_MSG_NR,
 };
 
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
@@ -52,8 +52,12 @@ struct rc_msg {
 	/* policy, write_policy, estimator; layout_clear's unit shift (0: none) */
 	int value;
 	enum rc_tunable key;		/* set */
-	u32 uvalue;			/* set */
+	u32 uvalue;			/* set; hot's number of regions */
 };
+
+/* hot [N]: the N segments that missed most, 1..RC_HOT_TOP_MAX, RC_HOT_TOP_DEFAULT without N. */
+#define RC_HOT_TOP_DEFAULT	16
+#define RC_HOT_TOP_MAX		64
 
 /*
  * NULL, or the error to log, formatted into @buf (@len bytes) when it

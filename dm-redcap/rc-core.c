@@ -1100,6 +1100,34 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 	}
 }
 
+void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now)
+{
+	c->hot = h;
+	c->hot_since = now;
+	c->hot_aging = RC_HOT_IDLE;
+}
+
+/* A period ends: the counts are halved, a chunk a read (bounded work). */
+static void rc_hot_tick(struct rc_cache *c, u64 now)
+{
+	if (c->hot_aging != RC_HOT_IDLE) {
+		c->hot_aging = rc_hot_age_some(c->hot, c->hot_aging, RC_HOT_AGE_CHUNK);
+		if (c->hot_aging >= rc_hot_age_end(c->hot))
+			c->hot_aging = RC_HOT_IDLE;
+	} else if (now - c->hot_since >= (u64)RC_HOT_PERIOD_S * 1000000000) {
+		c->hot_since = now;
+		c->hot_aging = 0;
+	}
+}
+
+/* A piece of a read at @sector that rc_read() handled with @act (@sim inactive). */
+static void rc_hot_note(struct rc_cache *c, u64 sector, enum rc_read_action act,
+			enum rc_sim sim)
+{
+	if (c->hot && act != RC_READ_HIT && act != RC_READ_WAIT && sim != RC_SIM_HIT)
+		rc_hot_miss(c->hot, sector >> c->seg_shift);
+}
+
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan)
 {
@@ -1116,7 +1144,10 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	st.layout = p->layout;
 	if (rc_policy_caware(c->policy))
 		rc_caware_decay(&c->caware, now);
+	if (c->hot)
+		rc_hot_tick(c, now);
 	act = rc_read(c, &st, sector, len, &plan->idx);
+	rc_hot_note(c, sector, act, st.sim);
 	pc[0] = (struct rc_piece){ sector, len, st.sim, st.refused_by };
 	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
@@ -1130,6 +1161,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
+		rc_hot_note(c, sector + len, RC_READ_BYPASS, st.sim);
 		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
 		rc_plan(c, &st, rc_sector_to_seg(c, sector + len), false, limit);
 		rc_plan_take(c, &st, limit, plan, segs, &nsegs);

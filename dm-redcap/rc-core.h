@@ -21,6 +21,7 @@
 #include "rc-types.h"
 #include "rc-policy.h"
 #include "rc-layout.h"
+#include "rc-hot.h"
 
 #define RC_NONE		0xffffffffu	/* "no entry" index */
 
@@ -172,6 +173,14 @@ struct rc_cache {
 	struct rc_budget budget; /* pays the fills of the adaptive policies */
 	struct rc_refused_tab refused;
 	struct rc_streams streams;
+	/*
+	 * HDC's counts (rc-hot.h), or NULL: the reads of each segment not
+	 * served from RAM, halved every RC_HOT_PERIOD_S, RC_HOT_AGE_CHUNK
+	 * positions a read while a halving is under way (hot_aging).
+	 */
+	struct rc_hot *hot;
+	u64 hot_since;		/* the period's start */
+	u64 hot_aging;		/* the next position to halve, or RC_HOT_IDLE */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -681,6 +690,31 @@ static inline bool rc_budgeted(const struct rc_cache *c)
 {
 	return c->adapt.switching && c->adapt.estimator == RC_EST_VDISK;
 }
+
+/* HDC: a period of miss counts, and how much of a halving a read does. */
+#define RC_HOT_PERIOD_S		3600
+#define RC_HOT_AGE_CHUNK	64
+#define RC_HOT_IDLE		(~0ULL)
+
+/*
+ * The sketch's slots for a cache of @nr_entries: 4 an entry, so that a
+ * pinned set as large as the cache is among what Space-Saving holds,
+ * 256..RC_HOT_SLOTS (about 150 KiB), which keeps a copy of it short.
+ */
+#define RC_HOT_SLOTS		4096u
+static inline u32 rc_hot_slots_for(u32 nr_entries)
+{
+	return nr_entries > RC_HOT_SLOTS / 4 ? RC_HOT_SLOTS :
+	       nr_entries < 64 ? 256 : 4 * nr_entries;
+}
+
+/*
+ * Count the misses of @c in @h (rc_hot_init()'d by the caller, who owns
+ * its memory and keeps it until the cache goes), from @now.  A read is a
+ * miss of its segment when RAM does not serve it (a fill, a bypass; while
+ * inactive, one the simulated cache would not have served).
+ */
+void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now);
 
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);

@@ -257,6 +257,9 @@ struct redcap_cache {
 
 	struct mutex layout_lock;	/* serialises layout loaders */
 	struct redcap_layout __rcu *layout;
+
+	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
+	void *hot_mem;
 };
 
 /* One table's target: its origin, its features and its model. */
@@ -891,6 +894,7 @@ static void redcap_cache_free(struct redcap_cache *cc)
 	bioset_exit(&cc->bs);
 	redcap_free_pages(cc);
 	kvfree(cc->ents);
+	kvfree(cc->hot_mem);
 	kvfree(cc->core_mem);
 	kfree(cc->cache);
 	kfree(cc);
@@ -906,6 +910,12 @@ static void redcap_cache_put(struct redcap_cache *cc)
 	list_del(&cc->list);
 	mutex_unlock(&redcap_caches_lock);
 	redcap_cache_free(cc);
+}
+
+/* HDC's regions: the device's segments. */
+static u64 redcap_hot_regions(const struct redcap_cache *cc)
+{
+	return DIV_ROUND_UP_ULL(cc->len, cc->seg_sectors);
 }
 
 /*
@@ -950,6 +960,13 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	}
 	vd_vdisk_init(&cc->vdisk);
 	vd_vdisk_init(&cc->vdisk_cache);
+
+	cc->hot_mem = kvzalloc(rc_hot_mem_size(redcap_hot_regions(cc), rc_hot_slots_for(cc->nr_segs)),
+			       GFP_KERNEL | __GFP_NOWARN);
+	if (!cc->hot_mem)
+		return -ENOMEM;
+	rc_hot_init(&cc->hot, cc->hot_mem, redcap_hot_regions(cc), rc_hot_slots_for(cc->nr_segs));
+	rc_hot_attach(cc->cache, &cc->hot, ktime_get_ns());
 
 	if (bioset_init(&cc->bs, REDCAP_FILL_POOL, offsetof(struct redcap_fill, bio),
 			BIOSET_NEED_BVECS)) {
@@ -1559,6 +1576,50 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	}
 }
 
+/*
+ * hot [N]: the @n segments that missed most this period and the last
+ * (halved), from a copy of the counts taken a chunk per lock hold, ranked
+ * outside the lock: a count that moves meanwhile is taken as it was when
+ * its chunk was copied.
+ */
+static int redcap_msg_hot(struct redcap_cache *cc, u32 n, char *result, unsigned int maxlen)
+{
+	struct rc_hot snap = cc->hot;	/* its geometry: set at init, never changed */
+	struct rc_hot_entry top[RC_HOT_TOP_MAX];
+	unsigned int sz = 0;
+	unsigned long flags;
+	size_t bytes, from, k;
+	void *copy;
+	u32 i;
+
+	bytes = snap.exact ? snap.nr_regions * sizeof(*snap.cnt) : snap.slots * sizeof(*snap.slot);
+	copy = kvmalloc(bytes, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+	for (from = 0; from < bytes; from += k) {
+		k = min_t(size_t, bytes - from, REDCAP_WALK_CHUNK * sizeof(*snap.slot));
+		spin_lock_irqsave(&cc->lock, flags);
+		memcpy(copy + from, (snap.exact ? (void *)cc->hot.cnt : (void *)cc->hot.slot) + from,
+		       k);
+		if (!from) {
+			snap.used = cc->hot.used;
+			snap.total = cc->hot.total;
+		}
+		spin_unlock_irqrestore(&cc->lock, flags);
+		cond_resched();
+	}
+	if (snap.exact)
+		snap.cnt = copy;
+	else
+		snap.slot = copy;
+	n = rc_hot_top(&snap, n, top);
+	DMEMIT("misses=%llu\nexact=%d\n", snap.total, snap.exact);
+	for (i = 0; i < n; i++)
+		DMEMIT("segment=%llu misses=%u err=%u\n", top[i].region, top[i].count, top[i].err);
+	kvfree(copy);
+	return 1;
+}
+
 /* The messages: rc_parse_message() in rc-args.h, docs/redcap.rst. */
 static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			  char *result, unsigned int maxlen)
@@ -1584,6 +1645,8 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return redcap_msg_layout_clear(cc, m.value);
 	case RC_MSG_LAYOUT_RUNS:
 		return redcap_msg_layout_runs(cc, argc - 1, argv + 1);
+	case RC_MSG_HOT:
+		return redcap_msg_hot(cc, m.uvalue, result, maxlen);
 	case RC_MSG_ESTIMATOR:
 		if (m.value == RC_EST_VDISK && !rc->vm) {
 			DMERR("estimator: no vdisk model below or named");

@@ -250,6 +250,8 @@ struct sim {
 	struct vd_vdisk vdisk, vdisk_cache;	/* the vdisk estimator's */
 	struct rc_cache *cache;
 	void *cache_mem;
+	struct rc_hot hot;		/* HDC's counts, as the glue keeps them */
+	void *hot_mem;
 	struct heap h;
 	struct req_state *rs;
 	struct waiter *w;		/* a pool */
@@ -746,10 +748,13 @@ static int cache_setup(struct sim *s)
 	const struct sim_config *c = s->c;
 	size_t i;
 
+	u64 regions = (s->capacity + c->seg_sectors - 1) / c->seg_sectors;
+
 	s->cache_mem = malloc(sizeof(*s->cache) + rc_cache_mem_size(c->nr_segs));
+	s->hot_mem = calloc(1, rc_hot_mem_size(regions, rc_hot_slots_for(c->nr_segs)));
 	s->wait_head = malloc(c->nr_segs * sizeof(*s->wait_head));
 	s->wait_tail = malloc(c->nr_segs * sizeof(*s->wait_tail));
-	if (!s->cache_mem || !s->wait_head || !s->wait_tail)
+	if (!s->cache_mem || !s->hot_mem || !s->wait_head || !s->wait_tail)
 		return oom(s);
 	s->cache = s->cache_mem;
 	if (rc_cache_init(s->cache, (char *)s->cache_mem + sizeof(*s->cache), c->nr_segs,
@@ -757,6 +762,8 @@ static int cache_setup(struct sim *s)
 		snprintf(s->err, SIM_ERR_MAX, "the cache cannot be built");
 		return -1;
 	}
+	rc_hot_init(&s->hot, s->hot_mem, regions, rc_hot_slots_for(c->nr_segs));
+	rc_hot_attach(s->cache, &s->hot, 0);
 	rc_set_policy(s->cache, c->policy);
 	rc_set_write_policy(s->cache, c->write_policy);
 	rc_set_estimator(s->cache, c->estimator);
@@ -864,6 +871,7 @@ out:
 	free(s.w);
 	free(s.q);
 	free(s.cache_mem);
+	free(s.hot_mem);
 	free(s.wait_head);
 	free(s.wait_tail);
 	free(s.model_mem);

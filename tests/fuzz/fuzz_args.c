@@ -420,6 +420,7 @@ static void fuzz(struct words *w)
 		[RC_MSG_SET] = { "set", 2 },
 		[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 1 },
 		[RC_MSG_LAYOUT_RUNS] = { "layout_runs", ~0u },
+		[RC_MSG_HOT] = { "hot", 1 },
 	};
 	static const struct {
 		const char *key;
@@ -452,11 +453,15 @@ static void fuzz(struct words *w)
 	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
 	if (m.verb == RC_MSG_LAYOUT_RUNS)
 		CHECK(w->argc >= 2);
-	else if (m.verb == RC_MSG_LAYOUT_CLEAR)
+	else if (m.verb == RC_MSG_LAYOUT_CLEAR || m.verb == RC_MSG_HOT)
 		CHECK(w->argc <= 2);
 	else
 		CHECK(w->argc == 1 + verbs[m.verb].args);
 	switch (m.verb) {
+	case RC_MSG_HOT:
+		CHECK(m.uvalue == (w->argc == 1 ? RC_HOT_TOP_DEFAULT : dec(w->argv[1], UINT32_MAX)));
+		CHECK(m.uvalue >= 1 && m.uvalue <= RC_HOT_TOP_MAX);
+		break;
 	case RC_MSG_LAYOUT_CLEAR:
 		/* a power of two 8..2048 sectors, or none: 0 */
 		if (w->argc == 1)

@@ -251,6 +251,9 @@ BAD_MESSAGES = [
     ("layout_runs_without_runs", "layout_runs", "layout_runs: wrong number of arguments"),
     ("layout_runs_without_a_layout", "layout_runs 0:1",
      "layout_runs: no layout: send layout_clear UNIT first"),
+    ("hot_zero", "hot 0", "hot: N must be 1..64"),
+    ("hot_too_many", "hot 65", "hot: N must be 1..64"),
+    ("hot_two_numbers", "hot 1 2", "hot: wrong number of arguments"),
 ]
 
 

@@ -136,3 +136,37 @@ def test_a_refused_miss_fills_its_files_run_and_extends_on_the_rest(disk, dmname
         st = rc.settled()
         assert (st["read_hits"], st["read_misses"], st["read_bypassed"]) == \
             (2 + UNITS, 4, 1), st
+
+
+def hot(rc, *n):
+    """The hot message: (total misses, exact, [(segment, misses, err)] in its order)."""
+    lines = rc.query("hot", *n).split("\n")
+    head = dict(line.split("=") for line in lines[:2])
+    top = [tuple(int(w.split("=")[1]) for w in line.split()) for line in lines[2:] if line]
+    return int(head["misses"]), int(head["exact"]), top
+
+
+def test_hot_lists_the_segments_that_missed_most(stamped, dmname):
+    """HDC's counts: each read RAM does not serve is a miss of its segment.
+    Segment 30 misses 3 times (the cache dropped between), 20 twice, 40
+    once; whatever udev's probe read at creation counts too, and the list
+    is ranked by misses, then by segment."""
+    n = dev_sectors(stamped)
+    with Dm(dmname(), f"0 {n} redcap {stamped} {SEG} {NSEGS} 2 policy always") as rc:
+        rc.message("set", "prefetch", "0")
+        for seg, times in ((30, 3), (20, 2), (40, 1)):
+            for _ in range(times):
+                rc.cold()
+                read_pattern(rc.path, [seg * UNITS + 1], SEED)
+        total, exact, top = hot(rc, "64")
+        assert exact == 1                       # 512 segments: exact counters
+        got = {s: (m, e) for s, m, e in top}
+        assert (got[30], got[20], got[40]) == ((3, 0), (2, 0), (1, 0)), top
+        assert total == sum(m for _, m, _ in top)
+        assert top == sorted(top, key=lambda t: (-t[1], t[0]))
+        # the default: 16; and N
+        assert len(hot(rc)[2]) == min(16, len(top))
+        assert hot(rc, "2")[2] == top[:2]
+        # a hit counts nothing
+        read_pattern(rc.path, [40 * UNITS + 2], SEED)
+        assert hot(rc, "64")[2] == top
