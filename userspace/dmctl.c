@@ -314,3 +314,15 @@ int sysfs_read(dev_t devno, const char *attr, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
 }
+
+/* "<progname>: warning: <what>" on stderr. */
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: warning: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

@@ -21,6 +21,7 @@ void dmctl_init(const char *prog, const char *usage);
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* The same and the usage text, exit 2; a NULL @fmt prints the usage alone. */
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *xmalloc(size_t size);
 
 bool take_u64(const char **p, uint64_t *v);

@@ -68,18 +68,6 @@ static struct {
 	int fatal;			/* an errno that stops the walk */
 } walk;
 
-static void layout_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void layout_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: warning: ", progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static char *str_copy(const char *s)
 {
 	char *p = strdup(s ? s : "");
@@ -640,7 +628,7 @@ int redcapctl_layout(int argc, char **argv)
 		die("layout: %s: no filesystem on it is mounted", name);
 	for (size_t f = 0; f < nfs; f++) {
 		if (!fs[f].whole)
-			layout_warn("layout: %s: only a subdirectory of %s is mounted, at %s: the "
+			warn("layout: %s: only a subdirectory of %s is mounted, at %s: the "
 				    "layout has its files alone", name, fs[f].device, fs[f].mnt);
 		if (statfs(fs[f].mnt, &sfs))
 			die("layout: %s: %s: %s", name, fs[f].mnt, strerror(errno));
@@ -665,10 +653,10 @@ int redcapctl_layout(int argc, char **argv)
 		die("layout: %s: %s: %s", name, o.out, strerror(errno));
 	res.cpu_s = cpu_seconds();
 	if (walk.skipped)
-		layout_warn("layout: %s: %" PRIu64 " files not read (the first: %s: %s)", name,
+		warn("layout: %s: %" PRIu64 " files not read (the first: %s: %s)", name,
 			    walk.skipped, walk.skip_path, strerror(walk.skip_errno));
 	if (res.skipped_extents)
-		layout_warn("layout: %s: %" PRIu64 " extents skipped: not written yet, inline "
+		warn("layout: %s: %" PRIu64 " extents skipped: not written yet, inline "
 			    "or encoded (run sync first)", name, res.skipped_extents);
 	/* Standard output may hold the messages: the report goes beside them. */
 	to = out == stdout ? stderr : stdout;

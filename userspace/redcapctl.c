@@ -136,18 +136,6 @@ static int fail(const char *fmt, ...)
 	return -1;
 }
 
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: warning: ", progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static char *xstrdup(const char *s)
 {
 	char *p = strdup(s);
