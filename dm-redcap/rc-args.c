@@ -129,6 +129,8 @@ static const struct {
 	[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, RC_BUDGET_MAX_SHARE },
 	[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, RC_BUDGET_MAX_CAP_MS },
 	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
+	[RC_TUN_HDC] = { "hdc", 0, RC_HDC_MAX_SHARE },
+	[RC_TUN_HOT_PERIOD] = { "hot_period", 1, RC_HOT_PERIOD_MAX_S },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)

@@ -130,6 +130,9 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	c->lru_tail = RC_NONE;
 	c->prob_head = RC_NONE;
 	c->prob_tail = RC_NONE;
+	c->hdc_head = RC_NONE;
+	c->hdc_tail = RC_NONE;
+	c->hot_period_s = RC_HOT_PERIOD_S;
 	c->free_head = 0;
 	return 0;
 }
@@ -164,6 +167,12 @@ static void rc_hash_del(struct rc_cache *c, u32 idx)
 	if (*p == idx)
 		*p = e->hnext;
 	e->hnext = RC_NONE;
+	/* Out of the index, out of HDC's set: the only way but an unpin. */
+	if (e->hdc) {
+		e->hdc = 0;
+		c->nr_hdc--;
+		c->ctr.hdc_dropped++;
+	}
 }
 
 /*
@@ -197,12 +206,12 @@ static void rc_prob_add(struct rc_cache *c, u32 idx)
 	c->entries[idx].born = c->demand_takes;
 }
 
-/* Off the LRU or probation, whichever @idx is on. */
+/* Off the LRU, probation or HDC's list, whichever @idx is on. */
 static void rc_lru_del(struct rc_cache *c, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
-	u32 *head = e->on_prob ? &c->prob_head : &c->lru_head;
-	u32 *tail = e->on_prob ? &c->prob_tail : &c->lru_tail;
+	u32 *head = e->on_prob ? &c->prob_head : e->on_hdc ? &c->hdc_head : &c->lru_head;
+	u32 *tail = e->on_prob ? &c->prob_tail : e->on_hdc ? &c->hdc_tail : &c->lru_tail;
 
 	if (e->prev != RC_NONE)
 		c->entries[e->prev].next = e->next;
@@ -216,12 +225,16 @@ static void rc_lru_del(struct rc_cache *c, u32 idx)
 	e->next = RC_NONE;
 	e->on_list = 0;
 	e->on_prob = 0;
+	e->on_hdc = 0;
 }
 
 /* Unpinned VALID or GHOST entry @idx goes on the list it belongs to. */
 static void rc_list_put(struct rc_cache *c, u32 idx)
 {
-	if (c->entries[idx].ahead)
+	if (c->entries[idx].hdc) {
+		rc_list_add_head(c, &c->hdc_head, &c->hdc_tail, idx);
+		c->entries[idx].on_hdc = 1;
+	} else if (c->entries[idx].ahead)
 		rc_prob_add(c, idx);
 	else
 		rc_lru_add_head(c, idx);
@@ -384,6 +397,8 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->gahead = 0;
 	e->pfill = ahead;
 	e->along = 0;
+	e->hdc = 0;
+	e->hfill = 0;
 	e->wgen = wgen;
 	e->vlo = 0;
 	e->vhi = (u16)(1u << c->seg_shift);
@@ -428,7 +443,8 @@ static bool rc_caware_bypasses(struct rc_cache *c)
  */
 static bool rc_serves(const struct rc_cache *c, u32 i)
 {
-	return i != RC_NONE && c->entries[i].state != RC_GHOST && rc_active(c);
+	return i != RC_NONE && c->entries[i].state != RC_GHOST &&
+	       (rc_active(c) || c->entries[i].hdc);
 }
 
 /* Whether entry @e holds the @sectors at @sector, in its segment (FOR: part of it). */
@@ -449,6 +465,7 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
 		return RC_READ_WAIT;
 	rc_pin(c, i);
 	c->ctr.read_hits++;
+	c->ctr.hdc_hits += c->entries[i].hdc;
 	return RC_READ_HIT;
 }
 
@@ -576,7 +593,9 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	st->trim = false;
 	st->ext = false;
 	i = rc_lookup(c, seg);
-	if (!rc_active(c))
+	/* Inactive, HDC's pinned segments serve; the rest is simulated. */
+	if (!rc_active(c) &&
+	    !(rc_serves(c, i) && rc_covers(c, &c->entries[i], sector, sectors)))
 		return rc_read_simulate(c, st, seg, i);
 
 	if (rc_serves(c, i)) {
@@ -1114,9 +1133,10 @@ static void rc_hot_tick(struct rc_cache *c, u64 now)
 		c->hot_aging = rc_hot_age_some(c->hot, c->hot_aging, RC_HOT_AGE_CHUNK);
 		if (c->hot_aging >= rc_hot_age_end(c->hot))
 			c->hot_aging = RC_HOT_IDLE;
-	} else if (now - c->hot_since >= (u64)RC_HOT_PERIOD_S * 1000000000) {
+	} else if (now - c->hot_since >= (u64)c->hot_period_s * 1000000000) {
 		c->hot_since = now;
 		c->hot_aging = 0;
+		c->hot_periods++;
 	}
 }
 
@@ -1236,6 +1256,7 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 	e->walloc = 0;
 	e->pfill = 0;
 	e->along = 0;
+	e->hfill = 0;
 	if (!walloc) {
 		c->ctr.fill_ios++;
 		c->ctr.fill_sectors += sectors;
@@ -1316,7 +1337,13 @@ void rc_fill_cancel(struct rc_cache *c, u32 idx)
 		return;
 	e = &c->entries[idx];
 	/* A write's fill only caches nothing; one ahead was never started. */
-	miss = !e->walloc && !e->pfill && !e->along;
+	miss = !e->walloc && !e->pfill && !e->along && !e->hfill;
+	c->ctr.hdc_fills -= e->hfill;
+	e->hfill = 0;
+	if (e->hdc) {		/* a pin never begun ends uncounted */
+		e->hdc = 0;
+		c->nr_hdc--;
+	}
 	c->ctr.fill_along -= e->along;
 	c->ctr.for_fills -= !!e->saved;
 	c->ctr.for_saved_sectors -= e->saved;
@@ -1501,11 +1528,119 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 	return true;
 }
 
+/* --- HDC's pinned set -------------------------------------------------- */
+
+/* Pin entry @i (FILLING or VALID, whole): off the LRU, onto HDC's list. */
+static void rc_hdc_take(struct rc_cache *c, u32 i)
+{
+	struct rc_entry *e = &c->entries[i];
+
+	e->hdc = 1;
+	c->nr_hdc++;
+	if (e->on_list) {
+		rc_lru_del(c, i);
+		rc_list_put(c, i);
+	}
+}
+
+enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
+{
+	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
+	struct rc_entry *e = i != RC_NONE ? &c->entries[i] : NULL;
+
+	if (e && e->hdc)
+		return RC_HDC_PINNED;
+	if (c->nr_hdc >= rc_hdc_max(c))
+		return RC_HDC_FULL;
+	if (e && e->state != RC_GHOST) {
+		if (!e->vlo && e->vhi == 1u << c->seg_shift) {
+			rc_hdc_take(c, i);
+			return RC_HDC_PINNED;
+		}
+		if (e->state != RC_VALID || e->pins)
+			return RC_HDC_BUSY;
+	}
+	if (c->fills_held || c->wb_inflight[b] || c->range_inflight)
+		return RC_HDC_BUSY;
+	if (e && e->state != RC_GHOST) {	/* FOR's part: filled whole instead */
+		rc_invalidate(c, i);
+		i = RC_NONE;
+	}
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+	if (i == RC_NONE)
+		return RC_HDC_BUSY;
+	c->entries[i].hfill = 1;
+	rc_hdc_take(c, i);
+	c->ctr.hdc_fills++;
+	*idx = i;
+	return RC_HDC_FILL;
+}
+
+/* Unpin pinned entry @i: back on the LRU, most recent, when on a list. */
+static void rc_hdc_drop_pin(struct rc_cache *c, u32 i)
+{
+	struct rc_entry *e = &c->entries[i];
+	bool listed = e->on_list;
+
+	if (listed)
+		rc_lru_del(c, i);
+	e->hdc = 0;
+	c->nr_hdc--;
+	if (listed)
+		rc_list_put(c, i);
+}
+
+bool rc_hdc_unpin(struct rc_cache *c, u64 seg)
+{
+	u32 i = rc_lookup(c, seg);
+
+	if (i == RC_NONE || !c->entries[i].hdc)
+		return false;
+	rc_hdc_drop_pin(c, i);
+	return true;
+}
+
+bool rc_hdc_pinned(const struct rc_cache *c, u64 seg)
+{
+	u32 i = rc_lookup(c, seg);
+
+	return i != RC_NONE && c->entries[i].hdc;
+}
+
+/* Whether sorted @keep (@n) holds @seg. */
+static bool rc_hdc_kept(const u64 *keep, u32 n, u64 seg)
+{
+	u32 lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (keep[mid] == seg)
+			return true;
+		if (keep[mid] < seg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+u32 rc_hdc_keep(struct rc_cache *c, const u64 *keep, u32 n, u32 from, u32 budget)
+{
+	u32 end = from + budget < c->nr_entries && from + budget > from ? from + budget :
+		  c->nr_entries;
+
+	for (; from < end; from++)
+		if (c->entries[from].hdc && !rc_hdc_kept(keep, n, c->entries[from].seg))
+			rc_hdc_drop_pin(c, from);
+	return end;
+}
+
 bool rc_drop_some(struct rc_cache *c, u32 budget)
 {
 	u32 i;
 
-	while ((i = rc_victim(c)) != RC_NONE) {
+	/* HDC's pinned segments go last, and go: drop_cache drops all. */
+	while ((i = rc_victim(c)) != RC_NONE || (i = c->hdc_head) != RC_NONE) {
 		if (!budget--)
 			return false;
 		if (c->entries[i].state == RC_GHOST) {
@@ -1542,29 +1677,42 @@ void rc_reset_counters(struct rc_cache *c)
 	rc_budget_reset_stats(&c->budget);
 }
 
-/* The read-ahead's own tunable (rc_prefetch()). */
-static bool rc_prefetch_set(struct rc_cache *c, enum rc_tunable key, u32 value)
+/* The core's own tunables: the read-ahead's (rc_prefetch()) and HDC's. */
+static u32 *rc_core_tunable(struct rc_cache *c, enum rc_tunable key)
 {
-	if (key != RC_TUN_PREFETCH)
-		return false;
-	c->prefetch = value;
-	return true;
+	switch (key) {
+	case RC_TUN_PREFETCH:
+		return &c->prefetch;
+	case RC_TUN_HDC:
+		return &c->hdc_share;
+	case RC_TUN_HOT_PERIOD:
+		return &c->hot_period_s;
+	default:
+		return NULL;
+	}
 }
 
 void rc_set_tunable(struct rc_cache *c, enum rc_tunable key, u32 value)
 {
+	u32 *t;
+
 	if (!rc_adapt_set(&c->adapt, key, value) && !rc_caware_set(&c->caware, key, value) &&
-	    !rc_budget_set(&c->budget, key, value))
-		rc_prefetch_set(c, key, value);
+	    !rc_budget_set(&c->budget, key, value)) {
+		t = rc_core_tunable(c, key);
+		if (t)
+			*t = value;
+	}
 }
 
 u32 rc_get_tunable(const struct rc_cache *c, enum rc_tunable key)
 {
-	u32 v = 0;
+	u32 v = 0, *t;
 
 	if (!rc_adapt_get(&c->adapt, key, &v) && !rc_caware_get(&c->caware, key, &v) &&
-	    !rc_budget_get(&c->budget, key, &v) && key == RC_TUN_PREFETCH)
-		v = c->prefetch;
+	    !rc_budget_get(&c->budget, key, &v)) {
+		t = rc_core_tunable((struct rc_cache *)c, key);
+		v = t ? *t : 0;
+	}
 	return v;
 }
 

@@ -108,6 +108,9 @@ struct rc_counters {
 	u64 for_saved_sectors;	/* ... the sectors of their segments they did not read */
 	u64 read_extended;	/* reads past a part-filled entry: refilled, wider */
 	u64 read_bypassed_part;	/* ... which could not be: sent to the origin */
+	u64 hdc_fills;		/* segments HDC filled to pin them (rc_hdc_pin()) */
+	u64 hdc_hits;		/* reads served from a segment HDC pinned */
+	u64 hdc_dropped;	/* pins ended by a write, a failed fill or drop_cache */
 };
 
 struct rc_entry {
@@ -130,6 +133,9 @@ struct rc_entry {
 	u16 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
 	u16 ahead:1;		/* filled by rc_prefetch() and not read since */
 	u16 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
+	u16 hdc:1;		/* FILLING/VALID: pinned by HDC, never an LRU victim */
+	u16 on_hdc:1;		/* ... linked on the HDC list (VALID, unpinned) */
+	u16 hfill:1;		/* FILLING: started by rc_hdc_pin() */
 };
 
 /*
@@ -165,6 +171,14 @@ struct rc_cache {
 	u32 range_inflight;	/* large range writes in flight (rc_range_start) */
 	u32 nr_ahead;		/* entries with ahead set */
 	u32 prefetch;		/* the most segments to fill ahead of a stream; 0: none */
+	/*
+	 * HDC's pinned set: at most hdc_share % of the entries, FILLING or
+	 * VALID with hdc set; the unpinned VALID ones on their own list,
+	 * where no victim is looked for (rc_hdc_pin()).
+	 */
+	u32 hdc_share;
+	u32 nr_hdc;
+	u32 hdc_head, hdc_tail;
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
@@ -181,6 +195,8 @@ struct rc_cache {
 	struct rc_hot *hot;
 	u64 hot_since;		/* the period's start */
 	u64 hot_aging;		/* the next position to halve, or RC_HOT_IDLE */
+	u32 hot_period_s;	/* the period, seconds (tunable hot_period) */
+	u32 hot_periods;	/* periods ended: a new pinned set is due (wraps) */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -693,6 +709,8 @@ static inline bool rc_budgeted(const struct rc_cache *c)
 
 /* HDC: a period of miss counts, and how much of a halving a read does. */
 #define RC_HOT_PERIOD_S		3600
+#define RC_HOT_PERIOD_MAX_S	86400
+#define RC_HDC_MAX_SHARE	50	/* % of the entries HDC may pin */
 #define RC_HOT_AGE_CHUNK	64
 #define RC_HOT_IDLE		(~0ULL)
 
@@ -715,6 +733,49 @@ static inline u32 rc_hot_slots_for(u32 nr_entries)
  * inactive, one the simulated cache would not have served).
  */
 void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now);
+
+/*
+ * HDC's pinned set (Carrera and Bianchini's host-guided device caching):
+ * the segments that missed most, held in RAM whatever else is read.
+ *
+ * rc_hdc_max() is the most entries it may hold, hdc_share % of them.
+ * rc_hdc_pin() pins segment @seg (below the device's end: the caller's
+ * check): one cached whole (VALID or FILLING) is pinned where it is
+ * (RC_HDC_PINNED, also when it was already); one not cached, or cached in
+ * part (FOR) and idle, gets an entry FILLING for it, pinned by its fill,
+ * in *@idx (RC_HDC_FILL): the caller reads the whole segment into it and
+ * completes it like any fill, with no waiter of its own (counted in
+ * hdc_fills, not fill_ios' misses).  RC_HDC_FULL: the set holds
+ * rc_hdc_max() already; RC_HDC_BUSY: no fill can start now (held, a
+ * write to its bucket in flight, every entry busy, or its part-filled
+ * entry in use): try later.  Pinned entries are never the LRU's victims
+ * and serve reads even while the cache is inactive (their data is there:
+ * hits cost the disk nothing).  A pin ends with rc_hdc_unpin() or
+ * rc_hdc_keep() (back on the LRU, most recent) or when the entry leaves
+ * the index: a write that drops it, a failed or stale fill, drop_cache
+ * (counted in hdc_dropped).
+ *
+ * rc_hdc_keep() walks entries @from..@from + @budget and unpins each
+ * pinned one whose segment is not in @keep (sorted, @n of them; 0: unpin
+ * all), returning where to go on until nr_entries: a new period's set
+ * replaces the old one a chunk per lock hold.
+ */
+static inline u32 rc_hdc_max(const struct rc_cache *c)
+{
+	return (u32)((u64)c->nr_entries * c->hdc_share / 100);
+}
+
+enum rc_hdc_pin {
+	RC_HDC_PINNED,
+	RC_HDC_FILL,
+	RC_HDC_FULL,
+	RC_HDC_BUSY,
+};
+
+enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx);
+bool rc_hdc_unpin(struct rc_cache *c, u64 seg);
+bool rc_hdc_pinned(const struct rc_cache *c, u64 seg);
+u32 rc_hdc_keep(struct rc_cache *c, const u64 *keep, u32 n, u32 from, u32 budget);
 
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);

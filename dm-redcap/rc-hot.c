@@ -420,3 +420,60 @@ u32 rc_hot_top(const struct rc_hot *h, u32 n, struct rc_hot_entry *out)
 	}
 	return k;
 }
+
+/* --- HDC's choice -------------------------------------------------------- */
+
+/* @a ranks before @b: by score (count x 4, x 5 pinned), then region. */
+static bool rc_hdc_before(const struct rc_hdc_cand *a, const struct rc_hdc_cand *b,
+			  bool by_region)
+{
+	u64 sa = (u64)a->count * (4 + a->pinned), sb = (u64)b->count * (4 + b->pinned);
+
+	if (!by_region && sa != sb)
+		return sa > sb;
+	return a->region < b->region;
+}
+
+static void rc_hdc_sift(struct rc_hdc_cand *c, u32 n, u32 p, bool by_region)
+{
+	struct rc_hdc_cand t;
+	u32 q;
+
+	/* A heap whose root ranks last: popped to the end, it sorts in rank order. */
+	while ((q = 2 * p + 1) < n) {
+		if (q + 1 < n && rc_hdc_before(&c[q], &c[q + 1], by_region))
+			q++;
+		if (!rc_hdc_before(&c[p], &c[q], by_region))
+			return;
+		t = c[p];
+		c[p] = c[q];
+		c[q] = t;
+		p = q;
+	}
+}
+
+static void rc_hdc_sort(struct rc_hdc_cand *c, u32 n, bool by_region)
+{
+	struct rc_hdc_cand t;
+	u32 i;
+
+	for (i = n / 2; i--;)
+		rc_hdc_sift(c, n, i, by_region);
+	for (i = n; i-- > 1;) {
+		t = c[0];
+		c[0] = c[i];
+		c[i] = t;
+		rc_hdc_sift(c, i, 0, by_region);
+	}
+}
+
+u32 rc_hdc_choose(struct rc_hdc_cand *cand, u32 n, u32 max)
+{
+	u32 k = 0;
+
+	rc_hdc_sort(cand, n, false);
+	while (k < n && k < max && cand[k].count >= RC_HDC_MIN_COUNT)
+		k++;
+	rc_hdc_sort(cand, k, true);
+	return k;
+}

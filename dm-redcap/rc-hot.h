@@ -153,4 +153,28 @@ u64 rc_hot_age_end(const struct rc_hot *h);
  */
 u32 rc_hot_top(const struct rc_hot *h, u32 n, struct rc_hot_entry *out);
 
+/*
+ * HDC's choice of the segments to pin for the next period, among the
+ * regions that missed most: a candidate, with its count and whether it is
+ * pinned now.
+ */
+struct rc_hdc_cand {
+	u64 region;
+	u32 count;
+	u32 pinned;	/* 0 or 1 */
+};
+
+/* A region missed once in a period is not worth a fill of its own. */
+#define RC_HDC_MIN_COUNT	2
+
+/*
+ * Choose among @n candidates the set to pin: each scored by its count,
+ * one pinned now by 5/4 of it (hysteresis: a newcomer displaces a pinned
+ * region only by missing a quarter more), the @max best of count at least
+ * RC_HDC_MIN_COUNT, equal scores lower region first.  Reorders @cand:
+ * the chosen first, by region; returns how many.  O(n log n), in place,
+ * no recursion.  Pure function.
+ */
+u32 rc_hdc_choose(struct rc_hdc_cand *cand, u32 n, u32 max);
+
 #endif

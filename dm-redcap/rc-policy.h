@@ -21,7 +21,8 @@
 /*
  * The runtime tunables ("set <key> <value>"), each owned by one module:
  * activation (window, margin), placement (decay_ms), admission
- * (budget_share, budget_cap_ms) and read-ahead (prefetch, in rc-core).  A
+ * (budget_share, budget_cap_ms), read-ahead (prefetch, in rc-core) and
+ * HDC (hdc, the pinned share in %; hot_period, in seconds; in rc-core).  A
  * module sets and reads its own with rc_<module>_set() and
  * rc_<module>_get(), which answer false for another module's key, as
  * dm-cache's policies own their config values; rc_set_tunable() and
@@ -31,7 +32,7 @@
  */
 enum rc_tunable {
 	RC_TUN_WINDOW, RC_TUN_MARGIN, RC_TUN_DECAY_MS, RC_TUN_BUDGET_SHARE,
-	RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH,
+	RC_TUN_BUDGET_CAP_MS, RC_TUN_PREFETCH, RC_TUN_HDC, RC_TUN_HOT_PERIOD,
 	RC_TUN_NR
 };
 

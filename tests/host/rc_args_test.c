@@ -156,11 +156,11 @@ CTEST(message_verbs)
 /*
  * Every tunable set through the shared accessor reads back, set in the
  * module that owns it; the cap bounds the balance.  Six: what the
- * simulator found worth a knob.
+ * simulator found worth a knob; and HDC's two, its share and its period.
  */
 CTEST(tunables_set_and_read_back)
 {
-	static const u32 values[RC_TUN_NR] = { 64, 10, 250, 0, 7, 5 };
+	static const u32 values[RC_TUN_NR] = { 64, 10, 250, 0, 7, 5, 20, 60 };
 	size_t sz = rc_cache_mem_size(4);
 	struct rc_cache c;
 	void *mem = malloc(sz);
@@ -173,6 +173,8 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH), RC_PREFETCH_DEFAULT);	/* 8 */
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_HDC), 0);				/* off */
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_HOT_PERIOD), RC_HOT_PERIOD_S);
 	CHECK_EQ(RC_PREFETCH_DEFAULT, 8);
 	c.budget.balance = 50000000;
 	for (k = 0; k < RC_TUN_NR; k++)
@@ -184,6 +186,8 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(c.budget.cap_ns, 7000000);
 	CHECK_EQ(c.budget.balance, 7000000);
 	CHECK_EQ(c.prefetch, 5);
+	CHECK_EQ(c.hdc_share, 20);
+	CHECK_EQ(c.hot_period_s, 60);
 	CHECK_EQ(c.adapt.margin, 10);
 	CHECK_EQ(c.budget.share, 0);
 	/* each module answers for its own keys only, and changes nothing else */

@@ -94,11 +94,13 @@ static u32 free_len(const struct rc_cache *c)
 }
 
 /*
- * The LRU (@prob false: VALID and GHOST entries) or probation (@prob true:
- * VALID entries filled ahead and unread), from @head to @tail: unpinned,
- * linked both ways, on no other list (@seen marks them 2).
+ * The LRU (@kind LIST_LRU: VALID and GHOST entries), probation (LIST_PROB:
+ * VALID entries filled ahead and unread) or HDC's list (LIST_HDC: VALID
+ * entries HDC pinned), from @head to @tail: unpinned, linked both ways,
+ * on no other list (@seen marks them 2).
  */
-static void check_list(const struct rc_cache *c, u32 head, u32 tail, bool prob,
+enum { LIST_LRU, LIST_PROB, LIST_HDC };
+static void check_list(const struct rc_cache *c, u32 head, u32 tail, int kind,
 		       unsigned char *seen)
 {
 	u32 i, prev = RC_NONE;
@@ -109,13 +111,17 @@ static void check_list(const struct rc_cache *c, u32 head, u32 tail, bool prob,
 		CHECK(!seen[i]);
 		seen[i] = 2;
 		e = &c->entries[i];
-		if (prob)
+		if (kind == LIST_PROB)
 			CHECK(e->state == RC_VALID && e->ahead);
+		else if (kind == LIST_HDC)
+			CHECK(e->state == RC_VALID && e->hdc);
 		else
 			CHECK(e->state == RC_VALID || e->state == RC_GHOST);
 		CHECK_EQ(e->pins, 0);
 		CHECK(e->on_list);
-		CHECK_EQ(e->on_prob, prob);
+		CHECK_EQ(e->on_prob, kind == LIST_PROB);
+		CHECK_EQ(e->on_hdc, kind == LIST_HDC);
+		CHECK_EQ(e->hdc, kind == LIST_HDC);
 		CHECK_EQ(e->prev, prev);
 		prev = i;
 	}
@@ -130,7 +136,7 @@ static void check_list(const struct rc_cache *c, u32 head, u32 tail, bool prob,
 static void check_invariants(const struct rc_cache *c)
 {
 	u32 n = c->nr_entries, i, b, cnt;
-	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, hashed = 0;
+	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, nh = 0, hashed = 0;
 	unsigned char *seen = calloc(n, 1);
 	const struct rc_entry *e;
 
@@ -146,8 +152,9 @@ static void check_invariants(const struct rc_cache *c)
 		CHECK(e->on_list);
 		CHECK(++cnt <= n);
 	}
-	check_list(c, c->lru_head, c->lru_tail, false, seen);
-	check_list(c, c->prob_head, c->prob_tail, true, seen);
+	check_list(c, c->lru_head, c->lru_tail, LIST_LRU, seen);
+	check_list(c, c->prob_head, c->prob_tail, LIST_PROB, seen);
+	check_list(c, c->hdc_head, c->hdc_tail, LIST_HDC, seen);
 	for (b = 0; b <= c->hash_mask; b++) {
 		for (i = c->hash[b]; i != RC_NONE; i = e->hnext) {
 			CHECK(i < n);
@@ -183,7 +190,14 @@ static void check_invariants(const struct rc_cache *c)
 			CHECK_EQ(e->state, RC_FILLING);
 		/* Unpinned, unread and filled ahead: on probation, and only then. */
 		if (e->state == RC_VALID && !e->pins)
-			CHECK_EQ(e->on_prob, e->ahead);
+			CHECK_EQ(e->on_prob, e->ahead && !e->hdc);
+		/* HDC pins whole segments, filling or valid; its fills are its own. */
+		if (e->hdc)
+			CHECK((e->state == RC_FILLING || e->state == RC_VALID) && !e->vlo &&
+			      e->vhi == 1u << c->seg_shift);
+		if (e->hfill)
+			CHECK_EQ(e->state, RC_FILLING);
+		nh += e->hdc;
 		na += e->ahead;
 		nv += e->state == RC_VALID;
 		nf += e->state == RC_FILLING;
@@ -195,6 +209,7 @@ static void check_invariants(const struct rc_cache *c)
 	CHECK_EQ(ng, c->nr_ghost);
 	CHECK_EQ(nf, c->nr_filling);
 	CHECK_EQ(np, c->nr_pinned);
+	CHECK_EQ(nh, c->nr_hdc);
 	CHECK_EQ(hashed, nv + nf + ng);
 	CHECK_EQ(rc_idle(c), np == 0);
 	/* One hashed entry per segment (quadratic: small caches only). */
@@ -269,8 +284,11 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "read_extended", g->read_extended, w->read_extended);
 	check_ctr_field(line, "read_bypassed_part", g->read_bypassed_part,
 			w->read_bypassed_part);
+	check_ctr_field(line, "hdc_fills", g->hdc_fills, w->hdc_fills);
+	check_ctr_field(line, "hdc_hits", g->hdc_hits, w->hdc_hits);
+	check_ctr_field(line, "hdc_dropped", g->hdc_dropped, w->hdc_dropped);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 36 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 39 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -4917,6 +4935,7 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	CHECK_EQ(rc_hot_count(&h, 20, NULL), 4);
 	rc_map_read(c, 50 * 256, 8, period, &p, &plan);		/* starts it, then counts */
 	CHECK_EQ(c->hot_aging, 0);
+	CHECK_EQ(c->hot_periods, 1);				/* a new pinned set is due */
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 1);
 	rc_map_read(c, 50 * 256, 8, period + 1, &p, &plan);	/* halves 0..63 */
 	CHECK_EQ(c->hot_aging, RC_HOT_AGE_CHUNK);
@@ -4931,8 +4950,243 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 2);
 	CHECK_EQ(rc_hot_total(&h), 2 + 2 + 1);
+	CHECK_EQ(c->hot_periods, 1);
+	/* the period is a tunable: 10 s on, the next one ends */
+	rc_set_tunable(c, RC_TUN_HOT_PERIOD, 10);
+	CHECK_EQ(rc_get_tunable(c, RC_TUN_HOT_PERIOD), 10);
+	rc_map_read(c, 50 * 256, 8, period + 10000000000ull, &p, &plan);
+	CHECK_EQ(c->hot_periods, 2);
+	CHECK_EQ(c->hot_aging, 0);
 	rc_hold_fills(c, false);
 	check_invariants(c);
 	rm(c);
 	free(mem);
+}
+
+/* --- HDC: the pinned set (rc_hdc_pin(), rc_hdc_keep()) -------------------- */
+
+/* A cache of @n entries whose HDC may pin @share % of them. */
+static struct rc_cache *mk_hdc(u32 n, u32 share)
+{
+	struct rc_cache *c = mk(n);
+
+	c->prefetch = 0;
+	rc_set_tunable(c, RC_TUN_HDC, share);
+	CHECK_EQ(rc_get_tunable(c, RC_TUN_HDC), share);
+	return c;
+}
+
+/*
+ * A cached segment is pinned where it is; from then on no flood of other
+ * reads evicts it, and each read of it is a hit counted in hdc_hits.  The
+ * LRU alone, 40 other segments through 8 entries, would have evicted it.
+ */
+CTEST(hdc_a_pinned_segment_survives_a_flood_of_other_reads)
+{
+	struct rc_cache *c = mk_hdc(8, 50);
+	u32 idx, pin, k;
+
+	CHECK_EQ(rc_hdc_max(c), 4);
+	pin = fill_seg(c, 1);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_PINNED);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_PINNED);	/* once is enough */
+	CHECK_EQ(c->nr_hdc, 1);
+	CHECK(rc_hdc_pinned(c, 1));
+	CHECK(!rc_hdc_pinned(c, 2));
+	CHECK_EQ(c->hdc_head, pin);
+	check_invariants(c);
+	for (k = 10; k < 50; k++) {
+		fill_seg(c, k);
+		hit_seg(c, 1, pin);
+	}
+	check_invariants(c);
+	CHECK_EQ(c->hdc_head, pin);
+	CHECK_EQ(lru_len(c), 7);
+	CHECK_CTR(c, .reads = 81, .read_hits = 40, .read_misses = 41, .fill_ios = 41,
+		  .fill_sectors = 41 * 256, .evictions = 33, .hdc_hits = 40);
+	rm(c);
+}
+
+/*
+ * A segment not cached gets an entry filling for it, pinned by HDC before
+ * its data is there: a read meanwhile waits on it and is served by it;
+ * the fill is counted in hdc_fills, and the read as one that waited.
+ */
+CTEST(hdc_fills_a_segment_not_cached_and_pins_it)
+{
+	struct rc_cache *c = mk_hdc(8, 25);
+	u32 idx = RC_NONE, w = RC_NONE;
+
+	CHECK_EQ(rc_hdc_pin(c, 7, &idx), RC_HDC_FILL);
+	CHECK(idx < 8);
+	CHECK_EQ(c->entries[idx].state, RC_FILLING);
+	CHECK(c->entries[idx].hdc && c->entries[idx].hfill);
+	CHECK_EQ(c->nr_hdc, 1);
+	check_invariants(c);
+	CHECK_EQ(read_seg(c, 7, &w), RC_READ_WAIT);
+	CHECK_EQ(w, idx);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_fill_waiters_done(c, idx, RC_FILL_SERVE, 1, 0);
+	CHECK_EQ(c->entries[idx].state, RC_VALID);
+	CHECK_EQ(c->hdc_head, idx);
+	CHECK(!c->entries[idx].hfill);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 1, .read_hits_waited = 1, .fill_ios = 1, .fill_sectors = 256,
+		  .hdc_fills = 1);
+	rm(c);
+}
+
+/*
+ * The set holds hdc % of the entries and no more (RC_HDC_FULL; 0 %: HDC
+ * is off); a fill cannot start while fills are held or a write to the
+ * segment's bucket is in flight, nor when every entry is busy
+ * (RC_HDC_BUSY), and then nothing changes.
+ */
+CTEST(hdc_pins_at_most_its_share_and_waits_while_fills_cannot_start)
+{
+	struct rc_cache *c = mk_hdc(8, 25), *off = mk_hdc(8, 0), *tiny = mk_hdc(2, 50);
+	u32 idx, a, b, cookie;
+
+	CHECK_EQ(rc_hdc_pin(off, 3, &idx), RC_HDC_FULL);
+	fill_seg(off, 3);
+	CHECK_EQ(rc_hdc_pin(off, 3, &idx), RC_HDC_FULL);
+	CHECK_EQ(off->nr_hdc, 0);
+
+	CHECK_EQ(rc_hdc_max(c), 2);
+	rc_hold_fills(c, true);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_BUSY);
+	rc_hold_fills(c, false);
+	cookie = rc_write_start(c, 1, 8, false);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_BUSY);
+	CHECK_EQ(rc_write_done(c, 1, cookie, 0, false, &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->nr_hdc, 0);
+	check_invariants(c);
+	CHECK_EQ(rc_hdc_pin(c, 1, &a), RC_HDC_FILL);
+	CHECK_EQ(rc_hdc_pin(c, 2, &b), RC_HDC_FILL);
+	CHECK_EQ(rc_hdc_pin(c, 3, &idx), RC_HDC_FULL);
+	CHECK_EQ(c->nr_hdc, 2);
+	CHECK_CTR(c, .writes = 1, .write_sectors = 8, .hdc_fills = 2);
+	check_invariants(c);
+
+	/* one entry's fill in flight, the other's read pinned: no entry to take */
+	CHECK_EQ(read_seg(tiny, 5, &a), RC_READ_FILL);
+	fill_seg(tiny, 6);
+	CHECK_EQ(read_seg(tiny, 6, &b), RC_READ_HIT);
+	CHECK_EQ(rc_hdc_pin(tiny, 9, &idx), RC_HDC_BUSY);
+	CHECK_EQ(tiny->nr_hdc, 0);
+	check_invariants(tiny);
+	rm(c);
+	rm(off);
+	rm(tiny);
+}
+
+/*
+ * A pin ends by rc_hdc_unpin() (the entry back on the LRU, most recent) or
+ * by rc_hdc_keep() walking the entries in chunks with the new set: those
+ * not in it are unpinned, those in it stay.
+ */
+CTEST(hdc_unpin_and_a_new_set_put_segments_back_on_the_lru)
+{
+	struct rc_cache *c = mk_hdc(16, 50);
+	const u64 keep[] = { 2, 40 };
+	u32 idx[4], k, from;
+
+	for (k = 0; k < 4; k++) {
+		idx[k] = fill_seg(c, k + 1);
+		CHECK_EQ(rc_hdc_pin(c, k + 1, &from), RC_HDC_PINNED);
+	}
+	fill_seg(c, 9);
+	CHECK_EQ(lru_len(c), 1);
+	CHECK(rc_hdc_unpin(c, 4));
+	CHECK(!rc_hdc_unpin(c, 4));
+	CHECK(!rc_hdc_unpin(c, 9));
+	CHECK_EQ(c->lru_head, idx[3]);
+	CHECK_EQ(c->nr_hdc, 3);
+	check_invariants(c);
+	for (from = 0; from < c->nr_entries;)
+		from = rc_hdc_keep(c, keep, 2, from, 3);	/* 3 entries a step */
+	CHECK_EQ(from, 16);
+	CHECK_EQ(c->nr_hdc, 1);
+	CHECK(rc_hdc_pinned(c, 2));
+	CHECK(!rc_hdc_pinned(c, 1) && !rc_hdc_pinned(c, 3));
+	CHECK_EQ(lru_len(c), 4);
+	check_invariants(c);
+	/* an empty set unpins all */
+	CHECK_EQ(rc_hdc_keep(c, NULL, 0, 0, 100), 16);
+	CHECK_EQ(c->nr_hdc, 0);
+	CHECK_EQ(c->hdc_head, RC_NONE);
+	CHECK_CTR(c, .reads = 5, .read_misses = 5, .fill_ios = 5, .fill_sectors = 5 * 256);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * A pin also ends when its entry leaves the index, counted in hdc_dropped:
+ * a write drops it (write policy invalidate), its fill fails or goes stale,
+ * or drop_cache drops everything.  A fill that cannot be set up is taken
+ * back from hdc_fills and is no read's miss.
+ */
+CTEST(hdc_a_pin_ends_when_its_entry_leaves_the_index)
+{
+	struct rc_cache *c = mk_hdc(8, 50);
+	u32 idx, w, cookie;
+
+	fill_seg(c, 1);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_PINNED);
+	cookie = rc_write_start(c, 1, 8, false);
+	CHECK(!rc_hdc_pinned(c, 1));
+	CHECK_EQ(rc_write_done(c, 1, cookie, 0, false, &w), RC_WRITE_DONE);
+	CHECK_EQ(c->nr_hdc, 0);
+	check_invariants(c);
+
+	CHECK_EQ(rc_hdc_pin(c, 2, &idx), RC_HDC_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, -5, 256, false), RC_FILL_ERROR);
+	CHECK_EQ(rc_hdc_pin(c, 3, &idx), RC_HDC_FILL);
+	cookie = rc_write_start(c, 3, 8, false);
+	CHECK_EQ(rc_write_done(c, 3, cookie, 0, false, &w), RC_WRITE_DONE);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_STALE);
+	CHECK_EQ(rc_hdc_pin(c, 4, &idx), RC_HDC_FILL);
+	rc_fill_cancel(c, idx);
+	CHECK_EQ(c->nr_hdc, 0);
+	check_invariants(c);
+
+	fill_seg(c, 5);
+	CHECK_EQ(rc_hdc_pin(c, 5, &idx), RC_HDC_PINNED);
+	CHECK_EQ(rc_drop_all(c), 0);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(c->nr_hdc, 0);
+	CHECK_CTR(c, .reads = 2, .read_misses = 2, .fill_ios = 4, .fill_sectors = 2 * 256 + 2 * 256,
+		  .fill_errors = 1, .fill_stale = 1, .writes = 2, .write_sectors = 16,
+		  .invalidations = 1, .hdc_fills = 2, .hdc_dropped = 4);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * Inactive, the cache serves nothing but HDC's pinned segments: their data
+ * is there, a hit costs the disk nothing.  Everything else bypasses, and
+ * the simulated cache plays it.
+ */
+CTEST(hdc_pinned_segments_serve_while_the_cache_is_inactive)
+{
+	struct rc_cache *c = mk_hdc(8, 50);
+	u32 pin, other, idx;
+
+	pin = fill_seg(c, 1);
+	other = fill_seg(c, 2);
+	CHECK_EQ(rc_hdc_pin(c, 1, &idx), RC_HDC_PINNED);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK(!rc_active(c));
+	hit_seg(c, 1, pin);
+	CHECK_EQ(read_seg(c, 2, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->entries[other].state, RC_VALID);
+	CHECK_EQ(rc_hdc_pin(c, 3, &idx), RC_HDC_FILL);	/* its fills go on, too */
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_fill_waiters_done(c, idx, RC_FILL_SERVE, 0, 0);
+	hit_seg(c, 3, idx);
+	CHECK_CTR(c, .reads = 5, .read_hits = 2, .read_misses = 2, .read_bypassed = 1,
+		  .read_bypassed_inactive = 1, .sim_hits = 1, .fill_ios = 3,
+		  .fill_sectors = 3 * 256, .hdc_fills = 1, .hdc_hits = 2);
+	check_invariants(c);
+	rm(c);
 }

@@ -953,3 +953,93 @@ CTEST(ss_hash_probes_stay_short)
 	CHECK(longest < 32);
 	hot_free(t);
 }
+
+/* --- HDC's choice (rc_hdc_choose()) -------------------------------------- */
+
+/*
+ * The @max best by count, a pinned one's counting 5/4, of count at least
+ * RC_HDC_MIN_COUNT, returned first and by region.
+ */
+CTEST(hdc_choose_takes_the_best_with_a_quarter_for_the_pinned)
+{
+	struct rc_hdc_cand c[] = {
+		{ .region = 50, .count = 10, .pinned = 0 },
+		{ .region = 7, .count = 8, .pinned = 1 },	/* scores 10: ties 50, lower region */
+		{ .region = 9, .count = 9, .pinned = 0 },
+		{ .region = 3, .count = 11, .pinned = 0 },
+		{ .region = 4, .count = 1, .pinned = 1 },	/* below RC_HDC_MIN_COUNT */
+		{ .region = 8, .count = 7, .pinned = 1 },	/* 8.75 */
+	};
+
+	CHECK_EQ(rc_hdc_choose(c, 6, 3), 3);
+	CHECK_EQ(c[0].region, 3);
+	CHECK_EQ(c[1].region, 7);
+	CHECK_EQ(c[2].region, 50);
+	/* a newcomer a quarter above a pinned one displaces it, not less */
+	{
+		struct rc_hdc_cand d[] = {
+			{ .region = 1, .count = 8, .pinned = 1 },
+			{ .region = 2, .count = 9, .pinned = 0 },
+		}, e[] = {
+			{ .region = 1, .count = 8, .pinned = 1 },
+			{ .region = 2, .count = 11, .pinned = 0 },
+		};
+
+		CHECK_EQ(rc_hdc_choose(d, 2, 1), 1);
+		CHECK_EQ(d[0].region, 1);
+		CHECK_EQ(rc_hdc_choose(e, 2, 1), 1);
+		CHECK_EQ(e[0].region, 2);
+	}
+	/* nothing worth a fill; no room */
+	{
+		struct rc_hdc_cand once = { .region = 4, .count = 1, .pinned = 1 };
+
+		CHECK_EQ(rc_hdc_choose(&once, 1, 3), 0);
+	}
+	CHECK_EQ(rc_hdc_choose(c, 6, 0), 0);
+	CHECK_EQ(rc_hdc_choose(c, 0, 3), 0);
+}
+
+/* Against a plain sort on random candidates: the same set, in region order. */
+CTEST(hdc_choose_matches_a_reference_sort)
+{
+	enum { N = 500 };
+	static struct rc_hdc_cand c[N], ref[N];
+	u32 trial, i, j, k, max, want;
+
+	for (trial = 0; trial < 200; trial++) {
+		u32 n = 1 + ctest_rand(N);
+
+		for (i = 0; i < n; i++) {
+			c[i] = (struct rc_hdc_cand){ .region = i * 7 + ctest_rand(7),
+						     .count = ctest_rand(20),
+						     .pinned = ctest_rand(2) };
+			ref[i] = c[i];
+		}
+		max = ctest_rand(n + 2);
+		k = rc_hdc_choose(c, n, max);
+		/* reference: selection by score then region, quadratic */
+		for (i = 0; i < n; i++)
+			for (j = i + 1; j < n; j++) {
+				u64 si = (u64)ref[i].count * (4 + ref[i].pinned);
+				u64 sj = (u64)ref[j].count * (4 + ref[j].pinned);
+
+				if (sj > si || (sj == si && ref[j].region < ref[i].region)) {
+					struct rc_hdc_cand t = ref[i];
+
+					ref[i] = ref[j];
+					ref[j] = t;
+				}
+			}
+		for (want = 0; want < n && want < max && ref[want].count >= RC_HDC_MIN_COUNT;)
+			want++;
+		CHECK_EQ(k, want);
+		for (i = 0; i < k; i++) {
+			for (j = 0; j < k && ref[j].region != c[i].region; j++)
+				;
+			CHECK(j < k);
+			if (i)
+				CHECK(c[i - 1].region < c[i].region);
+		}
+	}
+}

@@ -89,7 +89,8 @@ CTEST(sim_configs_parse)
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
 	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,"
-		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,write_policy=update");
+		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,hdc=10,hot_period=60,"
+		   "write_policy=update");
 	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(c.estimator, RC_EST_SPK);
 	CHECK_EQ(c.tun_given, (1u << RC_TUN_NR) - 1);
@@ -99,6 +100,8 @@ CTEST(sim_configs_parse)
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_SHARE], 0);
 	CHECK_EQ(c.tun[RC_TUN_PREFETCH], 3);
 	CHECK_EQ(c.tun[RC_TUN_BUDGET_CAP_MS], 7);
+	CHECK_EQ(c.tun[RC_TUN_HDC], 10);
+	CHECK_EQ(c.tun[RC_TUN_HOT_PERIOD], 60);
 	CHECK_EQ(c.write_policy, RC_WRITE_UPDATE);
 	c = config("bare");
 	CHECK(c.bare);
