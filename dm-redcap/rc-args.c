@@ -117,6 +117,9 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	/* the runs themselves: rc_layout_parse_runs(), once a layout exists */
 	[RC_MSG_LAYOUT_RUNS] = { "layout_runs", 1, 0xffffffffu },
 	[RC_MSG_HOT] = { "hot", 0, 1 },
+	/* the segments themselves: rc_parse_segment(), against the device */
+	[RC_MSG_PIN] = { "pin", 1, RC_PIN_MAX },
+	[RC_MSG_UNPIN] = { "unpin", 1, RC_PIN_MAX },
 };
 
 static const struct {
@@ -173,6 +176,21 @@ static const char *rc_parse_layout_unit(const char *word, struct rc_msg *m, char
 	if (err)
 		return err;
 	m->value = shift;
+	return NULL;
+}
+
+const char *rc_parse_segment(const char *verb, const char *word, u64 nr_segs, u64 *seg,
+			     char *buf, size_t len)
+{
+	if (rc_parse_u64(word, ~0ULL, seg)) {
+		snprintf(buf, len, "%s: '%s' is not a segment number", verb, word);
+		return buf;
+	}
+	if (*seg >= nr_segs) {
+		snprintf(buf, len, "%s: segment %llu is beyond the device's %llu", verb,
+			 (unsigned long long)*seg, (unsigned long long)nr_segs);
+		return buf;
+	}
 	return NULL;
 }
 

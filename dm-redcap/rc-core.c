@@ -1126,7 +1126,11 @@ void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now)
 	c->hot_aging = RC_HOT_IDLE;
 }
 
-/* A period ends: the counts are halved, a chunk a read (bounded work). */
+/*
+ * A period ends (hot_periods moves): the caller chooses from its counts,
+ * then starts their halving (rc_hot_age_start()), which the reads do, a
+ * chunk each (bounded work).
+ */
 static void rc_hot_tick(struct rc_cache *c, u64 now)
 {
 	if (c->hot_aging != RC_HOT_IDLE) {
@@ -1135,16 +1139,25 @@ static void rc_hot_tick(struct rc_cache *c, u64 now)
 			c->hot_aging = RC_HOT_IDLE;
 	} else if (now - c->hot_since >= (u64)c->hot_period_s * 1000000000) {
 		c->hot_since = now;
-		c->hot_aging = 0;
 		c->hot_periods++;
 	}
 }
 
-/* A piece of a read at @sector that rc_read() handled with @act (@sim inactive). */
-static void rc_hot_note(struct rc_cache *c, u64 sector, enum rc_read_action act,
-			enum rc_sim sim)
+void rc_hot_age_start(struct rc_cache *c)
 {
-	if (c->hot && act != RC_READ_HIT && act != RC_READ_WAIT && sim != RC_SIM_HIT)
+	if (c->hot && c->hot_aging == RC_HOT_IDLE)
+		c->hot_aging = 0;
+}
+
+/*
+ * A piece of a read at @sector reached the cache: a miss of the page
+ * cache above, whatever the cache does with it.  Counting only what RAM
+ * does not serve would let a pinned segment's count fade while it is
+ * pinned, and the next period unpin it (the seed counts the host's misses).
+ */
+static void rc_hot_note(struct rc_cache *c, u64 sector)
+{
+	if (c->hot)
 		rc_hot_miss(c->hot, sector >> c->seg_shift);
 }
 
@@ -1167,7 +1180,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	if (c->hot)
 		rc_hot_tick(c, now);
 	act = rc_read(c, &st, sector, len, &plan->idx);
-	rc_hot_note(c, sector, act, st.sim);
+	rc_hot_note(c, sector);
 	pc[0] = (struct rc_piece){ sector, len, st.sim, st.refused_by };
 	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
@@ -1181,7 +1194,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
-		rc_hot_note(c, sector + len, RC_READ_BYPASS, st.sim);
+		rc_hot_note(c, sector + len);
 		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
 		rc_plan(c, &st, rc_sector_to_seg(c, sector + len), false, limit);
 		rc_plan_take(c, &st, limit, plan, segs, &nsegs);
@@ -1672,6 +1685,10 @@ bool rc_idle(const struct rc_cache *c)
 void rc_reset_counters(struct rc_cache *c)
 {
 	memset(&c->ctr, 0, sizeof(c->ctr));
+	if (c->hot) {		/* HDC's counts are the period's statistics too */
+		rc_hot_clear(c->hot);
+		c->hot_aging = RC_HOT_IDLE;
+	}
 	rc_adapt_reset_stats(&c->adapt);
 	rc_caware_reset_stats(&c->caware);
 	rc_budget_reset_stats(&c->budget);

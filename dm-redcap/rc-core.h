@@ -188,15 +188,15 @@ struct rc_cache {
 	struct rc_refused_tab refused;
 	struct rc_streams streams;
 	/*
-	 * HDC's counts (rc-hot.h), or NULL: the reads of each segment not
-	 * served from RAM, halved every RC_HOT_PERIOD_S, RC_HOT_AGE_CHUNK
+	 * HDC's counts (rc-hot.h), or NULL: the reads of each segment (the
+	 * page cache's misses), halved every hot_period_s, RC_HOT_AGE_CHUNK
 	 * positions a read while a halving is under way (hot_aging).
 	 */
 	struct rc_hot *hot;
 	u64 hot_since;		/* the period's start */
 	u64 hot_aging;		/* the next position to halve, or RC_HOT_IDLE */
 	u32 hot_period_s;	/* the period, seconds (tunable hot_period) */
-	u32 hot_periods;	/* periods ended: a new pinned set is due (wraps) */
+	u32 hot_periods;	/* periods ended: a choice and a halving due (wraps) */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -727,12 +727,21 @@ static inline u32 rc_hot_slots_for(u32 nr_entries)
 }
 
 /*
- * Count the misses of @c in @h (rc_hot_init()'d by the caller, who owns
- * its memory and keeps it until the cache goes), from @now.  A read is a
- * miss of its segment when RAM does not serve it (a fill, a bypass; while
- * inactive, one the simulated cache would not have served).
+ * Count the reads of @c in @h (rc_hot_init()'d by the caller, who owns
+ * its memory and keeps it until the cache goes), from @now: each piece of
+ * a read, one a segment, is a miss of the page cache above, whatever the
+ * cache does with it (the seed's host counts its buffer cache's misses).
  */
 void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now);
+
+/*
+ * A period ends at the first read hot_period_s after the last end:
+ * hot_periods moves, and the caller, having chosen HDC's set from the
+ * period's counts, starts their halving with rc_hot_age_start() (no-op
+ * while one is under way).  The reads then halve them, RC_HOT_AGE_CHUNK
+ * positions each.
+ */
+void rc_hot_age_start(struct rc_cache *c);
 
 /*
  * HDC's pinned set (Carrera and Bianchini's host-guided device caching):
@@ -780,6 +789,10 @@ u32 rc_hdc_keep(struct rc_cache *c, const u64 *keep, u32 n, u32 from, u32 budget
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);
 
+/*
+ * Every counter zero, the policies' statistics and HDC's counts too (what
+ * HDC pinned stays pinned).
+ */
 void rc_reset_counters(struct rc_cache *c);
 
 static inline u64 rc_sector_to_seg(const struct rc_cache *c, u64 sector)

@@ -64,6 +64,16 @@ void rc_hot_init(struct rc_hot *h, void *mem, u64 nr_regions, u32 slots)
 	h->table = h->hpos + slots;
 }
 
+void rc_hot_clear(struct rc_hot *h)
+{
+	if (h->exact)
+		memset(h->cnt, 0, (size_t)h->nr_regions * sizeof(*h->cnt));
+	else
+		memset(h->slot, 0, (size_t)rc_hot_sketch_bytes(h->slots));
+	h->used = 0;
+	h->total = 0;
+}
+
 bool rc_hot_exact(const struct rc_hot *h)
 {
 	return h->exact;

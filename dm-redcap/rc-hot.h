@@ -104,6 +104,12 @@ size_t rc_hot_mem_size(u64 nr_regions, u32 slots);
  */
 void rc_hot_init(struct rc_hot *h, void *mem, u64 nr_regions, u32 slots);
 
+/*
+ * Forget every count: the counter as rc_hot_init() left it.  Caller's
+ * lock held; O(its memory), at most about 150 KiB at the slots HDC uses.
+ */
+void rc_hot_clear(struct rc_hot *h);
+
 /* True for exact counters, false for Space-Saving.  Pure function. */
 bool rc_hot_exact(const struct rc_hot *h);
 

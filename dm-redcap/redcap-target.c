@@ -18,6 +18,7 @@
 #include <linux/workqueue.h>
 #include <linux/delay.h>
 #include <linux/blkdev.h>
+#include <linux/ioprio.h>
 #include <linux/refcount.h>
 #include <linux/rcupdate.h>
 
@@ -242,8 +243,9 @@ struct redcap_cache {
 	struct page **pages;		/* nr_segs * pages_per_seg */
 
 	struct bio_set bs;		/* fills: struct redcap_fill */
-	struct workqueue_struct *wq;	/* fill completions, unbound */
+	struct workqueue_struct *wq;	/* fill completions, HDC's work; unbound */
 	atomic_t fills_inflight;
+	atomic_t origin_inflight;	/* bios remapped or re-sent to the origin */
 	wait_queue_head_t drain_wq;
 
 	/*
@@ -260,6 +262,20 @@ struct redcap_cache {
 
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
+};
+
+/*
+ * HDC's worker, one per table while it is resumed: at each period's end
+ * (cache->hot_periods moved) or when the share is cut, it chooses the set
+ * to pin from the miss counts and fills the segments of it not cached,
+ * one at a time while the origin is idle.
+ */
+struct redcap_hdc {
+	struct delayed_work work;
+	u32 periods;			/* hot_periods when it last chose */
+	u32 share;			/* hdc_share when it last chose */
+	u64 *queue;			/* the chosen segments, by LBA: kvmalloc'd */
+	u32 nr, next;			/* how many; the next to pin */
 };
 
 /* One table's target: its origin, its features and its model. */
@@ -281,6 +297,8 @@ struct redcap_c {
 	struct vdisk_model *vm;
 	dev_t model_dev;
 	bool model_explicit;		/* named by the model feature */
+
+	struct redcap_hdc hdc;
 };
 
 enum redcap_pb_kind {
@@ -339,8 +357,10 @@ static void redcap_copy(struct redcap_cache *cc, u32 idx, struct bio *bio,
 	}
 }
 
+/* Send @bio to the origin (returned DM_MAPIO_REMAPPED): end_io counts it back. */
 static void redcap_remap(struct redcap_c *rc, struct bio *bio)
 {
+	atomic_inc(&rc->cc->origin_inflight);
 	bio_set_dev(bio, rc->origin->bdev);
 }
 
@@ -373,13 +393,15 @@ static void redcap_fill_endio(struct bio *bio)
 }
 
 /* Send @bio, which waited on a fill that cannot serve it, to the origin. */
-static void redcap_resend(struct block_device *bdev, struct bio *bio)
+static void redcap_resend(struct redcap_cache *cc, struct block_device *bdev,
+			  struct bio *bio)
 {
 	struct redcap_pb *pb = redcap_pb(bio);
 
 	pb->kind = PB_BYPASS;
 	pb->start_ns = ktime_get_ns();
 	bio_set_dev(bio, bdev);
+	atomic_inc(&cc->origin_inflight);
 	submit_bio_noacct(bio);
 }
 
@@ -420,7 +442,7 @@ static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 		 */
 		redcap_fi_finish_delay();
 		while ((bio = bio_list_pop(&waiters))) {
-			redcap_resend(f->bdev, bio);
+			redcap_resend(cc, f->bdev, bio);
 			n++;
 		}
 	} else {
@@ -505,7 +527,7 @@ static u32 redcap_run_max(struct redcap_cache *cc)
  * false, having started nothing, when no fill can be set up.
  */
 static bool redcap_start_req(struct redcap_c *rc, const struct rc_read_plan *plan,
-			     const struct rc_fill_req *r)
+			     const struct rc_fill_req *r, bool idle)
 {
 	const struct rc_fill_item *it = plan->fills + r->first;
 	unsigned int bytes = r->sectors << SECTOR_SHIFT;
@@ -536,6 +558,8 @@ static bool redcap_start_req(struct redcap_c *rc, const struct rc_read_plan *pla
 		}
 	}
 	f->nr = nr;
+	if (idle)
+		f->bio.bi_ioprio = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0);
 	f->bio.bi_end_io = redcap_fill_endio;
 	atomic_inc(&cc->fills_inflight);
 	submit_bio_noacct(&f->bio);
@@ -567,7 +591,7 @@ static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
 		WARN_ON_ONCE(w != bio);
 	}
 	while ((w = bio_list_pop(&waiters)))
-		redcap_resend(rc->origin->bdev, w);
+		redcap_resend(cc, rc->origin->bdev, w);
 }
 
 /*
@@ -621,7 +645,7 @@ static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, s
 	u32 k;
 
 	for (r = plan->reqs; r < plan->reqs + plan->nr_reqs; r++) {
-		if (redcap_start_req(rc, plan, r))
+		if (redcap_start_req(rc, plan, r, false))
 			continue;
 		for (k = r->first; k < r->first + r->nr; k++) {
 			redcap_cancel_fill(rc, f[k].idx, rc_fill_own(&f[k]) ? bio : NULL);
@@ -804,6 +828,8 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	u32 idx, fidx;
 	u64 now;
 
+	if (pb->kind != PB_CACHE)
+		atomic_dec(&cc->origin_inflight);
 	switch (pb->kind) {
 	case PB_ORIGIN:
 	case PB_CACHE:
@@ -859,6 +885,273 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		break;
 	}
 	return DM_ENDIO_DONE;
+}
+
+/*
+ * A copy of HDC's counts in *@snap, taken a chunk per lock hold, to be
+ * ranked outside the lock (a count that moves meanwhile is taken as it
+ * was when its chunk was copied); kvfree() the return value.  NULL: no
+ * memory.
+ */
+static void *redcap_hot_copy(struct redcap_cache *cc, struct rc_hot *snap)
+{
+	unsigned long flags;
+	size_t bytes, from, k;
+	void *copy;
+
+	*snap = cc->hot;	/* its geometry: set at init, never changed */
+	bytes = snap->exact ? snap->nr_regions * sizeof(*snap->cnt) :
+			      snap->slots * sizeof(*snap->slot);
+	copy = kvmalloc(bytes, GFP_KERNEL);
+	if (!copy)
+		return NULL;
+	for (from = 0; from < bytes; from += k) {
+		k = min_t(size_t, bytes - from, REDCAP_WALK_CHUNK * sizeof(*snap->slot));
+		spin_lock_irqsave(&cc->lock, flags);
+		memcpy(copy + from, (snap->exact ? (void *)cc->hot.cnt : (void *)cc->hot.slot) + from,
+		       k);
+		if (!from) {
+			snap->used = cc->hot.used;
+			snap->total = cc->hot.total;
+		}
+		spin_unlock_irqrestore(&cc->lock, flags);
+		cond_resched();
+	}
+	if (snap->exact)
+		snap->cnt = copy;
+	else
+		snap->slot = copy;
+	return copy;
+}
+
+/* hot [N]: the @n segments that missed most this period and the last (halved). */
+static int redcap_msg_hot(struct redcap_cache *cc, u32 n, char *result, unsigned int maxlen)
+{
+	struct rc_hot_entry top[RC_HOT_TOP_MAX];
+	unsigned int sz = 0;
+	struct rc_hot snap;
+	void *copy;
+	u32 i;
+
+	copy = redcap_hot_copy(cc, &snap);
+	if (!copy)
+		return -ENOMEM;
+	n = rc_hot_top(&snap, n, top);
+	DMEMIT("misses=%llu\nexact=%d\n", snap.total, snap.exact);
+	for (i = 0; i < n; i++)
+		DMEMIT("segment=%llu misses=%u err=%u\n", top[i].region, top[i].count, top[i].err);
+	kvfree(copy);
+	return 1;
+}
+
+/*
+ * Choose the set to pin (rc_hdc_choose()) among the 2 x max segments that
+ * missed most, unpin those that left it (rc_hdc_keep(), a chunk of
+ * entries per lock hold) and queue the rest for redcap_hdc_prefill().
+ * Returns false when memory ran short: nothing changed, try later.
+ */
+static bool redcap_hdc_choose(struct redcap_c *rc)
+{
+	struct redcap_cache *cc = rc->cc;
+	struct rc_hot_entry *top = NULL;
+	struct rc_hdc_cand *cand = NULL;
+	unsigned long flags;
+	u64 *queue = NULL;
+	struct rc_hot snap;
+	void *copy;
+	u32 max, n = 0, k = 0, i, from;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	max = rc_hdc_max(cc->cache);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (max) {
+		copy = redcap_hot_copy(cc, &snap);
+		top = kvmalloc_array(2 * (size_t)max, sizeof(*top), GFP_KERNEL);
+		cand = kvmalloc_array(2 * (size_t)max, sizeof(*cand), GFP_KERNEL);
+		queue = kvmalloc_array(max, sizeof(*queue), GFP_KERNEL);
+		if (copy && top && cand && queue)
+			n = rc_hot_top(&snap, 2 * max, top);
+		kvfree(copy);
+		if (!copy || !top || !cand || !queue) {
+			kvfree(top);
+			kvfree(cand);
+			kvfree(queue);
+			return false;
+		}
+	}
+	for (i = 0; i < n; i += k) {
+		k = min_t(u32, n - i, REDCAP_WALK_CHUNK);
+		spin_lock_irqsave(&cc->lock, flags);
+		for (from = i; from < i + k; from++)
+			cand[from] = (struct rc_hdc_cand){ .region = top[from].region,
+				.count = top[from].count,
+				.pinned = rc_hdc_pinned(cc->cache, top[from].region) };
+		spin_unlock_irqrestore(&cc->lock, flags);
+	}
+	k = rc_hdc_choose(cand, n, max);
+	for (i = 0; i < k; i++)
+		queue[i] = cand[i].region;
+	for (from = 0; from < cc->nr_segs;) {
+		spin_lock_irqsave(&cc->lock, flags);
+		from = rc_hdc_keep(cc->cache, queue, k, from, REDCAP_WALK_CHUNK);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		cond_resched();
+	}
+	kvfree(top);
+	kvfree(cand);
+	kvfree(rc->hdc.queue);
+	rc->hdc.queue = queue;
+	rc->hdc.nr = k;
+	rc->hdc.next = 0;
+	return true;
+}
+
+/*
+ * Read segment @seg into entry @idx, which rc_hdc_pin() set filling for
+ * it, at the idle I/O priority; no read of its own waits on it (a fill
+ * "ahead").  False, the entry freed, when no fill can be set up.
+ */
+static bool redcap_hdc_fill(struct redcap_c *rc, u64 seg, u32 idx)
+{
+	struct redcap_cache *cc = rc->cc;
+	sector_t sector = seg * cc->seg_sectors;
+	struct rc_read_plan plan = { .nr_fills = 1, .nr_reqs = 1 };
+
+	plan.fills[0] = (struct rc_fill_item){ .seg = seg, .sector = sector,
+		.sectors = min_t(sector_t, cc->seg_sectors, cc->len - sector),
+		.idx = idx, .ahead = true };
+	plan.reqs[0] = (struct rc_fill_req){ .sector = sector, .sectors = plan.fills[0].sectors,
+		.first = 0, .nr = 1 };
+	if (redcap_start_req(rc, &plan, &plan.reqs[0], true))
+		return true;
+	redcap_cancel_fill(rc, idx, NULL);
+	return false;
+}
+
+/*
+ * Pin the next queued segments: those cached at once, and the first not
+ * cached by a fill, if the origin is idle (no fill, no demand request in
+ * flight).  Returns true while some are left to fill.
+ */
+static bool redcap_hdc_prefill(struct redcap_c *rc)
+{
+	struct redcap_cache *cc = rc->cc;
+	struct redcap_hdc *h = &rc->hdc;
+	enum rc_hdc_pin r;
+	unsigned long flags;
+	u32 idx;
+
+	while (h->next < h->nr) {
+		if (atomic_read(&cc->fills_inflight) || atomic_read(&cc->origin_inflight))
+			return true;
+		spin_lock_irqsave(&cc->lock, flags);
+		r = rc_hdc_pin(cc->cache, h->queue[h->next], &idx);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (r == RC_HDC_BUSY)
+			return true;
+		if (r == RC_HDC_FULL)
+			break;
+		h->next++;
+		if (r == RC_HDC_FILL) {
+			redcap_hdc_fill(rc, h->queue[h->next - 1], idx);
+			return h->next < h->nr;
+		}
+	}
+	h->next = h->nr;
+	return false;
+}
+
+/* Pin queued segments every tick while any is left, else look each second. */
+#define REDCAP_HDC_TICK		(HZ / 20 ? HZ / 20 : 1)
+
+static void redcap_hdc_work(struct work_struct *ws)
+{
+	struct redcap_c *rc = container_of(to_delayed_work(ws), struct redcap_c, hdc.work);
+	struct redcap_cache *cc = rc->cc;
+	unsigned long flags;
+	u32 periods, share;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	periods = cc->cache->hot_periods;
+	share = cc->cache->hdc_share;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	/*
+	 * A period ended: choose from its counts, then halve them.  A share
+	 * cut takes effect at once; a larger one waits for the period's end,
+	 * the evidence to fill it from.
+	 */
+	if ((periods != rc->hdc.periods || share < rc->hdc.share) && redcap_hdc_choose(rc)) {
+		spin_lock_irqsave(&cc->lock, flags);
+		if (periods != rc->hdc.periods)
+			rc_hot_age_start(cc->cache);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		rc->hdc.periods = periods;
+	}
+	rc->hdc.share = share;
+	queue_delayed_work(cc->wq, &rc->hdc.work,
+			   redcap_hdc_prefill(rc) ? REDCAP_HDC_TICK : HZ);
+}
+
+/* Start HDC's worker as the table resumes: what is pinned stays so. */
+static void redcap_hdc_start(struct redcap_c *rc)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rc->cc->lock, flags);
+	rc->hdc.periods = rc->cc->cache->hot_periods;
+	rc->hdc.share = rc->cc->cache->hdc_share;
+	spin_unlock_irqrestore(&rc->cc->lock, flags);
+	queue_delayed_work(rc->cc->wq, &rc->hdc.work, 0);
+}
+
+/*
+ * pin SEGMENT...: pin each, cached or filled now (at the idle priority);
+ * unpin SEGMENT...: unpin each pinned one.  The segments are checked
+ * first: one bad, nothing is done.  A pin that finds the set full or its
+ * segment busy stops there, with the ones before it pinned.
+ */
+static int redcap_msg_pin(struct redcap_c *rc, bool pin, unsigned int argc, char **argv)
+{
+	struct redcap_cache *cc = rc->cc;
+	u64 nr_segs = DIV_ROUND_UP_SECTOR_T(cc->len, cc->seg_sectors), seg;
+	const char *verb = pin ? "pin" : "unpin", *err;
+	enum rc_hdc_pin r = RC_HDC_PINNED;
+	unsigned long flags;
+	unsigned int i;
+	char buf[128];
+	u32 idx, max;
+
+	for (i = 0; i < argc; i++) {
+		err = rc_parse_segment(verb, argv[i], nr_segs, &seg, buf, sizeof(buf));
+		if (err) {
+			DMERR("%s", err);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < argc && r != RC_HDC_FULL && r != RC_HDC_BUSY; i++) {
+		rc_parse_segment(verb, argv[i], nr_segs, &seg, buf, sizeof(buf));
+		spin_lock_irqsave(&cc->lock, flags);
+		if (pin)
+			r = rc_hdc_pin(cc->cache, seg, &idx);
+		else
+			rc_hdc_unpin(cc->cache, seg);
+		max = rc_hdc_max(cc->cache);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (r == RC_HDC_FILL)
+			redcap_hdc_fill(rc, seg, idx);
+	}
+	if (r == RC_HDC_FULL) {
+		if (max)
+			DMERR("pin: the pinned set is full (%u segments)", max);
+		else
+			DMERR("pin: hdc is 0: set a pinned share first");
+		return -ENOSPC;
+	}
+	if (r == RC_HDC_BUSY) {
+		DMERR("pin: segment %llu is busy, try again", seg);
+		return -EBUSY;
+	}
+	return 0;
 }
 
 /* Construction */
@@ -1060,6 +1353,8 @@ static void redcap_dtr(struct dm_target *ti)
 {
 	struct redcap_c *rc = ti->private;
 
+	cancel_delayed_work_sync(&rc->hdc.work);
+	kvfree(rc->hdc.queue);
 	if (rc->cc)
 		redcap_cache_put(rc->cc);
 	if (rc->vm) {
@@ -1130,6 +1425,7 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	ti->private = rc;
 	rc->ti = ti;
+	INIT_DELAYED_WORK(&rc->hdc.work, redcap_hdc_work);
 	rc->policy = t.policy;
 	rc->write_policy = t.write_policy;
 	rc->estimator = t.estimator;
@@ -1279,6 +1575,7 @@ static void redcap_presuspend(struct dm_target *ti)
 {
 	struct redcap_c *rc = ti->private;
 
+	cancel_delayed_work_sync(&rc->hdc.work);
 	redcap_hold_fills(rc->cc, true);
 }
 
@@ -1287,6 +1584,7 @@ static void redcap_presuspend_undo(struct dm_target *ti)
 	struct redcap_c *rc = ti->private;
 
 	redcap_hold_fills(rc->cc, false);
+	redcap_hdc_start(rc);
 }
 
 static void redcap_postsuspend(struct dm_target *ti)
@@ -1325,6 +1623,7 @@ static void redcap_resume(struct dm_target *ti)
 	struct redcap_c *rc = ti->private;
 
 	redcap_hold_fills(rc->cc, false);
+	redcap_hdc_start(rc);
 }
 
 static const char *redcap_write_policy_name(enum rc_write_policy p)
@@ -1467,7 +1766,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	u64 vd_requests, vd_busy_ns, vd_unestimated;
 	struct rc_adapt *a;
 	struct rc_caware *w;
-	u32 valid, filling, ghost, tun[RC_TUN_NR], lo_unit;
+	u32 valid, filling, ghost, tun[RC_TUN_NR], lo_unit, hdc_pinned, hdc_max, periods;
 	u64 lo_set, lo_age;
 	unsigned int sz = 0;
 	unsigned long flags;
@@ -1486,6 +1785,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	valid = rc->cc->cache->nr_valid;
 	filling = rc->cc->cache->nr_filling;
 	ghost = rc->cc->cache->nr_ghost;
+	hdc_pinned = rc->cc->cache->nr_hdc;
+	hdc_max = rc_hdc_max(rc->cc->cache);
+	periods = rc->cc->cache->hot_periods;
 	vd_requests = rc->cc->vdisk.requests;
 	vd_busy_ns = rc->cc->vdisk.busy_ns;
 	vd_unestimated = rc->cc->vdisk.unestimated;
@@ -1526,6 +1828,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("for_fills=%llu\nfor_saved_sectors=%llu\nread_extended=%llu\n",
 	       c.for_fills, c.for_saved_sectors, c.read_extended);
 	DMEMIT("read_bypassed_part=%llu\n", c.read_bypassed_part);
+	DMEMIT("hdc_pinned=%u\nhdc_max=%u\nhdc_fills=%llu\nhdc_hits=%llu\nhdc_dropped=%llu\n",
+	       hdc_pinned, hdc_max, c.hdc_fills, c.hdc_hits, c.hdc_dropped);
+	DMEMIT("hot_periods=%u\n", periods);
 	redcap_layout_info(rc->cc, &lo_unit, &lo_set, &lo_age);
 	DMEMIT("layout_unit_sectors=%u\nlayout_ends=%llu\nlayout_age_s=%llu\n", lo_unit, lo_set,
 	       lo_age);
@@ -1576,50 +1881,6 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	}
 }
 
-/*
- * hot [N]: the @n segments that missed most this period and the last
- * (halved), from a copy of the counts taken a chunk per lock hold, ranked
- * outside the lock: a count that moves meanwhile is taken as it was when
- * its chunk was copied.
- */
-static int redcap_msg_hot(struct redcap_cache *cc, u32 n, char *result, unsigned int maxlen)
-{
-	struct rc_hot snap = cc->hot;	/* its geometry: set at init, never changed */
-	struct rc_hot_entry top[RC_HOT_TOP_MAX];
-	unsigned int sz = 0;
-	unsigned long flags;
-	size_t bytes, from, k;
-	void *copy;
-	u32 i;
-
-	bytes = snap.exact ? snap.nr_regions * sizeof(*snap.cnt) : snap.slots * sizeof(*snap.slot);
-	copy = kvmalloc(bytes, GFP_KERNEL);
-	if (!copy)
-		return -ENOMEM;
-	for (from = 0; from < bytes; from += k) {
-		k = min_t(size_t, bytes - from, REDCAP_WALK_CHUNK * sizeof(*snap.slot));
-		spin_lock_irqsave(&cc->lock, flags);
-		memcpy(copy + from, (snap.exact ? (void *)cc->hot.cnt : (void *)cc->hot.slot) + from,
-		       k);
-		if (!from) {
-			snap.used = cc->hot.used;
-			snap.total = cc->hot.total;
-		}
-		spin_unlock_irqrestore(&cc->lock, flags);
-		cond_resched();
-	}
-	if (snap.exact)
-		snap.cnt = copy;
-	else
-		snap.slot = copy;
-	n = rc_hot_top(&snap, n, top);
-	DMEMIT("misses=%llu\nexact=%d\n", snap.total, snap.exact);
-	for (i = 0; i < n; i++)
-		DMEMIT("segment=%llu misses=%u err=%u\n", top[i].region, top[i].count, top[i].err);
-	kvfree(copy);
-	return 1;
-}
-
 /* The messages: rc_parse_message() in rc-args.h, docs/redcap.rst. */
 static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 			  char *result, unsigned int maxlen)
@@ -1647,6 +1908,9 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return redcap_msg_layout_runs(cc, argc - 1, argv + 1);
 	case RC_MSG_HOT:
 		return redcap_msg_hot(cc, m.uvalue, result, maxlen);
+	case RC_MSG_PIN:
+	case RC_MSG_UNPIN:
+		return redcap_msg_pin(rc, m.verb == RC_MSG_PIN, argc - 1, argv + 1);
 	case RC_MSG_ESTIMATOR:
 		if (m.value == RC_EST_VDISK && !rc->vm) {
 			DMERR("estimator: no vdisk model below or named");

@@ -135,6 +135,7 @@ enum ev_kind {
 	EV_WRITE_DONE,		/* a write piece completed: a = request, b = sector,
 				 * c = sectors, d = cookie */
 	EV_RANGE_DONE,		/* a discard completed: a = request, b = first seg, c = nr */
+	EV_HDC,			/* the disk goes idle: HDC may fill its next segment */
 };
 
 struct event {
@@ -252,6 +253,14 @@ struct sim {
 	void *cache_mem;
 	struct rc_hot hot;		/* HDC's counts, as the glue keeps them */
 	void *hot_mem;
+	/* HDC's worker, as the glue's (redcap_hdc_work()) */
+	u32 hdc_periods, hdc_share;	/* when it last chose */
+	u64 *hdc_queue;			/* the chosen segments, by LBA */
+	u32 hdc_nr, hdc_next;
+	struct rc_hot_entry *hdc_top;	/* scratch of the choice */
+	struct rc_hdc_cand *hdc_cand;
+	bool hdc_timer;			/* an EV_HDC is queued */
+	u64 disk_idle_at;		/* the disk's last queued request's completion */
 	struct heap h;
 	struct req_state *rs;
 	struct waiter *w;		/* a pool */
@@ -332,6 +341,8 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	x.distance = s->meas.distance;
 	if (s->model_is_disk) {
 		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now);
+		if (*done > s->disk_idle_at)
+			s->disk_idle_at = *done;
 		if (s->mdisk.unestimated != unest) {
 			snprintf(s->err, SIM_ERR_MAX, "the model has no %s sample to price "
 				 "sectors %llu+%u", dir == VD_READ ? "read" : "write",
@@ -341,6 +352,8 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 		return 0;
 	}
 	*done = vd_drive_submit(&s->drive, dir, sector, sectors, now, &service);
+	if (*done > s->disk_idle_at)
+		s->disk_idle_at = *done;
 	/* A single-actuator disk starts a request when the previous one ends. */
 	x.service = *done - (now > s->meas_last_done ? now : s->meas_last_done);
 	x.done = *done;
@@ -666,7 +679,86 @@ static int link_processes(struct sim *s)
 	return 0;
 }
 
-static int step(struct sim *s, const struct event *e)
+/* --- HDC, as the glue's worker (redcap_hdc_work()) ------------------------ */
+
+/* Choose the set to pin and unpin what left it (redcap_hdc_choose()). */
+static int hdc_choose(struct sim *s)
+{
+	u32 max = rc_hdc_max(s->cache), n, k = 0, i;
+	void *p;
+
+	if (max) {
+		p = realloc(s->hdc_top, 2 * (size_t)max * sizeof(*s->hdc_top));
+		if (!p)
+			return oom(s);
+		s->hdc_top = p;
+		p = realloc(s->hdc_cand, 2 * (size_t)max * sizeof(*s->hdc_cand));
+		if (!p)
+			return oom(s);
+		s->hdc_cand = p;
+		p = realloc(s->hdc_queue, (size_t)max * sizeof(*s->hdc_queue));
+		if (!p)
+			return oom(s);
+		s->hdc_queue = p;
+		n = rc_hot_top(&s->hot, 2 * max, s->hdc_top);
+		for (i = 0; i < n; i++)
+			s->hdc_cand[i] = (struct rc_hdc_cand){ .region = s->hdc_top[i].region,
+				.count = s->hdc_top[i].count,
+				.pinned = rc_hdc_pinned(s->cache, s->hdc_top[i].region) };
+		k = rc_hdc_choose(s->hdc_cand, n, max);
+		for (i = 0; i < k; i++)
+			s->hdc_queue[i] = s->hdc_cand[i].region;
+	}
+	rc_hdc_keep(s->cache, s->hdc_queue, k, 0, s->cache->nr_entries);
+	s->hdc_nr = k;
+	s->hdc_next = 0;
+	return 0;
+}
+
+/*
+ * After each event at @now: the choice a period's end or a share cut
+ * calls for, then the halving; and a fill of the next chosen segment not
+ * cached once the disk is idle (nothing queued on it), one at a time.
+ */
+static int hdc_step(struct sim *s, u64 now)
+{
+	enum rc_hdc_pin r;
+	u64 sector, done;
+	u32 idx, sectors;
+
+	if (s->cache->hot_periods != s->hdc_periods || s->cache->hdc_share < s->hdc_share) {
+		if (hdc_choose(s))
+			return -1;
+		if (s->cache->hot_periods != s->hdc_periods)
+			rc_hot_age_start(s->cache);
+		s->hdc_periods = s->cache->hot_periods;
+	}
+	s->hdc_share = s->cache->hdc_share;
+	while (s->hdc_next < s->hdc_nr) {
+		r = now < s->disk_idle_at ? RC_HDC_BUSY :
+		    rc_hdc_pin(s->cache, s->hdc_queue[s->hdc_next], &idx);
+		if (r == RC_HDC_BUSY) {
+			if (s->hdc_timer)
+				return 0;
+			s->hdc_timer = true;
+			return push(s, now < s->disk_idle_at ? s->disk_idle_at : now + 1000000,
+				    EV_HDC, 0, 0, 0, 0);
+		}
+		if (r == RC_HDC_FULL)
+			break;
+		sector = s->hdc_queue[s->hdc_next++] * s->c->seg_sectors;
+		if (r == RC_HDC_FILL) {
+			sectors = rc_seg_len(s->cache, sector / s->c->seg_sectors, s->capacity);
+			if (disk(s, VD_READ, sector, sectors, now, &done))
+				return -1;
+			return push(s, done, EV_FILL_DONE, idx | AHEAD, sectors, sector, now);
+		}
+	}
+	s->hdc_next = s->hdc_nr;
+	return 0;
+}
+
+static int event_step(struct sim *s, const struct event *e)
 {
 	struct req_state *st;
 
@@ -694,8 +786,19 @@ static int step(struct sim *s, const struct event *e)
 	case EV_RANGE_DONE:
 		rc_range_done(s->cache, e->b, e->c);
 		return request_done(s, (u32)e->a, e->time);
+	case EV_HDC:
+		break;
 	}
 	return 0;
+}
+
+static int step(struct sim *s, const struct event *e)
+{
+	if (e->kind == EV_HDC)
+		s->hdc_timer = false;
+	else if (event_step(s, e))
+		return -1;
+	return s->cache ? hdc_step(s, e->time) : 0;
 }
 
 /* Copies every cell of @from into @to, of the same geometry. */
@@ -872,6 +975,9 @@ out:
 	free(s.q);
 	free(s.cache_mem);
 	free(s.hot_mem);
+	free(s.hdc_queue);
+	free(s.hdc_top);
+	free(s.hdc_cand);
 	free(s.wait_head);
 	free(s.wait_tail);
 	free(s.model_mem);

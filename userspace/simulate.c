@@ -46,7 +46,8 @@
 	X(invalidations, invalidations) X(updates, updates)			\
 	X(write_allocs, write_allocs) X(evictions, evictions)			\
 	X(for_fills, for_fills) X(for_saved_sectors, for_saved_sectors)		\
-	X(read_extended, read_extended) X(read_bypassed_part, read_bypassed_part)
+	X(read_extended, read_extended) X(read_bypassed_part, read_bypassed_part)	\
+	X(hdc_fills, hdc_fills) X(hdc_hits, hdc_hits) X(hdc_dropped, hdc_dropped)
 
 static void put_u64(json_object *o, const char *name, u64 v)
 {

@@ -4873,13 +4873,12 @@ CTEST(for_a_cancelled_fill_leaves_the_for_counters)
 /* --- HDC: the misses per segment (rc_hot_attach()) ------------------------ */
 
 /*
- * Every read piece RAM does not serve counts a miss of its segment: a
- * fill, a bypass (each piece joined to it too), and, inactive, what the
- * simulated cache would not have served; a hit and a wait count nothing.
- * A period after the last halving, the next reads halve the counts,
- * RC_HOT_AGE_CHUNK positions each.
+ * Every read piece counts a miss of its segment, the page cache's: a
+ * fill, a wait, a hit, a bypass (each piece joined to it too), and every
+ * read inactive.  A period after the last halving, the next reads halve
+ * the counts, RC_HOT_AGE_CHUNK positions each.
  */
-CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
+CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
 {
 	const u64 period = (u64)RC_HOT_PERIOD_S * 1000000000;
 	const u64 regions = 100;	/* 100 segments: exact counters */
@@ -4901,12 +4900,12 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	CHECK_EQ(plan.act, RC_READ_FILL);
 	rc_map_read(c, 5 * 256 + 8, 8, 2, &p, &plan);		/* waits on it */
 	CHECK_EQ(plan.act, RC_READ_WAIT);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
 	serve_fill(c, plan.idx, 256, 2);
 	rc_map_read(c, 5 * 256 + 16, 8, 3, &p, &plan);		/* a hit */
 	CHECK_EQ(plan.act, RC_READ_HIT);
 	rc_unpin(c, plan.idx);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 3);
 
 	/* fills held: a read of 7 and 8 bypasses as one, each piece a miss */
 	rc_hold_fills(c, true);
@@ -4917,15 +4916,15 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	CHECK_EQ(rc_hot_count(&h, 7, NULL), 1);
 	CHECK_EQ(rc_hot_count(&h, 8, NULL), 1);
 
-	/* inactive: the simulated cache's misses count, its hits do not */
+	/* inactive: every read counts, the simulated cache's hits too */
 	rc_set_policy(c, RC_POLICY_OFF);
 	rc_map_read(c, 9 * 256, 8, 5, &p, &plan);		/* a simulated miss */
 	rc_map_read(c, 9 * 256, 8, 6, &p, &plan);		/* a simulated hit */
 	rc_map_read(c, 5 * 256, 8, 7, &p, &plan);		/* held: a simulated hit */
 	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(rc_hot_count(&h, 9, NULL), 1);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
-	CHECK_EQ(rc_hot_total(&h), 4);
+	CHECK_EQ(rc_hot_count(&h, 9, NULL), 2);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 4);
+	CHECK_EQ(rc_hot_total(&h), 8);
 
 	/* a period on: 100 counters halved over two reads of 64 positions */
 	rc_set_policy(c, RC_POLICY_ALWAYS);
@@ -4933,14 +4932,17 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	for (k = 0; k < 4; k++)
 		rc_map_read(c, 20 * 256, 8, 8 + k, &p, &plan);
 	CHECK_EQ(rc_hot_count(&h, 20, NULL), 4);
-	rc_map_read(c, 50 * 256, 8, period, &p, &plan);		/* starts it, then counts */
-	CHECK_EQ(c->hot_aging, 0);
-	CHECK_EQ(c->hot_periods, 1);				/* a new pinned set is due */
+	rc_map_read(c, 50 * 256, 8, period, &p, &plan);		/* ends it, then counts */
+	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
+	CHECK_EQ(c->hot_periods, 1);				/* a choice is due, ... */
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 1);
+	rc_hot_age_start(c);					/* ... then the halving */
+	CHECK_EQ(c->hot_aging, 0);
 	rc_map_read(c, 50 * 256, 8, period + 1, &p, &plan);	/* halves 0..63 */
 	CHECK_EQ(c->hot_aging, RC_HOT_AGE_CHUNK);
 	CHECK_EQ(rc_hot_count(&h, 20, NULL), 2);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 0);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
+	CHECK_EQ(rc_hot_count(&h, 9, NULL), 1);
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 1);		/* 1 halved, 1 more */
 	rc_map_read(c, 99 * 256, 8, period + 2, &p, &plan);	/* halves 64..99: done */
 	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
@@ -4949,14 +4951,20 @@ CTEST(hot_counts_the_reads_ram_does_not_serve_and_halves_them_a_period_on)
 	rc_map_read(c, 50 * 256, 8, 2 * period - 1, &p, &plan);	/* not a period yet */
 	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 2);
-	CHECK_EQ(rc_hot_total(&h), 2 + 2 + 1);
+	CHECK_EQ(rc_hot_total(&h), 2 + 1 + 2 + 2 + 1);
 	CHECK_EQ(c->hot_periods, 1);
 	/* the period is a tunable: 10 s on, the next one ends */
 	rc_set_tunable(c, RC_TUN_HOT_PERIOD, 10);
 	CHECK_EQ(rc_get_tunable(c, RC_TUN_HOT_PERIOD), 10);
 	rc_map_read(c, 50 * 256, 8, period + 10000000000ull, &p, &plan);
 	CHECK_EQ(c->hot_periods, 2);
-	CHECK_EQ(c->hot_aging, 0);
+	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
+	/* reset_stats forgets the counts, and a halving under way */
+	rc_hot_age_start(c);
+	rc_reset_counters(c);
+	CHECK_EQ(rc_hot_total(&h), 0);
+	CHECK_EQ(rc_hot_count(&h, 50, NULL), 0);
+	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
 	rc_hold_fills(c, false);
 	check_invariants(c);
 	rm(c);

@@ -1043,3 +1043,33 @@ CTEST(hdc_choose_matches_a_reference_sort)
 		}
 	}
 }
+
+/* rc_hot_clear(): both modes back to empty, and counting again from there. */
+CTEST(clear_forgets_every_count)
+{
+	struct hot *e = hot_new(100, 256), *ss = hot_new(1ull << 40, 64);
+	u64 r;
+
+	CHECK(rc_hot_exact(&e->h));
+	CHECK(!rc_hot_exact(&ss->h));
+	for (r = 0; r < 1000; r++) {
+		rc_hot_miss(&e->h, r % 100);
+		rc_hot_miss(&ss->h, r * 7919);
+	}
+	rc_hot_clear(&e->h);
+	rc_hot_clear(&ss->h);
+	CHECK_EQ(rc_hot_total(&e->h), 0);
+	CHECK_EQ(rc_hot_total(&ss->h), 0);
+	CHECK_EQ(ss->h.used, 0);
+	for (r = 0; r < 100; r++)
+		CHECK_EQ(rc_hot_count(&e->h, r, NULL), 0);
+	CHECK_EQ(rc_hot_count(&ss->h, 7919, NULL), 0);
+	check_invariants(&ss->h);
+	rc_hot_miss(&ss->h, 5);
+	rc_hot_miss(&e->h, 5);
+	CHECK_EQ(rc_hot_count(&ss->h, 5, NULL), 1);
+	CHECK_EQ(rc_hot_count(&e->h, 5, NULL), 1);
+	check_invariants(&ss->h);
+	hot_free(e);
+	hot_free(ss);
+}

@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: GPL-2.0
+"""HDC, host-guided device caching (issue 47): the segments that missed
+most pinned in RAM, chosen from the miss counts when the share is set
+and at each period's end, filled at the idle priority while the origin
+is idle, never evicted by the LRU; the pin and unpin messages and their
+exact errors.  Data is read back LBA-stamped; counters are exact."""
+import time
+
+import pytest
+
+from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, strip_dm_prefix, \
+    write_stamped, SLOW
+
+SEG, NSEGS = 256, 16            # 16 x 128 KiB; hdc 25 pins 4 of them
+# the device: 512 segments.  cold() (reset_stats) forgets what udev's probe
+# read at creation, in the counts too, so that HDC chooses from the test's reads
+UNITS = SEG // 8                # 4 KiB blocks a segment
+SEED = 4747
+BRD_MIB = 64
+HOT = [100, 103, 200, 301]      # far from what udev's probe reads
+
+
+@pytest.fixture(scope="module")
+def stamped():
+    with brd_device(BRD_MIB) as dev:
+        write_stamped(dev, 0, BRD_MIB * 256, SEED)
+        yield dev
+
+
+def table(dev, policy="always"):
+    return f"0 {dev_sectors(dev)} redcap {dev} {SEG} {NSEGS} 2 policy {policy}"
+
+
+def read_segs(rc, segs):
+    """Read each segment whole, checking every block's stamp."""
+    read_pattern(rc.path, [s * UNITS for s in segs], SEED, bs=SEG * 512)
+
+
+def refused(rc, *words):
+    with kmsg() as k:
+        r = rc.message(*words, check=False)
+        lines = [strip_dm_prefix(x) for x in k.lines() if "redcap" in x]
+    assert r.returncode != 0, words
+    return lines
+
+
+def stats_when(rc, ok, what, timeout=30):
+    """The stats once @ok(stats) holds and no fill flies (HDC's worker
+    looks each second, fills every 50 ms)."""
+    end = time.monotonic() + timeout * SLOW
+    while True:
+        st = rc.stats()
+        if ok(st) and not st["segments_filling"]:
+            return st
+        assert time.monotonic() < end, f"{what}: {st}"
+        time.sleep(0.05)
+
+
+def end_period(rc, seg):
+    """hot_period 1 for a moment: a read (of @seg) over a second after the
+    last period's end ends this one."""
+    periods = rc.stats()["hot_periods"]
+    rc.message("set", "hot_period", "1")
+    time.sleep(1.1)
+    read_segs(rc, [seg])
+    rc.message("set", "hot_period", "3600")
+    assert rc.stats()["hot_periods"] == periods + 1
+
+
+def test_pin_and_unpin_messages_and_their_errors(stamped, dmname):
+    nsegs = dev_sectors(stamped) // SEG
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        st = rc.stats()
+        assert (st["hdc"], st["hdc_max"], st["hdc_pinned"], st["hot_period"]) == (0, 0, 0, 3600)
+        assert refused(rc, "pin", "3") == ["pin: hdc is 0: set a pinned share first"]
+        assert refused(rc, "set", "hdc", "51") == ["set: hdc must be 0..50"]
+        assert refused(rc, "set", "hot_period", "0") == ["set: hot_period must be 1..86400"]
+        rc.message("set", "hdc", "25")
+        assert rc.stats()["hdc_max"] == 4
+        assert refused(rc, "pin") == ["pin: wrong number of arguments"]
+        assert refused(rc, "pin", "7", "x7") == ["pin: 'x7' is not a segment number"]
+        assert refused(rc, "unpin", f"{nsegs}") == [
+            f"unpin: segment {nsegs} is beyond the device's {nsegs}"]
+        assert rc.stats()["hdc_pinned"] == 0            # one bad word: nothing done
+        read_segs(rc, [7])                              # cached: pinned where it is
+        rc.message("pin", "7", "8", "9", "7", "10")     # 8, 9, 10: filled now
+        assert refused(rc, "pin", "11") == ["pin: the pinned set is full (4 segments)"]
+        st = rc.settled()
+        assert (st["hdc_pinned"], st["hdc_fills"], st["fill_ios"]) == (4, 3, 4), st
+        rc.message("unpin", "8", "12")                  # 12 was not pinned: no error
+        assert rc.stats()["hdc_pinned"] == 3
+        read_segs(rc, [7, 8, 9, 10])
+        st = rc.stats()
+        assert (st["read_hits"], st["hdc_hits"], st["read_misses"]) == (4, 3, 1), st
+        # a share of 0 unpins all
+        rc.message("set", "hdc", "0")
+        stats_when(rc, lambda st: st["hdc_pinned"] == 0, "all unpinned")
+
+
+def test_a_pinned_segment_survives_a_flood_and_a_write_ends_its_pin(stamped, dmname):
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        rc.message("set", "hdc", "25")
+        rc.message("pin", "5")
+        st = rc.settled()
+        assert (st["hdc_pinned"], st["hdc_fills"], st["fill_sectors"]) == (1, 1, SEG), st
+        flood = list(range(400, 440))                  # 40 segments through 16 entries
+        read_segs(rc, flood)
+        read_segs(rc, [5])
+        st = rc.stats()
+        assert (st["read_hits"], st["hdc_hits"], st["read_misses"], st["evictions"]) == \
+            (1, 1, 40, 40 - 15), st
+        # a write drops the pinned copy (write policy invalidate): the pin ends
+        write_stamped(rc.path, 5 * UNITS + 1, 2, SEED)  # the same stamps: data unchanged
+        st = rc.stats()
+        assert (st["hdc_pinned"], st["hdc_dropped"], st["invalidations"]) == (0, 1, 1), st
+        read_segs(rc, [5])
+
+
+def test_the_segments_that_missed_most_are_chosen_and_filled(stamped, dmname):
+    """Each of HOT is read three times (a flood of others between: each a
+    fill), each flood segment once.  A larger share waits for the period's
+    end; then HDC chooses HOT (at least two reads each: the flood's single
+    reads are not worth a fill), fills them while the origin is idle, and
+    serves them from then on whatever else is read.  Inactive too."""
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        rc.message("set", "hdc", "25")
+        for r in range(3):
+            read_segs(rc, HOT)
+            read_segs(rc, range(320 + 20 * r, 340 + 20 * r))
+        hot = rc.query("hot", "4").split()
+        assert hot[2:] == [f"{k}={v}" for s in HOT for k, v in
+                           (("segment", s), ("misses", 3), ("err", 0))], hot
+        st = rc.stats()
+        assert (st["hdc_pinned"], st["fill_ios"]) == (0, 72), st
+        end_period(rc, 319)                           # the 73rd fill
+        st = stats_when(rc, lambda st: st["hdc_pinned"] == 4, "HOT pinned")
+        assert (st["hdc_fills"], st["fill_ios"], st["fill_sectors"]) == \
+            (4, 73 + 4, (73 + 4) * SEG), st
+        read_segs(rc, range(400, 440))
+        read_segs(rc, HOT)
+        st = rc.stats()
+        assert (st["hdc_hits"], st["hdc_dropped"], st["hdc_pinned"]) == (4, 0, 4), st
+        # inactive, the pinned segments still serve, and nothing else
+        rc.message("policy", "off")
+        read_segs(rc, HOT + [400])
+        st = rc.stats()
+        assert (st["hdc_hits"], st["read_bypassed_inactive"]) == (8, 1), st
+
+
+def test_pins_survive_suspend_and_drop_cache_drops_them(stamped, dmname):
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "hdc", "25")
+        rc.message("pin", "20", "21")
+        rc.settled()
+        rc.suspend()
+        rc.resume()
+        rc.reload(table(stamped))
+        rc.resume()
+        st = rc.stats()
+        assert (st["hdc_pinned"], st["hdc"]) == (2, 25), st
+        read_segs(rc, [20, 21])
+        assert rc.stats()["hdc_hits"] == 2
+        rc.message("drop_cache")
+        st = rc.stats()
+        assert (st["hdc_pinned"], st["hdc_dropped"], st["segments_valid"]) == (0, 2, 0), st
+
+
+def test_a_period_ends_and_the_set_is_chosen_again(stamped, dmname):
+    """A pin lasts until the next period's choice: segment 30, pinned by
+    hand and read once since, is not worth a fill (a pinned count weighs a
+    quarter more, 1.25 < 2) and goes back to the LRU; 40, read twice, each
+    time a miss, is chosen and filled."""
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        rc.message("set", "hdc", "25")
+        rc.message("pin", "30")
+        rc.settled()
+        read_segs(rc, [30])
+        for r in range(2):
+            read_segs(rc, [40])
+            read_segs(rc, range(450 + 20 * r, 470 + 20 * r))
+        end_period(rc, 41)
+        st = stats_when(rc, lambda st: st["hdc_fills"] == 2, "40 filled")
+        assert (st["hdc_pinned"], st["hdc_hits"], st["hdc_dropped"]) == (1, 1, 0), st
+        read_segs(rc, range(200, 220))                # 30 is evicted, 40 stays
+        read_segs(rc, [40, 30])
+        st = rc.stats()
+        assert (st["hdc_hits"], st["read_misses"]) == (2, 43 + 20 + 1), st
