@@ -441,10 +441,53 @@ static bool rc_caware_bypasses(struct rc_cache *c)
  * simulator at a server's scale by a point
  * (docs/results/2026-12-02-mechanisms.md).
  */
-static bool rc_serves(const struct rc_cache *c, u32 i)
+static bool rc_serves(const struct rc_cache *c, u32 i, bool want)
 {
 	return i != RC_NONE && c->entries[i].state != RC_GHOST &&
-	       (rc_active(c) || c->entries[i].hdc);
+	       (rc_active(c) || c->entries[i].hdc || want);
+}
+
+/* Whether sorted @keep (@n) holds @seg. */
+static bool rc_hdc_kept(const u64 *keep, u32 n, u64 seg)
+{
+	u32 lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (keep[mid] == seg)
+			return true;
+		if (keep[mid] < seg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Pin entry @i (FILLING or VALID, whole): off the LRU, onto HDC's list. */
+static void rc_hdc_take(struct rc_cache *c, u32 i)
+{
+	struct rc_entry *e = &c->entries[i];
+
+	e->hdc = 1;
+	c->nr_hdc++;
+	if (e->on_list) {
+		rc_lru_del(c, i);
+		rc_list_put(c, i);
+	}
+}
+
+/* HDC chose @seg, and has room for it (rc_hdc_want()). */
+static bool rc_hdc_wants(const struct rc_cache *c, u64 seg)
+{
+	return c->hdc_nwant && c->nr_hdc < rc_hdc_max(c) &&
+	       rc_hdc_kept(c->hdc_want, c->hdc_nwant, seg);
+}
+
+/* Entry @i holds its whole segment. */
+static bool rc_whole(const struct rc_cache *c, u32 i)
+{
+	return !c->entries[i].vlo && c->entries[i].vhi == 1u << c->seg_shift;
 }
 
 /* Whether entry @e holds the @sectors at @sector, in its segment (FOR: part of it). */
@@ -582,7 +625,8 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 {
 	u64 seg = sector >> c->seg_shift;
 	u32 i, b, slot = 0, part = RC_NONE;
-	bool admitted, lately;
+	bool admitted, lately, want;
+	enum rc_read_action act;
 	struct rc_entry *e;
 
 	/* Only the budget and the planner look at streams. */
@@ -593,14 +637,19 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	st->trim = false;
 	st->ext = false;
 	i = rc_lookup(c, seg);
-	/* Inactive, HDC's pinned segments serve; the rest is simulated. */
-	if (!rc_active(c) &&
-	    !(rc_serves(c, i) && rc_covers(c, &c->entries[i], sector, sectors)))
+	want = !join && rc_hdc_wants(c, seg);
+	/* Inactive, HDC's pinned and chosen segments serve; the rest is simulated. */
+	if (!rc_active(c) && !want &&
+	    !(rc_serves(c, i, false) && rc_covers(c, &c->entries[i], sector, sectors)))
 		return rc_read_simulate(c, st, seg, i);
 
-	if (rc_serves(c, i)) {
-		if (rc_covers(c, &c->entries[i], sector, sectors))
-			return rc_read_cached(c, i, idx);
+	if (rc_serves(c, i, want)) {
+		if (rc_covers(c, &c->entries[i], sector, sectors)) {
+			act = rc_read_cached(c, i, idx);
+			if (want && !c->entries[i].hdc && rc_whole(c, i))
+				rc_hdc_take(c, i);
+			return act;
+		}
 		/*
 		 * FOR filled part of the segment, not this: a fill of both
 		 * replaces it, if nothing uses it and a fill would start.
@@ -623,6 +672,18 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	if (c->wb_inflight[b] || c->range_inflight)
 		goto bypass;
 
+	if (want) {		/* HDC's choice: no speculation */
+		i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+		if (i == RC_NONE) {
+			c->ctr.read_bypassed_busy++;
+			goto bypass;
+		}
+		rc_hdc_take(c, i);
+		c->ctr.hdc_fills++;
+		c->ctr.read_misses++;
+		*idx = i;
+		return RC_READ_FILL;
+	}
 	if (rc_caware_bypasses(c)) {
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
@@ -680,7 +741,7 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
-	if (rc_serves(c, i) && rc_covers(c, &c->entries[i], sector, sectors))
+	if (rc_serves(c, i, false) && rc_covers(c, &c->entries[i], sector, sectors))
 		return false;
 	rc_read_piece(c, st, sector, sectors, &idx, true);
 	c->ctr.read_joined++;
@@ -1150,15 +1211,46 @@ void rc_hot_age_start(struct rc_cache *c)
 }
 
 /*
- * A piece of a read at @sector reached the cache: a miss of the page
- * cache above, whatever the cache does with it.  Counting only what RAM
- * does not serve would let a pinned segment's count fade while it is
- * pinned, and the next period unpin it (the seed counts the host's misses).
+ * Whether a piece of @sectors at @sector goes on a visit of its segment
+ * that a recent piece began: it starts at or after where the last one of
+ * the segment ended (a stream, reading on).  Notes where it ends.
  */
-static void rc_hot_note(struct rc_cache *c, u64 sector)
+static bool rc_hot_visit(struct rc_cache *c, u64 sector, u32 sectors)
 {
-	if (c->hot)
-		rc_hot_miss(c->hot, sector >> c->seg_shift);
+	u64 seg = sector >> c->seg_shift;
+	bool on;
+	u32 k;
+
+	for (k = 0; k < RC_HOT_VISITS; k++) {
+		if (c->hot_visit[k].seg != seg + 1)
+			continue;
+		on = sector >= c->hot_visit[k].end;
+		c->hot_visit[k].end = sector + sectors;
+		return on;
+	}
+	k = c->hot_visit_next++ % RC_HOT_VISITS;
+	c->hot_visit[k].seg = seg + 1;
+	c->hot_visit[k].end = sector + sectors;
+	return false;
+}
+
+/*
+ * A piece of @sectors at @sector that rc_read() handled with @act (@sim
+ * inactive) on entry @idx: a miss HDC could save, unless the LRU served
+ * it; a hit on a pinned segment counts, as the miss it would be without
+ * the pin (else its count would fade and the next period unpin it).  A
+ * visit counts once: the pieces of a stream reading on through a segment
+ * it bypasses are one miss, not one each (the seed counts blocks, which a
+ * scan misses once).
+ */
+static void rc_hot_note(struct rc_cache *c, u64 sector, u32 sectors, enum rc_read_action act,
+			enum rc_sim sim, u32 idx)
+{
+	if (!c->hot)
+		return;
+	if (act == RC_READ_HIT ? c->entries[idx].hdc : act != RC_READ_WAIT && sim != RC_SIM_HIT)
+		if (!rc_hot_visit(c, sector, sectors))
+			rc_hot_miss(c->hot, sector >> c->seg_shift);
 }
 
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
@@ -1180,7 +1272,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	if (c->hot)
 		rc_hot_tick(c, now);
 	act = rc_read(c, &st, sector, len, &plan->idx);
-	rc_hot_note(c, sector);
+	rc_hot_note(c, sector, len, act, st.sim, plan->idx);
 	pc[0] = (struct rc_piece){ sector, len, st.sim, st.refused_by };
 	if (act == RC_READ_FILL) {
 		plan->fills[plan->nr_fills++] = (struct rc_fill_item){
@@ -1194,7 +1286,7 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		n = rc_in_seg(c, sector + len, sectors - len);
 		if (!rc_read_join(c, &st, sector + len, n))
 			break;
-		rc_hot_note(c, sector + len);
+		rc_hot_note(c, sector + len, n, RC_READ_BYPASS, st.sim, RC_NONE);
 		pc[np] = (struct rc_piece){ sector + len, n, st.sim, st.refused_by };
 		rc_plan(c, &st, rc_sector_to_seg(c, sector + len), false, limit);
 		rc_plan_take(c, &st, limit, plan, segs, &nsegs);
@@ -1543,19 +1635,6 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 
 /* --- HDC's pinned set -------------------------------------------------- */
 
-/* Pin entry @i (FILLING or VALID, whole): off the LRU, onto HDC's list. */
-static void rc_hdc_take(struct rc_cache *c, u32 i)
-{
-	struct rc_entry *e = &c->entries[i];
-
-	e->hdc = 1;
-	c->nr_hdc++;
-	if (e->on_list) {
-		rc_lru_del(c, i);
-		rc_list_put(c, i);
-	}
-}
-
 enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
 {
 	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
@@ -1566,7 +1645,7 @@ enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
 	if (c->nr_hdc >= rc_hdc_max(c))
 		return RC_HDC_FULL;
 	if (e && e->state != RC_GHOST) {
-		if (!e->vlo && e->vhi == 1u << c->seg_shift) {
+		if (rc_whole(c, i)) {
 			rc_hdc_take(c, i);
 			return RC_HDC_PINNED;
 		}
@@ -1620,21 +1699,10 @@ bool rc_hdc_pinned(const struct rc_cache *c, u64 seg)
 	return i != RC_NONE && c->entries[i].hdc;
 }
 
-/* Whether sorted @keep (@n) holds @seg. */
-static bool rc_hdc_kept(const u64 *keep, u32 n, u64 seg)
+void rc_hdc_want(struct rc_cache *c, const u64 *want, u32 n)
 {
-	u32 lo = 0, hi = n, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (keep[mid] == seg)
-			return true;
-		if (keep[mid] < seg)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	c->hdc_want = n ? want : NULL;
+	c->hdc_nwant = want ? n : 0;
 }
 
 u32 rc_hdc_keep(struct rc_cache *c, const u64 *keep, u32 n, u32 from, u32 budget)
@@ -1688,6 +1756,7 @@ void rc_reset_counters(struct rc_cache *c)
 	if (c->hot) {		/* HDC's counts are the period's statistics too */
 		rc_hot_clear(c->hot);
 		c->hot_aging = RC_HOT_IDLE;
+		memset(c->hot_visit, 0, sizeof(c->hot_visit));
 	}
 	rc_adapt_reset_stats(&c->adapt);
 	rc_caware_reset_stats(&c->caware);

@@ -151,6 +151,9 @@ struct rc_refused_tab {
 	u32 refusals;			/* with demand_takes, the clock (wraps) */
 };
 
+/* Segments whose visit rc_hot_note() follows (16: the streams of a server). */
+#define RC_HOT_VISITS	16
+
 struct rc_cache {
 	u32 nr_entries;
 	u32 seg_shift;		/* log2(segment sectors) */
@@ -179,6 +182,8 @@ struct rc_cache {
 	u32 hdc_share;
 	u32 nr_hdc;
 	u32 hdc_head, hdc_tail;
+	const u64 *hdc_want;	/* the chosen set, sorted: pinned when read */
+	u32 hdc_nwant;
 	bool fills_held;	/* no fill starts (rc_hold_fills()) */
 	enum rc_policy policy;
 	enum rc_write_policy write_policy;
@@ -188,14 +193,19 @@ struct rc_cache {
 	struct rc_refused_tab refused;
 	struct rc_streams streams;
 	/*
-	 * HDC's counts (rc-hot.h), or NULL: the reads of each segment (the
-	 * page cache's misses), halved every hot_period_s, RC_HOT_AGE_CHUNK
+	 * HDC's counts (rc-hot.h), or NULL: the reads of each segment the
+	 * LRU did not serve, halved every hot_period_s, RC_HOT_AGE_CHUNK
 	 * positions a read while a halving is under way (hot_aging).
 	 */
 	struct rc_hot *hot;
 	u64 hot_since;		/* the period's start */
 	u64 hot_aging;		/* the next position to halve, or RC_HOT_IDLE */
 	u32 hot_period_s;	/* the period, seconds (tunable hot_period) */
+	/* the last segments counted, and where their last piece ended */
+	struct {
+		u64 seg, end;
+	} hot_visit[RC_HOT_VISITS];
+	u32 hot_visit_next;
 	u32 hot_periods;	/* periods ended: a choice and a halving due (wraps) */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
@@ -711,6 +721,12 @@ static inline bool rc_budgeted(const struct rc_cache *c)
 #define RC_HOT_PERIOD_S		3600
 #define RC_HOT_PERIOD_MAX_S	86400
 #define RC_HDC_MAX_SHARE	50	/* % of the entries HDC may pin */
+/*
+ * HDC fills what the reads leave only once the disk is idle: nothing in
+ * flight and no request for this long (a synchronous reader's gaps
+ * between requests are not idle time).
+ */
+#define RC_HDC_IDLE_NS		100000000ull
 #define RC_HOT_AGE_CHUNK	64
 #define RC_HOT_IDLE		(~0ULL)
 
@@ -727,10 +743,13 @@ static inline u32 rc_hot_slots_for(u32 nr_entries)
 }
 
 /*
- * Count the reads of @c in @h (rc_hot_init()'d by the caller, who owns
- * its memory and keeps it until the cache goes), from @now: each piece of
- * a read, one a segment, is a miss of the page cache above, whatever the
- * cache does with it (the seed's host counts its buffer cache's misses).
+ * Count the misses of @c in @h (rc_hot_init()'d by the caller, who owns
+ * its memory and keeps it until the cache goes), from @now: the read
+ * pieces (one a segment) HDC could save, those the LRU did not serve (a
+ * fill, a bypass; inactive, what the simulated cache would not have
+ * served) and the hits on pinned segments, the misses the pins save.
+ * Not the LRU's hits: a segment the LRU holds needs no pin, and a stream
+ * reading a segment in many pieces is one miss, not many.
  */
 void rc_hot_attach(struct rc_cache *c, struct rc_hot *h, u64 now);
 
@@ -768,6 +787,14 @@ void rc_hot_age_start(struct rc_cache *c);
  * pinned one whose segment is not in @keep (sorted, @n of them; 0: unpin
  * all), returning where to go on until nr_entries: a new period's set
  * replaces the old one a chunk per lock hold.
+ *
+ * rc_hdc_want() makes @want (sorted, @n of them; the caller keeps the
+ * memory until it calls again, NULL to clear) the chosen set: while the
+ * set has room, a read of one of them pins its segment, a hit where it
+ * is, a miss by a fill of the whole segment (counted in hdc_fills) that
+ * neither C-Aware nor the budget refuses, active or not.  Pinning on the
+ * reads the set was chosen for costs no disk time; rc_hdc_pin() fills
+ * what the reads leave, when the disk would be idle.
  */
 static inline u32 rc_hdc_max(const struct rc_cache *c)
 {
@@ -785,6 +812,7 @@ enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx);
 bool rc_hdc_unpin(struct rc_cache *c, u64 seg);
 bool rc_hdc_pinned(const struct rc_cache *c, u64 seg);
 u32 rc_hdc_keep(struct rc_cache *c, const u64 *keep, u32 n, u32 from, u32 budget);
+void rc_hdc_want(struct rc_cache *c, const u64 *want, u32 n);
 
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);

@@ -246,6 +246,7 @@ struct redcap_cache {
 	struct workqueue_struct *wq;	/* fill completions, HDC's work; unbound */
 	atomic_t fills_inflight;
 	atomic_t origin_inflight;	/* bios remapped or re-sent to the origin */
+	u64 last_bio_ns;		/* the last bio map saw (WRITE_ONCE) */
 	wait_queue_head_t drain_wq;
 
 	/*
@@ -262,6 +263,12 @@ struct redcap_cache {
 
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
+	/*
+	 * HDC's chosen set, by LBA (the core's rc_hdc_want(), replaced under
+	 * lock), and the next of it to fill: the resumed table's worker's.
+	 */
+	u64 *hdc_chosen;
+	u32 hdc_nr, hdc_next;
 };
 
 /*
@@ -274,8 +281,6 @@ struct redcap_hdc {
 	struct delayed_work work;
 	u32 periods;			/* hot_periods when it last chose */
 	u32 share;			/* hdc_share when it last chose */
-	u64 *queue;			/* the chosen segments, by LBA: kvmalloc'd */
-	u32 nr, next;			/* how many; the next to pin */
 };
 
 /* One table's target: its origin, its features and its model. */
@@ -754,6 +759,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 	pb->kind = PB_ORIGIN;
 	pb->start_ns = ktime_get_ns();
+	WRITE_ONCE(cc->last_bio_ns, pb->start_ns);
 	pb->saved_iter = bio->bi_iter;
 	redcap_fi_warn();
 
@@ -991,18 +997,21 @@ static bool redcap_hdc_choose(struct redcap_c *rc)
 	k = rc_hdc_choose(cand, n, max);
 	for (i = 0; i < k; i++)
 		queue[i] = cand[i].region;
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_hdc_want(cc->cache, queue, k);
+	swap(cc->hdc_chosen, queue);
+	cc->hdc_nr = k;
+	cc->hdc_next = 0;
+	spin_unlock_irqrestore(&cc->lock, flags);
 	for (from = 0; from < cc->nr_segs;) {
 		spin_lock_irqsave(&cc->lock, flags);
-		from = rc_hdc_keep(cc->cache, queue, k, from, REDCAP_WALK_CHUNK);
+		from = rc_hdc_keep(cc->cache, cc->hdc_chosen, k, from, REDCAP_WALK_CHUNK);
 		spin_unlock_irqrestore(&cc->lock, flags);
 		cond_resched();
 	}
 	kvfree(top);
 	kvfree(cand);
-	kvfree(rc->hdc.queue);
-	rc->hdc.queue = queue;
-	rc->hdc.nr = k;
-	rc->hdc.next = 0;
+	kvfree(queue);		/* the set before */
 	return true;
 }
 
@@ -1031,34 +1040,35 @@ static bool redcap_hdc_fill(struct redcap_c *rc, u64 seg, u32 idx)
 /*
  * Pin the next queued segments: those cached at once, and the first not
  * cached by a fill, if the origin is idle (no fill, no demand request in
- * flight).  Returns true while some are left to fill.
+ * flight, none for RC_HDC_IDLE_NS).  Returns true while some are left.
  */
 static bool redcap_hdc_prefill(struct redcap_c *rc)
 {
 	struct redcap_cache *cc = rc->cc;
-	struct redcap_hdc *h = &rc->hdc;
-	enum rc_hdc_pin r;
+	enum rc_hdc_pin r = RC_HDC_PINNED;
 	unsigned long flags;
+	u64 seg = 0;
 	u32 idx;
 
-	while (h->next < h->nr) {
-		if (atomic_read(&cc->fills_inflight) || atomic_read(&cc->origin_inflight))
+	while (r == RC_HDC_PINNED) {
+		if (atomic_read(&cc->fills_inflight) || atomic_read(&cc->origin_inflight) ||
+		    ktime_get_ns() - READ_ONCE(cc->last_bio_ns) < RC_HDC_IDLE_NS)
 			return true;
 		spin_lock_irqsave(&cc->lock, flags);
-		r = rc_hdc_pin(cc->cache, h->queue[h->next], &idx);
-		spin_unlock_irqrestore(&cc->lock, flags);
-		if (r == RC_HDC_BUSY)
-			return true;
-		if (r == RC_HDC_FULL)
-			break;
-		h->next++;
-		if (r == RC_HDC_FILL) {
-			redcap_hdc_fill(rc, h->queue[h->next - 1], idx);
-			return h->next < h->nr;
+		if (cc->hdc_next < cc->hdc_nr) {
+			seg = cc->hdc_chosen[cc->hdc_next];
+			r = rc_hdc_pin(cc->cache, seg, &idx);
+			cc->hdc_next += r != RC_HDC_BUSY;
+		} else {
+			r = RC_HDC_FULL;
 		}
+		if (r == RC_HDC_FULL)
+			cc->hdc_next = cc->hdc_nr;
+		spin_unlock_irqrestore(&cc->lock, flags);
 	}
-	h->next = h->nr;
-	return false;
+	if (r == RC_HDC_FILL)
+		redcap_hdc_fill(rc, seg, idx);
+	return r != RC_HDC_FULL;
 }
 
 /* Pin queued segments every tick while any is left, else look each second. */
@@ -1188,6 +1198,7 @@ static void redcap_cache_free(struct redcap_cache *cc)
 	redcap_free_pages(cc);
 	kvfree(cc->ents);
 	kvfree(cc->hot_mem);
+	kvfree(cc->hdc_chosen);
 	kvfree(cc->core_mem);
 	kfree(cc->cache);
 	kfree(cc);
@@ -1354,7 +1365,6 @@ static void redcap_dtr(struct dm_target *ti)
 	struct redcap_c *rc = ti->private;
 
 	cancel_delayed_work_sync(&rc->hdc.work);
-	kvfree(rc->hdc.queue);
 	if (rc->cc)
 		redcap_cache_put(rc->cc);
 	if (rc->vm) {

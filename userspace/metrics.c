@@ -41,6 +41,10 @@ static const struct metrics_rule {
 	  "Run ends the files' layout holds" },
 	{ "layout_age_s", "layout_age_seconds", METRICS_GAUGE, METRICS_AS_IS,
 	  "Time since the files' layout was last cleared or added to" },
+	{ "hdc_pinned", "hdc_pinned_segments", METRICS_GAUGE, METRICS_AS_IS,
+	  "Segments HDC holds pinned" },
+	{ "hdc_max", "hdc_max_segments", METRICS_GAUGE, METRICS_AS_IS,
+	  "Most segments HDC may pin" },
 	{ "last_cache_time_us", "last_cache_time_seconds", METRICS_GAUGE, METRICS_US,
 	  "The cache's time over the last judged window" },
 	{ "last_est_disk_time_us", "last_est_disk_time_seconds", METRICS_GAUGE, METRICS_US,
@@ -62,6 +66,10 @@ static const struct metrics_rule {
 	  "Tunable: how much the losing side must lose by" },
 	{ "prefetch", "prefetch_segments", METRICS_GAUGE, METRICS_AS_IS,
 	  "Tunable: most segments filled ahead of a stream" },
+	{ "hdc", "hdc_ratio", METRICS_GAUGE, METRICS_PERCENT,
+	  "Tunable: share of the segments HDC may pin" },
+	{ "hot_period", "hot_period_seconds", METRICS_GAUGE, METRICS_AS_IS,
+	  "Tunable: period of HDC's miss counts" },
 };
 
 /* Units in a key's suffix, for the keys of no rule. */

@@ -101,7 +101,7 @@ static const char redcapctl_help[] =
 "               the counters as they are, of NAME or of --all stacks, in\n"
 "               Prometheus' text format (--out FILE: written whole, renamed)\n"
 "  set          policy, write_policy, estimator, window, margin, decay_ms,\n"
-"               budget_share, budget_cap_ms, prefetch\n"
+"               budget_share, budget_cap_ms, prefetch, hdc, hot_period\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
 "  layout       where the files of the filesystems mounted on NAME lie, with\n"
 "               FIEMAP, sent to the cache in units of --unit (default 4K) so\n"
@@ -2070,7 +2070,7 @@ int redcapctl_stack_dev(const char *name, bool cache, dev_t *devno)
 }
 
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, decay_ms, " \
-			"budget_share, budget_cap_ms, prefetch"
+			"budget_share, budget_cap_ms, prefetch, hdc, hot_period"
 
 /* A key of the target's "set" message. */
 static bool is_tunable(const char *key)

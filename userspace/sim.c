@@ -261,6 +261,7 @@ struct sim {
 	struct rc_hdc_cand *hdc_cand;
 	bool hdc_timer;			/* an EV_HDC is queued */
 	u64 disk_idle_at;		/* the disk's last queued request's completion */
+	u64 last_issue;			/* the trace's last request issued */
 	struct heap h;
 	struct req_state *rs;
 	struct waiter *w;		/* a pool */
@@ -564,6 +565,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 	u32 seg_sectors = s->c->seg_sectors, n;
 	enum vd_dir dir = r->op == TRACE_READ ? VD_READ : VD_WRITE;
 
+	s->last_issue = now;
 	if (end > s->capacity) {
 		snprintf(s->err, SIM_ERR_MAX, "request %u (sectors %llu+%u) is beyond the disk's "
 			 "%llu sectors", req, (unsigned long long)r->sector, r->sectors,
@@ -709,6 +711,7 @@ static int hdc_choose(struct sim *s)
 		for (i = 0; i < k; i++)
 			s->hdc_queue[i] = s->hdc_cand[i].region;
 	}
+	rc_hdc_want(s->cache, s->hdc_queue, k);
 	rc_hdc_keep(s->cache, s->hdc_queue, k, 0, s->cache->nr_entries);
 	s->hdc_nr = k;
 	s->hdc_next = 0;
@@ -723,7 +726,7 @@ static int hdc_choose(struct sim *s)
 static int hdc_step(struct sim *s, u64 now)
 {
 	enum rc_hdc_pin r;
-	u64 sector, done;
+	u64 sector, done, idle;
 	u32 idx, sectors;
 
 	if (s->cache->hot_periods != s->hdc_periods || s->cache->hdc_share < s->hdc_share) {
@@ -734,15 +737,16 @@ static int hdc_step(struct sim *s, u64 now)
 		s->hdc_periods = s->cache->hot_periods;
 	}
 	s->hdc_share = s->cache->hdc_share;
-	while (s->hdc_next < s->hdc_nr) {
-		r = now < s->disk_idle_at ? RC_HDC_BUSY :
-		    rc_hdc_pin(s->cache, s->hdc_queue[s->hdc_next], &idx);
+	/* The disk's idle time after the trace's last request is not the run's. */
+	while (s->hdc_next < s->hdc_nr && s->completed < s->t->nr) {
+		idle = s->disk_idle_at > s->last_issue + RC_HDC_IDLE_NS ? s->disk_idle_at :
+		       s->last_issue + RC_HDC_IDLE_NS;
+		r = now < idle ? RC_HDC_BUSY : rc_hdc_pin(s->cache, s->hdc_queue[s->hdc_next], &idx);
 		if (r == RC_HDC_BUSY) {
 			if (s->hdc_timer)
 				return 0;
 			s->hdc_timer = true;
-			return push(s, now < s->disk_idle_at ? s->disk_idle_at : now + 1000000,
-				    EV_HDC, 0, 0, 0, 0);
+			return push(s, now < idle ? idle : now + 1000000, EV_HDC, 0, 0, 0, 0);
 		}
 		if (r == RC_HDC_FULL)
 			break;
@@ -965,6 +969,9 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 			r->tun[i] = rc_get_tunable(s.cache, (enum rc_tunable)i);
 		r->segments_valid = s.cache->nr_valid;
 		r->segments_ghost = s.cache->nr_ghost;
+		r->hdc_pinned = s.cache->nr_hdc;
+		r->hdc_max = rc_hdc_max(s.cache);
+		r->hot_periods = s.cache->hot_periods;
 		r->active = rc_active(s.cache);
 	}
 	ret = 0;

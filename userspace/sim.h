@@ -38,6 +38,14 @@
  * read.  The model starts empty (windows go unjudged until it holds
  * samples, as on a new stack) or from saved tables (sim_disk.model).
  *
+ * HDC (the hdc and hot_period tunables): the glue's worker is mirrored.
+ * At each period's end it chooses the set to pin from the counts and
+ * starts their halving; the reads pin the chosen segments they find or
+ * fill; the rest are filled one at a time whenever the disk is idle
+ * (nothing queued, no request issued for RC_HDC_IDLE_NS), until the
+ * trace's last request completes (the idle time after it is not the
+ * run's).
+ *
  * A bare run prices the requests on the same model as they reach the
  * disk (sim_result.vdisk): the virtual disk against the disk it stands for.
  *
@@ -105,6 +113,7 @@ struct sim_result {
 	struct vd_vdisk vdisk;		/* the virtual disk of the requests received
 					 * (bare: as the disk received them) */
 	u32 segments_valid, segments_ghost;
+	u32 hdc_pinned, hdc_max, hot_periods;	/* HDC's, at the end */
 	bool active;			/* the cache's state at the end */
 };
 

@@ -124,6 +124,9 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 #define X(name, field) put_u64(st, #name, r->ctr.field);
 	COUNTERS(X)
 #undef X
+	put_u64(st, "hdc_pinned", r->hdc_pinned);
+	put_u64(st, "hdc_max", r->hdc_max);
+	put_u64(st, "hot_periods", r->hot_periods);
 	/* the layout of --layout, as the target shows the one it was sent */
 	put_u64(st, "layout_unit_sectors", l->bits ? 1u << l->shift : 0);
 	put_u64(st, "layout_ends", l->nr_set);

@@ -7,7 +7,7 @@ alone and with FOR, and whether it costs LKR anything.  Runs on the host:
 no guest, no device, no root.
 
 The workload: a file server's.  Files of 4 KiB to 256 KiB (log-uniform,
-whole pages), 4 GiB laid out back to back from 64 MiB; READERS closed-loop
+whole pages), 1 GiB laid out back to back from 64 MiB; READERS closed-loop
 readers, each reading READS whole files drawn from a Zipf popularity
 (alpha 0.4 and 0.8) over a random permutation of the files.  A page cache
 of PAGE_CACHE_MIB (LRU over whole files, shared, in the order the readers'
@@ -20,8 +20,9 @@ the spread.
 Each trace is replayed on both emulated disks through the bare disk and
 through CACHE (256 MiB of 128 KiB segments, four times the page cache)
 with redcapctl's default policy and with policy always, each without and
-with HDC (hdc=25: 64 MiB pinned; hot_period=PERIOD_S simulated seconds,
-so that a run sees several periods; the target's default is an hour), and
+with HDC (hdc=50: 128 MiB pinned, and the default policy with hdc=25 too;
+hot_period=PERIOD_S simulated seconds, so that a run sees several periods;
+the target's default is an hour), and
 the default policy with FOR (the files' layout, as redcapctl layout sends
 it) with and without HDC.  LKR from sim-scale.py checks that HDC costs
 nothing where it has nothing to pin.
@@ -58,20 +59,23 @@ def _load(name, file):
 ss = _load("sim_scale", "sim-scale.py")
 fs = _load("for_sim", "for-sim.py")
 
-CACHE = "2048x128k"
-PERIOD_S = 20
-HDC = f"hdc=25,hot_period={PERIOD_S}"
+NR_SEGS = 2048
+CACHE = f"{NR_SEGS}x128k"
+PERIOD_S = 60
+HDC = f"hdc=50,hot_period={PERIOD_S}"
+HDC25 = f"hdc=25,hot_period={PERIOD_S}"
 DEFAULT = f"{CACHE}:adaptive+caware"
 ALWAYS = f"{CACHE}:always"
 CONFIGS = {"bare": "bare", "default": DEFAULT, "default+hdc": f"{DEFAULT},{HDC}",
+           "default+hdc25": f"{DEFAULT},{HDC25}",
            "always": ALWAYS, "always+hdc": f"{ALWAYS},{HDC}"}
 FOR_CONFIGS = {"default+for": DEFAULT, "default+for+hdc": f"{DEFAULT},{HDC}"}
-DATA_BYTES = 4 * ss.GiB
+DATA_BYTES = 1 * ss.GiB
 FILE_KIB = (4, 256)
 PAGE_CACHE_MIB = 64
 MAX_REQ = 128 * 1024 // ss.SECTOR	# sectors: the page cache's read-ahead window
 READERS = 32
-READS = 2000
+READS = 8000
 ALPHAS = [0.4, 0.8]
 SEEDS = [1, 2, 3]
 LKR_PROCS = [1, 4]
@@ -124,9 +128,17 @@ def zipf_files(alpha, seed, reads, tmp):
                 held -= page_cache.popitem(last=False)[1]
     trace = os.path.join(tmp, f"zipf-{alpha}-{seed}.csv")
     n = ss.write_trace(trace, per)
+    # the oracle: the share of read pieces (one a segment) the K segments
+    # read most in the whole trace would serve, pinned from the start
+    pieces = collections.Counter(s // 256 for r in per for sector, n_ in r
+                                 for s in range(sector - sector % 256, sector + n_, 256))
+    top = sorted(pieces.values(), reverse=True)
+    total = sum(top)
     lay = os.path.join(tmp, f"zipf-{seed}.layout")
     fs.write_layout(lay, [(w // fs.UNIT, s // fs.UNIT) for w, s in zip(where, sizes)])
     return trace, lay, {"files": nr, "requests": n,
+                        "oracle_pinned_pct": round(100 * sum(top[:NR_SEGS // 2]) / total, 1),
+                        "oracle_cache_pct": round(100 * sum(top[:NR_SEGS]) / total, 1),
                         "page_cache_hit_pct": round(100 * hits / (reads * READERS), 1),
                         "read_mib": round(sum(s for r in per for _, s in r) *
                                           ss.SECTOR / ss.MiB, 1)}
@@ -161,7 +173,9 @@ def run_cell(workload, seed, trace, lay, disk, model, info):
         if st:
             rec[f"{name}_state"] = st["state"]
             rec.update({f"{name}_{k}": st[k] for k in COUNTERS})
-    for a, b in (("default+hdc", "default"), ("always+hdc", "always"),
+            rec[f"{name}_hit_pct"] = round(100 * st["read_hits"] / max(st["reads"], 1), 1)
+    for a, b in (("default+hdc", "default"), ("default+hdc25", "default"),
+                 ("always+hdc", "always"),
                  ("default+for+hdc", "default+for"), ("default+for+hdc", "default+hdc")):
         if a in res and b in res:
             rec[f"busy_{a}_vs_{b}_pct"] = round(100 * (rec[f"{a}_busy_s"] /
@@ -170,6 +184,13 @@ def run_cell(workload, seed, trace, lay, disk, model, info):
                                                       rec[f"{b}_app_s"] - 1), 2)
     rec["simulated_s"] = round(time.monotonic() - t0, 1)
     return rec
+
+
+def pct_cells(records):
+    """HDC at 25 % against none, disk busy, median per Zipf cell."""
+    return "disk busy vs none " + ", ".join(
+        fs.pct(rows, "busy_default+hdc25_vs_default_pct")
+        for (w, _), rows in cells(records).items() if w.startswith("zipf")) + " %"
 
 
 def cells(records):
@@ -184,8 +205,9 @@ def report(records, out_dir, date, command, seconds):
     md = [f"# HDC (pinned hot segments) in redcapctl simulate ({date})", "",
           "| workload | disk | page cache hits % | bare busy s | disk busy s: default, +HDC "
           "| **HDC vs without %: busy** (default) | always, +HDC | HDC vs without % (always) "
-          "| FOR, FOR+HDC busy s | FOR+HDC vs HDC % | hdc_hits | hdc_fills |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| FOR, FOR+HDC busy s | FOR+HDC vs HDC % | hit % of pieces: default, +HDC "
+          "| oracle %: pinned, cache | hdc_hits | hdc_fills |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     goal, lkr = [], []
     for (w, d), rows in cells(records).items():
         zipf = w.startswith("zipf")
@@ -198,6 +220,9 @@ def report(records, out_dir, date, command, seconds):
             f"{pct(rows, 'busy_always+hdc_vs_always_pct')} | " +
             (f"{sec(rows, 'default+for_busy_s')}, {sec(rows, 'default+for+hdc_busy_s')} | "
              f"{pct(rows, 'busy_default+for+hdc_vs_default+hdc_pct')} | " if zipf else "– | – | ") +
+            f"{med(rows, 'default_hit_pct')[0]:.1f}, {med(rows, 'default+hdc_hit_pct')[0]:.1f} | " +
+            (f"{med(rows, 'oracle_pinned_pct')[0]:.1f}, {med(rows, 'oracle_cache_pct')[0]:.1f} | "
+             if zipf else "– | ") +
             f"{med(rows, 'default+hdc_hdc_hits')[0]:.0f} | "
             f"{med(rows, 'default+hdc_hdc_fills')[0]:.0f} |")
         if zipf:
@@ -206,12 +231,16 @@ def report(records, out_dir, date, command, seconds):
             lkr.append(f"{w} {d} " + fs.signed(rows[0]["default+hdc_vs_bare_pct"] -
                                                rows[0]["default_vs_bare_pct"]))
     short = [v - GOAL_PCT for v in goal]
-    md += ["", f"Cache `{CACHE}` (256 MiB), HDC `{HDC}` (64 MiB pinned); default = "
+    md += ["", f"Cache `{CACHE}` (256 MiB), HDC `{HDC}` (128 MiB pinned; +HDC25: "
+           f"`{HDC25}`, 64 MiB, {pct_cells(records)}); default = "
            "`adaptive+caware` (redcapctl's), vdisk estimator with make bench-sim's trained "
-           f"model. Zipf: files of {FILE_KIB[0]}–{FILE_KIB[1]} KiB (4 GiB), {READERS} "
+           f"model. Zipf: files of {FILE_KIB[0]}–{FILE_KIB[1]} KiB ({DATA_BYTES // ss.GiB} GiB), {READERS} "
            f"closed-loop readers of {READS} whole files each, through a {PAGE_CACHE_MIB} MiB "
            "LRU page cache; median of seeds " + ", ".join(map(str, SEEDS)) +
-           " (min…max where they differ). LKR: make bench-sim's, one run.", "",
+           " (min…max where they differ). LKR: make bench-sim's, one run.  Hit %: "
+           "read pieces (one a segment) served from RAM; oracle: the share of them that "
+           "the segments read most in the whole trace, as many as HDC pins or as the "
+           "cache holds, would serve if pinned from the start.", "",
            f"Reproduce: `{command}` ({seconds:.0f} s; records `{date}-hdc-sim.json`; what "
            f"is simulated: the docstring of `tests/bench/hdc-sim.py`; code: {fs.tree()}).", "",
            "**Issue 47's goal**, disk busy ≥ 20 % lower with HDC than without on the Zipf "

@@ -421,6 +421,8 @@ static void fuzz(struct words *w)
 		[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 1 },
 		[RC_MSG_LAYOUT_RUNS] = { "layout_runs", ~0u },
 		[RC_MSG_HOT] = { "hot", 1 },
+		[RC_MSG_PIN] = { "pin", ~0u },
+		[RC_MSG_UNPIN] = { "unpin", ~0u },
 	};
 	static const struct {
 		const char *key;
@@ -432,6 +434,8 @@ static void fuzz(struct words *w)
 		[RC_TUN_BUDGET_SHARE] = { "budget_share", 0, 1000000 },
 		[RC_TUN_BUDGET_CAP_MS] = { "budget_cap_ms", 0, 3600000 },
 		[RC_TUN_PREFETCH] = { "prefetch", 0, 8 },
+		[RC_TUN_HDC] = { "hdc", 0, 50 },
+		[RC_TUN_HOT_PERIOD] = { "hot_period", 1, 86400 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
 	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");
@@ -453,11 +457,32 @@ static void fuzz(struct words *w)
 	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
 	if (m.verb == RC_MSG_LAYOUT_RUNS)
 		CHECK(w->argc >= 2);
+	else if (m.verb == RC_MSG_PIN || m.verb == RC_MSG_UNPIN)
+		CHECK(w->argc >= 2 && w->argc <= 1 + RC_PIN_MAX);
 	else if (m.verb == RC_MSG_LAYOUT_CLEAR || m.verb == RC_MSG_HOT)
 		CHECK(w->argc <= 2);
 	else
 		CHECK(w->argc == 1 + verbs[m.verb].args);
 	switch (m.verb) {
+	case RC_MSG_PIN:
+	case RC_MSG_UNPIN: {
+		/* each word against a device of 1000 segments, as the glue does */
+		uint64_t seg, ref;
+		unsigned int i;
+
+		for (i = 1; i < w->argc; i++) {
+			buf = err_buf();
+			err = rc_parse_segment(verbs[m.verb].verb, w->argv[i], 1000, &seg, buf,
+					       ERR_LEN);
+			if (err)
+				check_error(err, ERR_LEN, 0);
+			else
+				CHECK(seg < 1000);
+			CHECK(!err == (ref_dec(w->argv[i], UINT64_MAX, &ref) && ref < 1000));
+			free(buf);
+		}
+		break;
+	}
 	case RC_MSG_HOT:
 		CHECK(m.uvalue == (w->argc == 1 ? RC_HOT_TOP_DEFAULT : dec(w->argv[1], UINT32_MAX)));
 		CHECK(m.uvalue >= 1 && m.uvalue <= RC_HOT_TOP_MAX);

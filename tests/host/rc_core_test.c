@@ -4873,12 +4873,14 @@ CTEST(for_a_cancelled_fill_leaves_the_for_counters)
 /* --- HDC: the misses per segment (rc_hot_attach()) ------------------------ */
 
 /*
- * Every read piece counts a miss of its segment, the page cache's: a
- * fill, a wait, a hit, a bypass (each piece joined to it too), and every
- * read inactive.  A period after the last halving, the next reads halve
- * the counts, RC_HOT_AGE_CHUNK positions each.
+ * Every read piece the LRU does not serve counts a miss of its segment: a
+ * fill, a bypass (each piece joined to it too), and, inactive, what the
+ * simulated cache would not have served; a hit and a wait count nothing,
+ * but a hit on a pinned segment does (the miss its pin saves).  A period
+ * after the last halving, the next reads halve the counts,
+ * RC_HOT_AGE_CHUNK positions each, once the caller starts the halving.
  */
-CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
+CTEST(hot_counts_the_misses_hdc_could_save_and_halves_them_a_period_on)
 {
 	const u64 period = (u64)RC_HOT_PERIOD_S * 1000000000;
 	const u64 regions = 100;	/* 100 segments: exact counters */
@@ -4900,12 +4902,32 @@ CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
 	CHECK_EQ(plan.act, RC_READ_FILL);
 	rc_map_read(c, 5 * 256 + 8, 8, 2, &p, &plan);		/* waits on it */
 	CHECK_EQ(plan.act, RC_READ_WAIT);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
 	serve_fill(c, plan.idx, 256, 2);
 	rc_map_read(c, 5 * 256 + 16, 8, 3, &p, &plan);		/* a hit */
 	CHECK_EQ(plan.act, RC_READ_HIT);
 	rc_unpin(c, plan.idx);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 3);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
+	/* pinned, a hit counts */
+	rc_set_tunable(c, RC_TUN_HDC, 50);
+	CHECK_EQ(rc_hdc_pin(c, 5, &k), RC_HDC_PINNED);
+	rc_map_read(c, 5 * 256 + 40, 8, 3, &p, &plan);	/* reads on: the same visit */
+	rc_unpin(c, plan.idx);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
+	rc_map_read(c, 5 * 256, 8, 3, &p, &plan);		/* reads again */
+	CHECK_EQ(plan.act, RC_READ_HIT);
+	rc_unpin(c, plan.idx);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
+	CHECK(rc_hdc_unpin(c, 5));
+
+	/* a stream reading on through a segment it bypasses: one visit, one miss */
+	rc_hold_fills(c, true);
+	for (k = 0; k < 8; k++)
+		rc_map_read(c, 60 * 256 + 16 * k, 8, 3, &p, &plan);
+	CHECK_EQ(rc_hot_count(&h, 60, NULL), 1);
+	rc_map_read(c, 60 * 256 + 8, 8, 3, &p, &plan);		/* back: a new visit */
+	CHECK_EQ(rc_hot_count(&h, 60, NULL), 2);
+	rc_hold_fills(c, false);
 
 	/* fills held: a read of 7 and 8 bypasses as one, each piece a miss */
 	rc_hold_fills(c, true);
@@ -4916,15 +4938,15 @@ CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
 	CHECK_EQ(rc_hot_count(&h, 7, NULL), 1);
 	CHECK_EQ(rc_hot_count(&h, 8, NULL), 1);
 
-	/* inactive: every read counts, the simulated cache's hits too */
+	/* inactive: the simulated cache's misses count, its hits do not */
 	rc_set_policy(c, RC_POLICY_OFF);
 	rc_map_read(c, 9 * 256, 8, 5, &p, &plan);		/* a simulated miss */
 	rc_map_read(c, 9 * 256, 8, 6, &p, &plan);		/* a simulated hit */
 	rc_map_read(c, 5 * 256, 8, 7, &p, &plan);		/* held: a simulated hit */
 	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(rc_hot_count(&h, 9, NULL), 2);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 4);
-	CHECK_EQ(rc_hot_total(&h), 8);
+	CHECK_EQ(rc_hot_count(&h, 9, NULL), 1);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
+	CHECK_EQ(rc_hot_total(&h), 5 + 2);
 
 	/* a period on: 100 counters halved over two reads of 64 positions */
 	rc_set_policy(c, RC_POLICY_ALWAYS);
@@ -4941,8 +4963,8 @@ CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
 	rc_map_read(c, 50 * 256, 8, period + 1, &p, &plan);	/* halves 0..63 */
 	CHECK_EQ(c->hot_aging, RC_HOT_AGE_CHUNK);
 	CHECK_EQ(rc_hot_count(&h, 20, NULL), 2);
-	CHECK_EQ(rc_hot_count(&h, 5, NULL), 2);
-	CHECK_EQ(rc_hot_count(&h, 9, NULL), 1);
+	CHECK_EQ(rc_hot_count(&h, 5, NULL), 1);
+	CHECK_EQ(rc_hot_count(&h, 9, NULL), 0);
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 1);		/* 1 halved, 1 more */
 	rc_map_read(c, 99 * 256, 8, period + 2, &p, &plan);	/* halves 64..99: done */
 	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
@@ -4951,7 +4973,7 @@ CTEST(hot_counts_every_read_piece_and_halves_them_a_period_on)
 	rc_map_read(c, 50 * 256, 8, 2 * period - 1, &p, &plan);	/* not a period yet */
 	CHECK_EQ(c->hot_aging, RC_HOT_IDLE);
 	CHECK_EQ(rc_hot_count(&h, 50, NULL), 2);
-	CHECK_EQ(rc_hot_total(&h), 2 + 1 + 2 + 2 + 1);
+	CHECK_EQ(rc_hot_total(&h), 1 + 1 + 2 + 2 + 1);
 	CHECK_EQ(c->hot_periods, 1);
 	/* the period is a tunable: 10 s on, the next one ends */
 	rc_set_tunable(c, RC_TUN_HOT_PERIOD, 10);
@@ -5195,6 +5217,50 @@ CTEST(hdc_pinned_segments_serve_while_the_cache_is_inactive)
 	CHECK_CTR(c, .reads = 5, .read_hits = 2, .read_misses = 2, .read_bypassed = 1,
 		  .read_bypassed_inactive = 1, .sim_hits = 1, .fill_ios = 3,
 		  .fill_sectors = 3 * 256, .hdc_fills = 1, .hdc_hits = 2);
+	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * rc_hdc_want(): a read of a chosen segment pins it, a hit where it is and
+ * a miss by a fill that nothing refuses (inactive too: it fills and is
+ * served), counted in hdc_fills; while the set has room only, and never
+ * a segment not chosen.
+ */
+CTEST(hdc_a_read_of_a_chosen_segment_pins_it)
+{
+	struct rc_cache *c = mk_hdc(8, 25);	/* room for 2 */
+	const u64 want[] = { 3, 4, 5 };
+	u32 idx, hit;
+
+	hit = fill_seg(c, 3);
+	rc_hdc_want(c, want, 3);
+	hit_seg(c, 3, hit);				/* a hit: pinned where it is */
+	CHECK(rc_hdc_pinned(c, 3));
+	CHECK_EQ(c->hdc_head, hit);
+	rc_set_policy(c, RC_POLICY_OFF);		/* inactive: misses bypass, */
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_FILL);	/* but a chosen one fills */
+	CHECK(c->entries[idx].hdc);
+	serve_fill(c, idx, 256, 1);
+	CHECK_EQ(c->hdc_head, idx);
+	CHECK_EQ(c->nr_hdc, 2);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);	/* the set is full */
+	CHECK(!rc_hdc_pinned(c, 5));
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 2, .read_bypassed = 2,
+		  .read_bypassed_inactive = 2, .sim_misses = 2, .fill_ios = 2,
+		  .fill_sectors = 2 * 256, .hdc_fills = 1);
+	/* a new set: what left it goes back to the LRU, the reads pin the rest */
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	rc_hdc_want(c, want + 2, 1);
+	CHECK_EQ(rc_hdc_keep(c, want + 2, 1, 0, 8), 8);
+	CHECK_EQ(c->nr_hdc, 0);
+	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
+	serve_fill(c, idx, 256, 1);
+	CHECK(rc_hdc_pinned(c, 5));
+	rc_hdc_want(c, NULL, 0);
+	CHECK_EQ(c->hdc_nwant, 0);
 	check_invariants(c);
 	rm(c);
 }

@@ -92,7 +92,8 @@ def test_help_and_no_arguments():
     (["set", "x", "margin=100"], "set: margin=100: margin must be 0..99"),
     (["set", "x", "prefetch=9"], "set: prefetch=9: prefetch must be 0..8"),
     (["set", "x", "dwell=2"], "set: unknown key 'dwell' (policy, write_policy, estimator, "
-                              "window, margin, decay_ms, budget_share, budget_cap_ms, prefetch)"),
+                              "window, margin, decay_ms, budget_share, budget_cap_ms, prefetch, "
+                              "hdc, hot_period)"),
     (["set", "x", "write_policy=back"], "set: write_policy=back: unknown write policy 'back'"),
     (["set", "x", "estimator=guess"], "set: estimator=guess: unknown estimator 'guess'"),
     (["drop-cache"], "drop-cache: missing operand"),

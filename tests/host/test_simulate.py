@@ -343,7 +343,7 @@ def kernel_stats_names():
     args = open(os.path.join(TOP, "dm-redcap", "rc-args.c")).read()
     table = args[args.index("} rc_tunables[RC_TUN_NR] = {"):]
     tunables = re.findall(r'\] = \{ "(\w+)"', table[:table.index("};")])
-    assert len(tunables) == 6, tunables
+    assert len(tunables) == 8, tunables
     names |= set(tunables)
     names.discard("caware_rule%d")
     names |= {f"caware_rule{i}" for i in range(1, 7)}
