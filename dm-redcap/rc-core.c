@@ -673,6 +673,10 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		goto bypass;
 
 	if (want) {		/* HDC's choice: no speculation */
+		if (part != RC_NONE) {	/* FOR's part: filled whole instead */
+			c->ctr.read_extended++;
+			rc_invalidate(c, part);
+		}
 		i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 		if (i == RC_NONE) {
 			c->ctr.read_bypassed_busy++;

@@ -73,6 +73,9 @@ MODULE_PARM_DESC(fi_drop_timeout_ms,
 static bool fi_layout_alloc_fail;
 module_param(fi_layout_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_layout_alloc_fail, "test builds: layout_clear's allocation fails");
+static bool fi_hdc_alloc_fail;
+module_param(fi_hdc_alloc_fail, bool, 0644);
+MODULE_PARM_DESC(fi_hdc_alloc_fail, "test builds: HDC's choice finds no memory");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -106,6 +109,11 @@ static unsigned int redcap_drop_timeout_ms(void)
 static bool redcap_fi_layout_alloc_fail(void)
 {
 	return READ_ONCE(fi_layout_alloc_fail);
+}
+
+static bool redcap_fi_hdc_alloc_fail(void)
+{
+	return READ_ONCE(fi_hdc_alloc_fail);
 }
 
 static void redcap_fi_finish_delay(void)
@@ -161,6 +169,11 @@ static inline unsigned int redcap_drop_timeout_ms(void)
 }
 
 static inline bool redcap_fi_layout_alloc_fail(void)
+{
+	return false;
+}
+
+static inline bool redcap_fi_hdc_alloc_fail(void)
 {
 	return false;
 }
@@ -966,17 +979,21 @@ static bool redcap_hdc_choose(struct redcap_c *rc)
 	struct rc_hot snap;
 	void *copy;
 	u32 max, n = 0, k = 0, i, from;
+	size_t held;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	max = rc_hdc_max(cc->cache);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	if (max) {
 		copy = redcap_hot_copy(cc, &snap);
-		top = kvmalloc_array(2 * (size_t)max, sizeof(*top), GFP_KERNEL);
-		cand = kvmalloc_array(2 * (size_t)max, sizeof(*cand), GFP_KERNEL);
-		queue = kvmalloc_array(max, sizeof(*queue), GFP_KERNEL);
+		/* no more candidates than the counts hold */
+		held = min_t(u64, 2 * (u64)max, snap.exact ? snap.nr_regions : snap.slots);
+		top = kvmalloc_array(held, sizeof(*top), GFP_KERNEL);
+		cand = kvmalloc_array(held, sizeof(*cand), GFP_KERNEL);
+		queue = redcap_fi_hdc_alloc_fail() ? NULL :
+			kvmalloc_array(max, sizeof(*queue), GFP_KERNEL);
 		if (copy && top && cand && queue)
-			n = rc_hot_top(&snap, 2 * max, top);
+			n = rc_hot_top(&snap, held, top);
 		kvfree(copy);
 		if (!copy || !top || !cand || !queue) {
 			kvfree(top);
@@ -1065,6 +1082,7 @@ static bool redcap_hdc_prefill(struct redcap_c *rc)
 		if (r == RC_HDC_FULL)
 			cc->hdc_next = cc->hdc_nr;
 		spin_unlock_irqrestore(&cc->lock, flags);
+		cond_resched();
 	}
 	if (r == RC_HDC_FILL)
 		redcap_hdc_fill(rc, seg, idx);
@@ -1090,7 +1108,9 @@ static void redcap_hdc_work(struct work_struct *ws)
 	 * cut takes effect at once; a larger one waits for the period's end,
 	 * the evidence to fill it from.
 	 */
-	if ((periods != rc->hdc.periods || share < rc->hdc.share) && redcap_hdc_choose(rc)) {
+	if (periods != rc->hdc.periods || share < rc->hdc.share) {
+		if (!redcap_hdc_choose(rc))	/* no memory: again in a second */
+			goto again;
 		spin_lock_irqsave(&cc->lock, flags);
 		if (periods != rc->hdc.periods)
 			rc_hot_age_start(cc->cache);
@@ -1098,8 +1118,12 @@ static void redcap_hdc_work(struct work_struct *ws)
 		rc->hdc.periods = periods;
 	}
 	rc->hdc.share = share;
-	queue_delayed_work(cc->wq, &rc->hdc.work,
-			   redcap_hdc_prefill(rc) ? REDCAP_HDC_TICK : HZ);
+	if (redcap_hdc_prefill(rc)) {
+		queue_delayed_work(cc->wq, &rc->hdc.work, REDCAP_HDC_TICK);
+		return;
+	}
+again:
+	queue_delayed_work(cc->wq, &rc->hdc.work, HZ);
 }
 
 /* Start HDC's worker as the table resumes: what is pinned stays so. */

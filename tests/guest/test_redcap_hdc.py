@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, strip_dm_prefix, \
-    write_stamped, SLOW
+from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, set_param, \
+    strip_dm_prefix, write_stamped, SLOW
 
 SEG, NSEGS = 256, 16            # 16 x 128 KiB; hdc 25 pins 4 of them
 # the device: 512 segments.  cold() (reset_stats) forgets what udev's probe
@@ -193,3 +193,25 @@ def test_a_period_ends_and_the_set_is_chosen_again(stamped, dmname):
         read_segs(rc, [40, 30])
         st = rc.stats()
         assert (st["hdc_hits"], st["read_misses"]) == (2, 43 + 20 + 1), st
+
+
+def test_a_choice_without_memory_changes_nothing_and_is_made_again(stamped, dmname):
+    """A share cut chooses at once; with no memory for the choice, what is
+    pinned stays pinned (3 over the new most, 1), and the worker tries
+    again each second until it can: then nothing is worth a pin (the
+    segments were never read) and all three go back to the LRU."""
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "hdc", "25")
+        rc.message("pin", "50", "51", "52")
+        rc.settled()
+        set_param("fi_hdc_alloc_fail", "Y")
+        try:
+            rc.message("set", "hdc", "10")
+            time.sleep(2.5)                            # two tries at least
+            st = rc.stats()
+            assert (st["hdc_pinned"], st["hdc_max"]) == (3, 1), st
+        finally:
+            set_param("fi_hdc_alloc_fail", "N")
+        st = stats_when(rc, lambda st: st["hdc_pinned"] == 0, "the cut made")
+        assert (st["segments_valid"], st["hdc_dropped"]) == (3, 0), st

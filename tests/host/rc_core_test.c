@@ -5230,7 +5230,7 @@ CTEST(hdc_pinned_segments_serve_while_the_cache_is_inactive)
 CTEST(hdc_a_read_of_a_chosen_segment_pins_it)
 {
 	struct rc_cache *c = mk_hdc(8, 25);	/* room for 2 */
-	const u64 want[] = { 3, 4, 5 };
+	const u64 want[] = { 3, 4, 5 }, want_part[] = { 6 };
 	u32 idx, hit;
 
 	hit = fill_seg(c, 3);
@@ -5259,6 +5259,16 @@ CTEST(hdc_a_read_of_a_chosen_segment_pins_it)
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
 	serve_fill(c, idx, 256, 1);
 	CHECK(rc_hdc_pinned(c, 5));
+	/* a chosen segment held in part (FOR): its read past the part fills it whole */
+	idx = fill_seg(c, 6);
+	c->entries[idx].vlo = 64;			/* as FOR's fill leaves it */
+	rc_hdc_want(c, want_part, 1);
+	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_FILL);
+	CHECK_EQ(c->entries[idx].vlo, 0);
+	CHECK(c->entries[idx].hdc);
+	serve_fill(c, idx, 256, 1);
+	CHECK_EQ(hashed_idx(c, 6), idx);
+	CHECK_EQ(c->ctr.read_extended, 1);
 	rc_hdc_want(c, NULL, 0);
 	CHECK_EQ(c->hdc_nwant, 0);
 	check_invariants(c);
