@@ -1357,6 +1357,7 @@ struct st {
 	struct st_pin p[ST_MAXP];
 	u32 np;
 	u32 version;
+	u32 hdc_pins, hdc_unpins;	/* HDC pins begun and ended by unpin/keep */
 	struct rc_counters want;
 };
 
@@ -1399,12 +1400,14 @@ static void st_read(struct st *s)
 	u64 busy = s->c->ctr.read_bypassed_busy;
 	bool no_victim = !nfree && tail == RC_NONE;
 	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
+	bool pinned = expect != RC_NONE && s->c->entries[expect].hdc;
 	enum rc_read_action a;
 
 	a = read_seg(s->c, seg, &idx);
 	busy = s->c->ctr.read_bypassed_busy - busy;
 	s->want.reads++;
-	if (!rc_active(s->c)) {
+	/* Inactive, HDC's pinned segments serve as they would active. */
+	if (!rc_active(s->c) && !pinned) {
 		/* Inactive: bypass, and the simulated cache moves on. */
 		CHECK_EQ(a, RC_READ_BYPASS);
 		CHECK_EQ(busy, 0);
@@ -1439,6 +1442,7 @@ static void st_read(struct st *s)
 		if (!s->incomplete[seg])
 			CHECK_EQ(s->data[idx], s->disk[seg]);
 		s->want.read_hits++;
+		s->want.hdc_hits += pinned;
 		if (s->np < ST_HELD_HITS && ctest_rand(4))
 			st_add_pin(s, idx, seg, ST_PIN_HIT, 0);
 		else
@@ -1618,6 +1622,8 @@ static void st_check(struct st *s)
 	for (b = 0; b <= s->c->wb_mask; b++)
 		sum += s->c->wb_inflight[b];
 	CHECK_EQ(sum, s->nw);
+	/* every pin begun ended by an unpin, in hdc_dropped, or still on */
+	CHECK_EQ(s->c->nr_hdc, s->hdc_pins - s->hdc_unpins - s->c->ctr.hdc_dropped);
 	for (i = 0; i < ST_SEGS; i++)
 		owner[i] = RC_NONE;
 	for (i = 0; i < ST_ENTRIES; i++) {
@@ -1632,9 +1638,73 @@ static void st_check(struct st *s)
 	}
 }
 
+/*
+ * HDC pins a segment: where it is, or by a fill no read waits on yet
+ * (rc_hdc_pin()); a full set or a busy segment changes nothing.
+ */
+static void st_hdc_pin(struct st *s)
+{
+	u64 seg = st_pick_seg();
+	u32 expect = st_seg_idx(s, seg), ghost = st_ghost_idx(s, seg), tail = s->c->lru_tail;
+	u32 nfree = free_len(s->c), nr = s->c->nr_hdc, idx = RC_NONE;
+	bool was = expect != RC_NONE && s->c->entries[expect].hdc;
+	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
+
+	switch (rc_hdc_pin(s->c, seg, &idx)) {
+	case RC_HDC_PINNED:
+		CHECK(expect != RC_NONE);
+		CHECK(s->c->entries[expect].hdc);
+		s->hdc_pins += !was;
+		break;
+	case RC_HDC_FILL:
+		CHECK_EQ(expect, RC_NONE);
+		CHECK_EQ(s->inflight[seg], 0);
+		CHECK(!s->fill[idx].active);
+		s->fill[idx] = (struct st_fill){ .active = true };
+		s->hdc_pins++;
+		s->want.hdc_fills++;
+		if (!nfree && ghost == RC_NONE && tail_valid)
+			s->want.evictions++;
+		break;
+	case RC_HDC_FULL:
+		CHECK(!was);
+		CHECK(nr >= rc_hdc_max(s->c));
+		break;
+	case RC_HDC_BUSY:
+		CHECK(!was);
+		CHECK_EQ(s->c->nr_hdc, nr);
+		break;
+	}
+}
+
+/* A new period's set, a few segments, replaces the old in steps of 7 entries. */
+static void st_hdc_keep(struct st *s)
+{
+	u64 keep[3];
+	u32 n = ctest_rand(4), i, j, nr = s->c->nr_hdc, from = 0;
+
+	for (i = 0; i < n; i++) {		/* sorted, duplicates allowed */
+		keep[i] = st_pick_seg();
+		for (j = i; j && keep[j - 1] > keep[j]; j--) {
+			u64 t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	}
+	while (from < ST_ENTRIES)
+		from = rc_hdc_keep(s->c, keep, n, from, 7);
+	CHECK(s->c->nr_hdc <= nr);
+	s->hdc_unpins += nr - s->c->nr_hdc;
+	for (i = 0; i < ST_ENTRIES; i++)
+		if (s->c->entries[i].hdc)
+			for (j = 0; j < n && keep[j] != s->c->entries[i].seg; j++)
+				CHECK(j + 1 < n);
+}
+
 enum st_op {
 	ST_READ, ST_FILL_READ, ST_FILL_DONE, ST_UNPIN, ST_WRITE_START,
-	ST_WRITE_LAND, ST_WRITE_DONE, ST_NR_OPS
+	ST_WRITE_LAND, ST_WRITE_DONE, ST_HDC_PIN, ST_HDC_KEEP, ST_NR_OPS
 };
 
 /* Per-phase op weights, so runs see both calm and write-heavy mixes. */
@@ -1695,6 +1765,13 @@ static void st_step(struct st *s, enum st_op op)
 		if (s->nw)
 			st_write_done(s, ctest_rand(s->nw));
 		break;
+	case ST_HDC_PIN:
+		st_hdc_pin(s);
+		break;
+	case ST_HDC_KEEP:
+		if (!ctest_rand(8))
+			st_hdc_keep(s);
+		break;
 	default:
 		CHECK(0);
 	}
@@ -1714,6 +1791,7 @@ CTEST(stress_random_model)
 						     RC_WRITE_INVALIDATE;
 			rc_set_policy(s.c, ctest_rand(4) ? RC_POLICY_ALWAYS :
 					   RC_POLICY_OFF);
+			rc_set_tunable(s.c, RC_TUN_HDC, ctest_rand(3) * 25);
 		}
 		if (!ctest_rand(2000)) {
 			u32 busy = rc_drop_all(s.c);
@@ -1738,8 +1816,13 @@ CTEST(stress_random_model)
 		CHECK_EQ(s.incomplete[k], 0);
 		CHECK_EQ(s.inflight[k], 0);
 	}
+	s.want.hdc_dropped = s.c->ctr.hdc_dropped;	/* checked by st_check() */
 	check_ctr_at(__LINE__, &s.c->ctr, &s.want);
 	/* Sanity: the run exercised every path. */
+	CHECK(s.want.hdc_fills > 100);
+	CHECK(s.want.hdc_hits > 1000);
+	CHECK(s.want.hdc_dropped > 100);
+	CHECK(s.hdc_unpins > 100);
 	CHECK(s.want.read_hits > 1000);
 	CHECK(s.want.read_hits_waited > 100);
 	CHECK(s.want.fill_stale > 100);
