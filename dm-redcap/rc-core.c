@@ -672,28 +672,13 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	if (c->wb_inflight[b] || c->range_inflight)
 		goto bypass;
 
-	if (want) {		/* HDC's choice: no speculation */
-		if (part != RC_NONE) {	/* FOR's part: filled whole instead */
-			c->ctr.read_extended++;
-			rc_invalidate(c, part);
-		}
-		i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
-		if (i == RC_NONE) {
-			c->ctr.read_bypassed_busy++;
-			goto bypass;
-		}
-		rc_hdc_take(c, i);
-		c->ctr.hdc_fills++;
-		c->ctr.read_misses++;
-		*idx = i;
-		return RC_READ_FILL;
-	}
-	if (rc_caware_bypasses(c)) {
+	/* HDC's choice is no speculation: neither C-Aware nor the budget judges it. */
+	if (!want && rc_caware_bypasses(c)) {
 		c->ctr.read_bypassed_caware++;
 		goto bypass;
 	}
-	lately = rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
-	admitted = !rc_budgeted(c) || rc_budget_admit(&c->budget, 1);
+	lately = !want && rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
+	admitted = want || !rc_budgeted(c) || rc_budget_admit(&c->budget, 1);
 	if (!admitted) {
 		if (!join)	/* a joining piece would not have filled */
 			st->refused_by = rc_refuse(c, seg, lately, slot);
@@ -723,6 +708,11 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	}
 	c->ctr.read_misses++;
 	*idx = i;
+	if (want) {
+		rc_hdc_take(c, i);
+		c->ctr.hdc_fills++;
+		return RC_READ_FILL;
+	}
 	if (st->trim)
 		return RC_READ_FILL;
 	if (rc_budgeted(c))
