@@ -138,6 +138,15 @@ class Dm:
     def query(self, *words):
         return self.message(*words).stdout
 
+    def refused(self, *words, target="redcap"):
+        """A message that must fail: what @target logged for it, the
+        device-mapper prefix stripped."""
+        with kmsg() as k:
+            r = self.message(*words, check=False)
+            lines = [strip_dm_prefix(x) for x in k.lines() if target in x]
+        assert r.returncode != 0, words
+        return lines
+
     def stats(self):
         out = self.query("stats")
         return {k: _num(v) for k, v in (line.split("=", 1) for line in out.split())}

@@ -7,8 +7,7 @@ test_redcap_policies.py), so every decision follows from the reads alone
 and the counters are exact."""
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, set_param, sh, \
-    strip_dm_prefix, write_stamped
+from dmtest import Dm, brd_device, dev_sectors, read_pattern, set_param, sh, write_stamped
 from test_redcap_policies import PRICES_7200, pinned_disk
 
 SEG, NSEGS = 256, 64            # 64 x 128 KiB: 32 units of 4 KiB a segment
@@ -30,14 +29,6 @@ def info(rc):
     return int(unit), int(ends), int(age)
 
 
-def refused_line(rc, *words):
-    with kmsg() as k:
-        r = rc.message(*words, check=False)
-        lines = [strip_dm_prefix(x) for x in k.lines() if "redcap" in x]
-    assert r.returncode != 0, words
-    return lines
-
-
 def test_layout_messages_load_replace_and_remove_a_layout(stamped, dmname):
     n = dev_sectors(stamped)
     with Dm(dmname(), f"0 {n} redcap {stamped} {SEG} {NSEGS}") as rc:
@@ -51,11 +42,11 @@ def test_layout_messages_load_replace_and_remove_a_layout(stamped, dmname):
         assert (st["layout_unit_sectors"], st["layout_ends"]) == (8, 2)
         # all or nothing: a bad fourth word adds none of the three before it
         units = n // 8
-        assert refused_line(rc, "layout_runs", "20:1", "30:1", "40:1", f"{units:x}:1") == [
+        assert rc.refused("layout_runs", "20:1", "30:1", "40:1", f"{units:x}:1") == [
             f"layout_runs: word 4 '{units:x}:1': run ends past the origin's {units:#x} units"]
-        assert refused_line(rc, "layout_runs", "20:0") == [
+        assert rc.refused("layout_runs", "20:0") == [
             "layout_runs: word 1 '20:0': LEN must be at least 1"]
-        assert refused_line(rc, "layout_runs", "0x20:1") == [
+        assert rc.refused("layout_runs", "0x20:1") == [
             "layout_runs: word 1 '0x20:1': expected START:LEN or +GAP:LEN in hex units"]
         assert info(rc)[:2] == (8, 2)
         # the last unit of the device is a run's end
@@ -64,14 +55,14 @@ def test_layout_messages_load_replace_and_remove_a_layout(stamped, dmname):
         # a new unit: a new, empty layout; none at all
         rc.message("layout_clear")
         assert info(rc) == (0, 0, 0)
-        assert refused_line(rc, "layout_runs", "0:1") == [
+        assert rc.refused("layout_runs", "0:1") == [
             "layout_runs: no layout: send layout_clear UNIT first"]
         rc.message("layout_clear", "2048")
         assert info(rc)[:2] == (2048, 0)
         # no memory for a new one: the old one stays
         set_param("fi_layout_alloc_fail", "Y")
         try:
-            assert refused_line(rc, "layout_clear", "8") == [
+            assert rc.refused("layout_clear", "8") == [
                 f"layout_clear: cannot allocate {-(-n // 512) * 8} bytes"]
         finally:
             set_param("fi_layout_alloc_fail", "N")

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, set_param, \
-    strip_dm_prefix, write_stamped, SLOW
+from dmtest import Dm, brd_device, dev_sectors, read_pattern, set_param, write_stamped, SLOW
 
 SEG, NSEGS = 256, 16            # 16 x 128 KiB; hdc 25 pins 4 of them
 # the device: 512 segments.  cold() (reset_stats) forgets what udev's probe
@@ -34,14 +33,6 @@ def table(dev, policy="always"):
 def read_segs(rc, segs):
     """Read each segment whole, checking every block's stamp."""
     read_pattern(rc.path, [s * UNITS for s in segs], SEED, bs=SEG * 512)
-
-
-def refused(rc, *words):
-    with kmsg() as k:
-        r = rc.message(*words, check=False)
-        lines = [strip_dm_prefix(x) for x in k.lines() if "redcap" in x]
-    assert r.returncode != 0, words
-    return lines
 
 
 def stats_when(rc, ok, what, timeout=30):
@@ -73,19 +64,19 @@ def test_pin_and_unpin_messages_and_their_errors(stamped, dmname):
         rc.cold()
         st = rc.stats()
         assert (st["hdc"], st["hdc_max"], st["hdc_pinned"], st["hot_period"]) == (0, 0, 0, 3600)
-        assert refused(rc, "pin", "3") == ["pin: hdc is 0: set a pinned share first"]
-        assert refused(rc, "set", "hdc", "51") == ["set: hdc must be 0..50"]
-        assert refused(rc, "set", "hot_period", "0") == ["set: hot_period must be 1..86400"]
+        assert rc.refused("pin", "3") == ["pin: hdc is 0: set a pinned share first"]
+        assert rc.refused("set", "hdc", "51") == ["set: hdc must be 0..50"]
+        assert rc.refused("set", "hot_period", "0") == ["set: hot_period must be 1..86400"]
         rc.message("set", "hdc", "25")
         assert rc.stats()["hdc_max"] == 4
-        assert refused(rc, "pin") == ["pin: wrong number of arguments"]
-        assert refused(rc, "pin", "7", "x7") == ["pin: 'x7' is not a segment number"]
-        assert refused(rc, "unpin", f"{nsegs}") == [
+        assert rc.refused("pin") == ["pin: wrong number of arguments"]
+        assert rc.refused("pin", "7", "x7") == ["pin: 'x7' is not a segment number"]
+        assert rc.refused("unpin", f"{nsegs}") == [
             f"unpin: segment {nsegs} is beyond the device's {nsegs}"]
         assert rc.stats()["hdc_pinned"] == 0            # one bad word: nothing done
         read_segs(rc, [7])                              # cached: pinned where it is
         rc.message("pin", "7", "8", "9", "7", "10")     # 8, 9, 10: filled now
-        assert refused(rc, "pin", "11") == ["pin: the pinned set is full (4 segments)"]
+        assert rc.refused("pin", "11") == ["pin: the pinned set is full (4 segments)"]
         st = rc.settled()
         assert (st["hdc_pinned"], st["hdc_fills"], st["fill_ios"]) == (4, 3, 4), st
         rc.message("unpin", "8", "12")                  # 12 was not pinned: no error
