@@ -419,7 +419,8 @@ def test_set_drop_cache_and_reset_stats(dmname, loop64, cleanup):
         (["policy=always", "window=0"], "set: window=0: window must be 1..1000000"),
         (["policy=always", "colour=red"], "set: unknown key 'colour' (policy, write_policy, "
                                           "estimator, window, margin, decay_ms, "
-                                          "budget_share, budget_cap_ms, prefetch)"),
+                                          "budget_share, budget_cap_ms, prefetch, hdc, "
+                                          "hot_period)"),
         (["policy=always", "policy=fast"], "set: policy=fast: unknown policy 'fast'"),
         (["policy=always", "margin"], "set: 'margin' is not KEY=VALUE"),
         (["policy=always", "margin="], "set: 'margin=' is not KEY=VALUE"),
