@@ -286,14 +286,13 @@ struct redcap_cache {
 
 /*
  * HDC's worker, one per table while it is resumed: at each period's end
- * (cache->hot_periods moved) or when the share is cut, it chooses the set
- * to pin from the miss counts and fills the segments of it not cached,
- * one at a time while the origin is idle.
+ * (cache->hot_periods moved) or when more is pinned than the share allows
+ * (it was cut), it chooses the set to pin from the miss counts and fills
+ * the segments of it not cached, one at a time while the origin is idle.
  */
 struct redcap_hdc {
 	struct delayed_work work;
 	u32 periods;			/* hot_periods when it last chose */
-	u32 share;			/* hdc_share when it last chose */
 };
 
 /* One table's target: its origin, its features and its model. */
@@ -1097,18 +1096,19 @@ static void redcap_hdc_work(struct work_struct *ws)
 	struct redcap_c *rc = container_of(to_delayed_work(ws), struct redcap_c, hdc.work);
 	struct redcap_cache *cc = rc->cc;
 	unsigned long flags;
-	u32 periods, share;
+	bool over;
+	u32 periods;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	periods = cc->cache->hot_periods;
-	share = cc->cache->hdc_share;
+	over = cc->cache->nr_hdc > rc_hdc_max(cc->cache);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	/*
 	 * A period ended: choose from its counts, then halve them.  A share
 	 * cut takes effect at once; a larger one waits for the period's end,
 	 * the evidence to fill it from.
 	 */
-	if (periods != rc->hdc.periods || share < rc->hdc.share) {
+	if (periods != rc->hdc.periods || over) {
 		if (!redcap_hdc_choose(rc))	/* no memory: again in a second */
 			goto again;
 		spin_lock_irqsave(&cc->lock, flags);
@@ -1117,7 +1117,6 @@ static void redcap_hdc_work(struct work_struct *ws)
 		spin_unlock_irqrestore(&cc->lock, flags);
 		rc->hdc.periods = periods;
 	}
-	rc->hdc.share = share;
 	if (redcap_hdc_prefill(rc)) {
 		queue_delayed_work(cc->wq, &rc->hdc.work, REDCAP_HDC_TICK);
 		return;
@@ -1133,7 +1132,6 @@ static void redcap_hdc_start(struct redcap_c *rc)
 
 	spin_lock_irqsave(&rc->cc->lock, flags);
 	rc->hdc.periods = rc->cc->cache->hot_periods;
-	rc->hdc.share = rc->cc->cache->hdc_share;
 	spin_unlock_irqrestore(&rc->cc->lock, flags);
 	queue_delayed_work(rc->cc->wq, &rc->hdc.work, 0);
 }

@@ -254,7 +254,7 @@ struct sim {
 	struct rc_hot hot;		/* HDC's counts, as the glue keeps them */
 	void *hot_mem;
 	/* HDC's worker, as the glue's (redcap_hdc_work()) */
-	u32 hdc_periods, hdc_share;	/* when it last chose */
+	u32 hdc_periods;		/* hot_periods when it last chose */
 	u64 *hdc_queue;			/* the chosen segments, by LBA */
 	u32 hdc_nr, hdc_next;
 	struct rc_hot_entry *hdc_top;	/* scratch of the choice */
@@ -720,7 +720,7 @@ static int hdc_choose(struct sim *s)
 
 /*
  * After each event at @now: the choice a period's end or a share cut
- * calls for, then the halving; and a fill of the next chosen segment not
+ * (more pinned than it allows) calls for, then the halving; and a fill of the next chosen segment not
  * cached once the disk is idle (nothing queued on it), one at a time.
  */
 static int hdc_step(struct sim *s, u64 now)
@@ -729,14 +729,13 @@ static int hdc_step(struct sim *s, u64 now)
 	u64 sector, done, idle;
 	u32 idx, sectors;
 
-	if (s->cache->hot_periods != s->hdc_periods || s->cache->hdc_share < s->hdc_share) {
+	if (s->cache->hot_periods != s->hdc_periods || s->cache->nr_hdc > rc_hdc_max(s->cache)) {
 		if (hdc_choose(s))
 			return -1;
 		if (s->cache->hot_periods != s->hdc_periods)
 			rc_hot_age_start(s->cache);
 		s->hdc_periods = s->cache->hot_periods;
 	}
-	s->hdc_share = s->cache->hdc_share;
 	/* The disk's idle time after the trace's last request is not the run's. */
 	while (s->hdc_next < s->hdc_nr && s->completed < s->t->nr) {
 		idle = s->disk_idle_at > s->last_issue + RC_HDC_IDLE_NS ? s->disk_idle_at :

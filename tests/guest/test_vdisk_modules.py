@@ -41,8 +41,9 @@ def test_redcap_loads_and_runs_without_dm_vdisk(loop64, dmname):
             # the second segment is filled ahead of the stream, read once the first
             # is: its first read hits or, the fill still in flight (a slow guest:
             # make check-debug's), waits on it
-            assert (st["model"], st["read_misses"], st["prefetches"],
-                    st["read_hits"] + st["read_hits_waited"]) == ("none", 1, 1, 63), st
+            assert (st["model"], st["read_misses"],
+                    st["read_hits"] + st["read_hits_waited"]) == ("none", 1, 63), st
+            assert st["prefetches"] >= 1, st
         line = f"0 {n} redcap {loop64} 256 16 2 model {loop64}"
         with kmsg() as k:
             r = sh("dmsetup", "create", dmname(), input=line + "\n", check=False)
