@@ -282,12 +282,13 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
     """C-Aware on random reads: while the cache is not full every miss
     fills (rule 6); once it is full, each miss is judged on the mean
     response times of the reads the cache served against those sent to
-    the disk.  On the slow drive a fill takes longer than any bare read,
-    so the means never cross: every miss once full is bypassed (rule 5)
-    but every 16th, cached all the same as a probe, and none fills by
-    rule 1.  decay 0: the means are not halved by the clock.  (How the
-    misses split between rules 1 and 5 where the two cost about the same
-    follows the host's timing, not something to assert.)"""
+    the disk.  On the slow drive a fill takes longer than a bare read, so
+    the means seldom cross: nearly every miss once full is bypassed (rule
+    5) but every 16th, cached all the same as a probe.  decay 0: the means
+    are not halved by the clock.  How many misses rule 1 fills follows the
+    host's timing (0 alone, 3 under a loaded host's make check): the
+    counts are asserted as sums over rules 1 and 5, and rule 5 the
+    larger by far."""
     emu, meas = slow_disk
     with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
             "2 policy caware") as rc:
@@ -298,16 +299,17 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
         st = rc.stats()
     print(" ".join(f"{k}={v}" for k, v in st.items() if k.startswith(("caware_", "read_"))))
     assert st["state"] == "active"
-    assert (st["caware_rule6"], st["caware_rule1"], st["caware_rule3"], st["caware_decays"]) \
-        == (NSEGS, 0, RULE3, 0), st
-    bypassable = st["reads"] - st["read_hits"] - NSEGS - RULE3
-    assert st["caware_rule5"] == bypassable, st
-    assert st["caware_probes"] == bypassable // 16, st
-    assert st["read_misses"] == st["fill_ios"] == NSEGS + st["caware_probes"], st
+    assert (st["caware_rule6"], st["caware_rule3"], st["caware_decays"]) \
+        == (NSEGS, RULE3, 0), st
+    judged = st["reads"] - st["read_hits"] - NSEGS - RULE3
+    rule1, rule5 = st["caware_rule1"], st["caware_rule5"]
+    assert rule1 + rule5 == judged, st
+    assert rule5 > 10 * rule1, st
+    assert st["caware_probes"] == rule5 // 16, st
+    assert st["read_misses"] == st["fill_ios"] == NSEGS + rule1 + st["caware_probes"], st
     assert st["caware_bypassed"] == st["read_bypassed"] == \
-        bypassable + RULE3 - st["caware_probes"], st
+        rule5 + RULE3 - st["caware_probes"], st
     assert st["caware_source_read_n"] > 0 and st["caware_cache_read_n"] > 0
-    assert st["caware_cache_read_us"] > st["caware_source_read_us"], st
 
 
 def test_caware_caches_strided_reads(disk, redcap):
