@@ -773,7 +773,7 @@ void rc_hot_age_start(struct rc_cache *c);
  * part (FOR) and idle, gets an entry FILLING for it, pinned by its fill,
  * in *@idx (RC_HDC_FILL): the caller reads the whole segment into it and
  * completes it like any fill, with no waiter of its own (counted in
- * hdc_fills, not fill_ios' misses).  RC_HDC_FULL: the set holds
+ * hdc_fills, and in fill_ios once done; no read's miss).  RC_HDC_FULL: the set holds
  * rc_hdc_max() already; RC_HDC_BUSY: no fill can start now (held, a
  * write to its bucket in flight, every entry busy, or its part-filled
  * entry in use): try later.  Pinned entries are never the LRU's victims
@@ -793,8 +793,9 @@ void rc_hot_age_start(struct rc_cache *c);
  * set has room, a read of one of them pins its segment, a hit where it
  * is, a miss by a fill of the whole segment (counted in hdc_fills) that
  * neither C-Aware nor the budget refuses, active or not.  Pinning on the
- * reads the set was chosen for costs no disk time; rc_hdc_pin() fills
- * what the reads leave, when the disk would be idle.
+ * reads the set was chosen for costs the disk little more than the reads
+ * themselves; rc_hdc_pin() fills what the reads leave, when the disk would
+ * be idle.
  */
 static inline u32 rc_hdc_max(const struct rc_cache *c)
 {
