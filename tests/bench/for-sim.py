@@ -160,12 +160,13 @@ def small_files(alpha, seed, reads, tmp):
 # Runs
 
 
-def simulate(trace, disk, model, layout):
+def simulate(trace, disk, model, layout, configs=CONFIGS):
+    """redcapctl simulate's results, one per config of @configs."""
     args = [ss.REDCAPCTL, "simulate", "--trace", trace, "--format", "csv", "--disk", disk,
             "--capacity", str(ss.DISKS[disk]), "--model", model, "--json"]
     if layout:
         args += ["--layout", layout]
-    for c in CONFIGS:
+    for c in configs:
         args += ["--config", c]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
@@ -331,18 +332,34 @@ def report(records, out_dir, date, command, seconds):
     return md
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def cli(doc, reads, reads_help):
+    """The arguments of a simulator bench (this one, hdc-sim.py), LKR's layout made."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="directory of the results")
     ap.add_argument("--date", default=time.strftime("%Y-%m-%d"))
-    ap.add_argument("--reads", type=int, default=READS,
-                    help=f"files each small-file reader reads (default {READS})")
+    ap.add_argument("--reads", type=int, default=reads,
+                    help=f"{reads_help} (default {reads})")
     ap.add_argument("--lkr-layout", default=os.path.join(ss.TOP, "build", "bench-sim",
                                                          "lkr-layout.csv"))
     args = ap.parse_args()
     if not os.path.exists(args.lkr_layout):
         subprocess.run([sys.executable, os.path.join(HERE, "lkr-layout.py"),
                         "--out", args.lkr_layout], check=True)
+    return args
+
+
+def write_records(args, name, records):
+    """The records as <date>-<name>.json in --out, one a line; its path."""
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{args.date}-{name}.json")
+    with open(path, "w") as fh:
+        fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True, ensure_ascii=False)
+                                    for r in records) + "\n]\n")
+    return path
+
+
+def main():
+    args = cli(__doc__, READS, "files each small-file reader reads")
     records = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="for-sim-") as tmp:
@@ -368,11 +385,7 @@ def main():
                     f"{records[-1]['simulated_s']} s")
             os.unlink(trace)
     derive(records)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{args.date}-for-sim.json")
-    with open(path, "w") as fh:
-        fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True, ensure_ascii=False)
-                                    for r in records) + "\n]\n")
+    path = write_records(args, "for-sim", records)
     cmd = "tests/bench/for-sim.py --out docs/results" + \
         (f" --reads {args.reads}" if args.reads != READS else "")
     print("\n".join(report(records, args.out, args.date, cmd, time.monotonic() - t0)))

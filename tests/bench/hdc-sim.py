@@ -33,16 +33,11 @@ layout for-sim.py's (imported, not copied).
 usage: hdc-sim.py --out DIR [--date D] [--reads N]
 (reproduce: tests/bench/hdc-sim.py --out docs/results)
 """
-import argparse
 import collections
 import importlib.util
 import itertools
-import json
 import os
 import random
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -145,16 +140,8 @@ def zipf_files(alpha, seed, reads, tmp):
 
 
 def simulate(trace, disk, model, configs, layout=None):
-    args = [ss.REDCAPCTL, "simulate", "--trace", trace, "--format", "csv", "--disk", disk,
-            "--capacity", str(ss.DISKS[disk]), "--model", model, "--json"]
-    if layout:
-        args += ["--layout", layout]
-    for c in configs.values():
-        args += ["--config", c]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
-    return dict(zip(configs, json.loads(r.stdout)["results"]))
+    """for-sim.py's, its results by @configs' names."""
+    return dict(zip(configs, fs.simulate(trace, disk, model, layout, list(configs.values()))))
 
 
 def run_cell(workload, seed, trace, lay, disk, model, info):
@@ -255,17 +242,7 @@ def report(records, out_dir, date, command, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="directory of the results")
-    ap.add_argument("--date", default=time.strftime("%Y-%m-%d"))
-    ap.add_argument("--reads", type=int, default=READS,
-                    help=f"files each reader reads (default {READS})")
-    ap.add_argument("--lkr-layout", default=os.path.join(ss.TOP, "build", "bench-sim",
-                                                         "lkr-layout.csv"))
-    args = ap.parse_args()
-    if not os.path.exists(args.lkr_layout):
-        subprocess.run([sys.executable, os.path.join(HERE, "lkr-layout.py"),
-                        "--out", args.lkr_layout], check=True)
+    args = fs.cli(__doc__, READS, "files each reader reads")
     records = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hdc-sim-") as tmp:
@@ -286,11 +263,7 @@ def main():
                 records.append(run_cell(f"lkr ×{procs}", None, trace, None, disk,
                                         models[disk], info))
             os.unlink(trace)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{args.date}-hdc-sim.json")
-    with open(path, "w") as fh:
-        fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True, ensure_ascii=False)
-                                    for r in records) + "\n]\n")
+    path = fs.write_records(args, "hdc-sim", records)
     cmd = "tests/bench/hdc-sim.py --out docs/results" + \
         (f" --reads {args.reads}" if args.reads != READS else "")
     print("\n".join(report(records, args.out, args.date, cmd, time.monotonic() - t0)))
