@@ -1169,8 +1169,10 @@ static int redcap_msg_pin(struct redcap_c *rc, bool pin, unsigned int argc, char
 			rc_hdc_unpin(cc->cache, seg);
 		max = rc_hdc_max(cc->cache);
 		spin_unlock_irqrestore(&cc->lock, flags);
-		if (r == RC_HDC_FILL)
-			redcap_hdc_fill(rc, seg, idx);
+		if (r == RC_HDC_FILL && !redcap_hdc_fill(rc, seg, idx)) {
+			DMERR("pin: segment %llu: no memory for its fill", seg);
+			return -ENOMEM;
+		}
 	}
 	if (r == RC_HDC_FULL) {
 		if (max)

@@ -206,3 +206,22 @@ def test_a_choice_without_memory_changes_nothing_and_is_made_again(stamped, dmna
             set_param("fi_hdc_alloc_fail", "N")
         st = stats_when(rc, lambda st: st["hdc_pinned"] == 0, "the cut made")
         assert (st["segments_valid"], st["hdc_dropped"]) == (3, 0), st
+
+
+def test_a_pin_whose_fill_cannot_be_set_up_fails_and_leaves_nothing(stamped, dmname, fault):
+    """No bio for the fill (every set-up fails): pin answers -ENOMEM with
+    the segment, nothing is pinned, counted or cached; then it works."""
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "hdc", "25")
+        fault("fi_fill_alloc_fail", 1)
+        assert rc.refused("pin", "60") == ["pin: segment 60: no memory for its fill"]
+        fault("fi_fill_alloc_fail", 0)
+        st = rc.stats()
+        assert (st["hdc_pinned"], st["hdc_fills"], st["fill_ios"], st["segments_valid"],
+                st["segments_filling"]) == (0, 0, 0, 0, 0), st
+        rc.message("pin", "60")
+        st = stats_when(rc, lambda st: st["hdc_pinned"] == 1, "60 pinned")
+        assert (st["hdc_fills"], st["fill_ios"], st["segments_valid"]) == (1, 1, 1), st
+        read_segs(rc, [60])
+        assert rc.stats()["hdc_hits"] == 1
