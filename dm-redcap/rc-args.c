@@ -120,6 +120,8 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	/* the segments themselves: rc_parse_segment(), against the device */
 	[RC_MSG_PIN] = { "pin", 1, RC_PIN_MAX },
 	[RC_MSG_UNPIN] = { "unpin", 1, RC_PIN_MAX },
+	[RC_MSG_CHOSEN] = { "chosen", 0, 1 },
+	[RC_MSG_PREFILL] = { "prefill", 1, RC_PIN_MAX },
 };
 
 static const struct {
@@ -237,6 +239,12 @@ const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
 		m->uvalue = RC_HOT_TOP_DEFAULT;
 		if (argc == 2 && !rc_arg(argv[1], 1, RC_HOT_TOP_MAX, &m->uvalue)) {
 			snprintf(buf, len, "hot: N must be 1..%u", RC_HOT_TOP_MAX);
+			return buf;
+		}
+		break;
+	case RC_MSG_CHOSEN:
+		if (argc == 2 && !rc_arg(argv[1], 0, 0xffffffffu, &m->uvalue)) {
+			snprintf(buf, len, "chosen: FROM must be 0..4294967295");
 			return buf;
 		}
 		break;

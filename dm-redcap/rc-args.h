@@ -41,7 +41,8 @@ int rc_write_policy_parse(const char *name);
 enum rc_msg_verb {
 	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
 	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_LAYOUT_CLEAR,
-	RC_MSG_LAYOUT_RUNS, RC_MSG_HOT, RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_NR,
+	RC_MSG_LAYOUT_RUNS, RC_MSG_HOT, RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN,
+	RC_MSG_PREFILL, RC_MSG_NR,
 };
 
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
@@ -52,18 +53,21 @@ struct rc_msg {
 	/* policy, write_policy, estimator; layout_clear's unit shift (0: none) */
 	int value;
 	enum rc_tunable key;		/* set */
-	u32 uvalue;			/* set; hot's number of regions */
+	u32 uvalue;			/* set; hot's number of regions; chosen's FROM */
 };
 
 /* hot [N]: the N segments that missed most, 1..RC_HOT_TOP_MAX, RC_HOT_TOP_DEFAULT without N. */
 #define RC_HOT_TOP_DEFAULT	16
 #define RC_HOT_TOP_MAX		64
 
-/* pin SEGMENT... / unpin SEGMENT...: at most this many a message. */
+/* pin, unpin, prefill SEGMENT...: at most this many a message. */
 #define RC_PIN_MAX		1024
 
+/* chosen [FROM]: at most this many segments an answer, from index FROM. */
+#define RC_CHOSEN_CHUNK		512
+
 /*
- * Segment number @word of a pin or unpin message (@verb) on a device of
+ * Segment number @word of a pin, unpin or prefill message (@verb) on a device of
  * @nr_segs segments, into *@seg; NULL, or the error, formatted into @buf.
  */
 const char *rc_parse_segment(const char *verb, const char *word, u64 nr_segs, u64 *seg,

@@ -133,6 +133,7 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	c->hdc_head = RC_NONE;
 	c->hdc_tail = RC_NONE;
 	c->hot_period_s = RC_HOT_PERIOD_S;
+	c->hdc_share = RC_HDC_SHARE;
 	c->free_head = 0;
 	return 0;
 }

@@ -487,3 +487,24 @@ u32 rc_hdc_choose(struct rc_hdc_cand *cand, u32 n, u32 max)
 	rc_hdc_sort(cand, k, true);
 	return k;
 }
+
+u32 rc_hdc_merge(const u64 *set, u32 n, const u64 *add, u32 nadd, u32 max, u64 *out)
+{
+	u32 room = max > n ? max - n : 0, i = 0, j = 0, k = 0;
+
+	while (i < n || (j < nadd && room)) {
+		if (j < nadd && room && (i == n || add[j] < set[i])) {
+			/* new, unless a repeat of what was just put */
+			if (!k || out[k - 1] != add[j]) {
+				out[k++] = add[j];
+				room--;
+			}
+			j++;
+		} else {
+			if (j < nadd && add[j] == set[i])
+				j++;
+			out[k++] = set[i++];
+		}
+	}
+	return k;
+}

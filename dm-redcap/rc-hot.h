@@ -183,4 +183,14 @@ struct rc_hdc_cand {
  */
 u32 rc_hdc_choose(struct rc_hdc_cand *cand, u32 n, u32 max);
 
+/*
+ * HDC's chosen set @set (@n regions, sorted, unique) and those of @add
+ * (@nadd, sorted, repeats allowed) it lacks, lowest first, as many as
+ * bring it to @max (none if it holds @max already): into @out, which has
+ * room for @n + min(@nadd, @max), sorted and unique.  Returns its size.
+ * The chosen set kept whole, a saved set loaded (prefill) only adds to
+ * it.  O(@n + @nadd).  Pure function.
+ */
+u32 rc_hdc_merge(const u64 *set, u32 n, const u64 *add, u32 nadd, u32 max, u64 *out);
+
 #endif

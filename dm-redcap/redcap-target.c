@@ -21,6 +21,7 @@
 #include <linux/ioprio.h>
 #include <linux/refcount.h>
 #include <linux/rcupdate.h>
+#include <linux/sort.h>
 
 #include "rc-args.h"
 #include "rc-layout.h"
@@ -277,11 +278,13 @@ struct redcap_cache {
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
 	/*
-	 * HDC's chosen set, by LBA (the core's rc_hdc_want(), replaced under
-	 * lock), and the next of it to fill: the resumed table's worker's.
+	 * HDC's chosen set, by LBA (the core's rc_hdc_want()), replaced under
+	 * hdc_lock and lock (the worker's choice, prefill), its generation,
+	 * and the next of it to fill (the resumed table's worker's, under lock).
 	 */
+	struct mutex hdc_lock;
 	u64 *hdc_chosen;
-	u32 hdc_nr, hdc_next;
+	u32 hdc_nr, hdc_gen, hdc_next;
 };
 
 /*
@@ -963,6 +966,25 @@ static int redcap_msg_hot(struct redcap_cache *cc, u32 n, char *result, unsigned
 }
 
 /*
+ * Make *@set (@n segments, sorted) HDC's chosen set, all of it queued for
+ * redcap_hdc_prefill(); *@set becomes the set before, for the caller to
+ * free.  hdc_lock held.
+ */
+static void redcap_hdc_replace(struct redcap_cache *cc, u64 **set, u32 n)
+{
+	unsigned long flags;
+
+	lockdep_assert_held(&cc->hdc_lock);
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_hdc_want(cc->cache, *set, n);
+	swap(cc->hdc_chosen, *set);
+	cc->hdc_nr = n;
+	cc->hdc_next = 0;
+	cc->hdc_gen++;
+	spin_unlock_irqrestore(&cc->lock, flags);
+}
+
+/*
  * Choose the set to pin (rc_hdc_choose()) among the 2 x max segments that
  * missed most, unpin those that left it (rc_hdc_keep(), a chunk of
  * entries per lock hold) and queue the rest for redcap_hdc_prefill().
@@ -1013,18 +1035,15 @@ static bool redcap_hdc_choose(struct redcap_c *rc)
 	k = rc_hdc_choose(cand, n, max);
 	for (i = 0; i < k; i++)
 		queue[i] = cand[i].region;
-	spin_lock_irqsave(&cc->lock, flags);
-	rc_hdc_want(cc->cache, queue, k);
-	swap(cc->hdc_chosen, queue);
-	cc->hdc_nr = k;
-	cc->hdc_next = 0;
-	spin_unlock_irqrestore(&cc->lock, flags);
+	mutex_lock(&cc->hdc_lock);
+	redcap_hdc_replace(cc, &queue, k);
 	for (from = 0; from < cc->nr_segs;) {
 		spin_lock_irqsave(&cc->lock, flags);
 		from = rc_hdc_keep(cc->cache, cc->hdc_chosen, k, from, REDCAP_WALK_CHUNK);
 		spin_unlock_irqrestore(&cc->lock, flags);
 		cond_resched();
 	}
+	mutex_unlock(&cc->hdc_lock);
 	kvfree(top);
 	kvfree(cand);
 	kvfree(queue);		/* the set before */
@@ -1186,6 +1205,92 @@ static int redcap_msg_pin(struct redcap_c *rc, bool pin, unsigned int argc, char
 		return -EBUSY;
 	}
 	return 0;
+}
+
+/*
+ * chosen [FROM]: HDC's chosen set (the segments it pins, or fills to pin
+ * when idle), RC_CHOSEN_CHUNK of them from index FROM, with the set's size
+ * and generation: a reader of several answers starts again when it moved.
+ */
+static int redcap_msg_chosen(struct redcap_cache *cc, u32 from, char *result,
+			     unsigned int maxlen)
+{
+	unsigned int sz = 0;
+	u32 i;
+
+	mutex_lock(&cc->hdc_lock);
+	DMEMIT("chosen=%u\ngen=%u\nfrom=%u\nsegments=", cc->hdc_nr, cc->hdc_gen, from);
+	for (i = from; i < cc->hdc_nr && i - from < RC_CHOSEN_CHUNK; i++)
+		DMEMIT("%s%llu", i > from ? " " : "", cc->hdc_chosen[i]);
+	DMEMIT("\n");
+	mutex_unlock(&cc->hdc_lock);
+	return 1;
+}
+
+static int redcap_cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * prefill SEGMENT...: add them to HDC's chosen set, as many as the pinned
+ * share has room for, lowest first, for the worker to pin when read or
+ * to fill while the origin is idle (a saved set loaded after a restart;
+ * pin fills at once).  The segments are checked first: one bad, nothing
+ * is done.  Answers the set's size and how many it gained.
+ */
+static int redcap_msg_prefill(struct redcap_c *rc, unsigned int argc, char **argv,
+			      char *result, unsigned int maxlen)
+{
+	struct redcap_cache *cc = rc->cc;
+	u64 nr_segs = DIV_ROUND_UP_SECTOR_T(cc->len, cc->seg_sectors);
+	u64 *add, *set = NULL;
+	unsigned int sz = 0, i;
+	unsigned long flags;
+	const char *err;
+	char buf[128];
+	u32 max, n, before;
+
+	add = kvmalloc_array(argc, sizeof(*add), GFP_KERNEL);
+	if (!add)
+		return -ENOMEM;
+	for (i = 0; i < argc; i++) {
+		err = rc_parse_segment("prefill", argv[i], nr_segs, &add[i], buf, sizeof(buf));
+		if (err) {
+			DMERR("%s", err);
+			kvfree(add);
+			return -EINVAL;
+		}
+	}
+	sort(add, argc, sizeof(*add), redcap_cmp_u64, NULL);
+	mutex_lock(&cc->hdc_lock);
+	spin_lock_irqsave(&cc->lock, flags);
+	max = rc_hdc_max(cc->cache);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	before = cc->hdc_nr;
+	if (!max) {
+		DMERR("prefill: hdc is 0: set a pinned share first");
+		mutex_unlock(&cc->hdc_lock);
+		kvfree(add);
+		return -ENOSPC;
+	}
+	if (!redcap_fi_hdc_alloc_fail())
+		set = kvmalloc_array(before + min_t(u32, argc, max), sizeof(*set), GFP_KERNEL);
+	if (!set) {
+		mutex_unlock(&cc->hdc_lock);
+		kvfree(add);
+		DMERR("prefill: no memory for the chosen set");
+		return -ENOMEM;
+	}
+	n = rc_hdc_merge(cc->hdc_chosen, before, add, argc, max, set);
+	redcap_hdc_replace(cc, &set, n);
+	mutex_unlock(&cc->hdc_lock);
+	kvfree(set);		/* the set before */
+	kvfree(add);
+	DMEMIT("chosen=%u\nadded=%u\n", n, n - before);
+	return 1;
 }
 
 /* Construction */
@@ -1365,6 +1470,7 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 	cc->pages_per_seg = pages_per_seg;
 	spin_lock_init(&cc->lock);
 	mutex_init(&cc->layout_lock);
+	mutex_init(&cc->hdc_lock);
 	atomic_set(&cc->fills_inflight, 0);
 	init_waitqueue_head(&cc->drain_wq);
 	r = redcap_cache_alloc(cc, ti);
@@ -1945,6 +2051,10 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	case RC_MSG_PIN:
 	case RC_MSG_UNPIN:
 		return redcap_msg_pin(rc, m.verb == RC_MSG_PIN, argc - 1, argv + 1);
+	case RC_MSG_CHOSEN:
+		return redcap_msg_chosen(cc, m.uvalue, result, maxlen);
+	case RC_MSG_PREFILL:
+		return redcap_msg_prefill(rc, argc - 1, argv + 1, result, maxlen);
 	case RC_MSG_ESTIMATOR:
 		if (m.value == RC_EST_VDISK && !rc->vm) {
 			DMERR("estimator: no vdisk model below or named");

@@ -341,6 +341,8 @@ static void fuzz(struct words *w)
 		[RC_MSG_HOT] = { "hot", 1 },
 		[RC_MSG_PIN] = { "pin", ~0u },
 		[RC_MSG_UNPIN] = { "unpin", ~0u },
+		[RC_MSG_CHOSEN] = { "chosen", 1 },
+		[RC_MSG_PREFILL] = { "prefill", ~0u },
 	};
 	static const struct {
 		const char *key;
@@ -375,15 +377,16 @@ static void fuzz(struct words *w)
 	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
 	if (m.verb == RC_MSG_LAYOUT_RUNS)
 		CHECK(w->argc >= 2);
-	else if (m.verb == RC_MSG_PIN || m.verb == RC_MSG_UNPIN)
+	else if (m.verb == RC_MSG_PIN || m.verb == RC_MSG_UNPIN || m.verb == RC_MSG_PREFILL)
 		CHECK(w->argc >= 2 && w->argc <= 1 + RC_PIN_MAX);
-	else if (m.verb == RC_MSG_LAYOUT_CLEAR || m.verb == RC_MSG_HOT)
+	else if (m.verb == RC_MSG_LAYOUT_CLEAR || m.verb == RC_MSG_HOT || m.verb == RC_MSG_CHOSEN)
 		CHECK(w->argc <= 2);
 	else
 		CHECK(w->argc == 1 + verbs[m.verb].args);
 	switch (m.verb) {
 	case RC_MSG_PIN:
-	case RC_MSG_UNPIN: {
+	case RC_MSG_UNPIN:
+	case RC_MSG_PREFILL: {
 		/* each word against a device of 1000 segments, as the glue does */
 		uint64_t seg, ref;
 		unsigned int i;
@@ -404,6 +407,9 @@ static void fuzz(struct words *w)
 	case RC_MSG_HOT:
 		CHECK(m.uvalue == (w->argc == 1 ? RC_HOT_TOP_DEFAULT : dec(w->argv[1], UINT32_MAX)));
 		CHECK(m.uvalue >= 1 && m.uvalue <= RC_HOT_TOP_MAX);
+		break;
+	case RC_MSG_CHOSEN:
+		CHECK(m.uvalue == (w->argc == 1 ? 0 : dec(w->argv[1], UINT32_MAX)));
 		break;
 	case RC_MSG_LAYOUT_CLEAR:
 		/* a power of two 8..2048 sectors, or none: 0 */

@@ -63,8 +63,10 @@ def test_pin_and_unpin_messages_and_their_errors(stamped, dmname):
     with Dm(dmname(), table(stamped)) as rc:
         rc.cold()
         st = rc.stats()
-        assert (st["hdc"], st["hdc_max"], st["hdc_pinned"], st["hot_period"]) == (0, 0, 0, 3600)
+        assert (st["hdc"], st["hdc_max"], st["hdc_pinned"], st["hot_period"]) == (25, 4, 0, 3600)
+        rc.message("set", "hdc", "0")
         assert rc.refused("pin", "3") == ["pin: hdc is 0: set a pinned share first"]
+        assert rc.refused("prefill", "3") == ["prefill: hdc is 0: set a pinned share first"]
         assert rc.refused("set", "hdc", "51") == ["set: hdc must be 0..50"]
         assert rc.refused("set", "hot_period", "0") == ["set: hot_period must be 1..86400"]
         rc.message("set", "hdc", "25")
@@ -225,3 +227,45 @@ def test_a_pin_whose_fill_cannot_be_set_up_fails_and_leaves_nothing(stamped, dmn
         assert (st["hdc_fills"], st["fill_ios"], st["segments_valid"]) == (1, 1, 1), st
         read_segs(rc, [60])
         assert rc.stats()["hdc_hits"] == 1
+
+
+def chosen(rc, *start):
+    return dict(line.split("=", 1) for line in rc.query("chosen", *start).splitlines())
+
+
+def test_chosen_lists_the_set_and_prefill_adds_to_it(stamped, dmname, fault):
+    """prefill adds segments to the chosen set (as many as there is room
+    for, lowest first) and fills nothing at once: the worker fills them
+    once the origin is idle, and they serve from then on.  chosen lists the
+    set from an index, with its generation; errors are exact."""
+    nsegs = dev_sectors(stamped) // SEG
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        assert chosen(rc) == {"chosen": "0", "gen": "0", "from": "0", "segments": ""}
+        assert rc.refused("prefill", "1", "x") == ["prefill: 'x' is not a segment number"]
+        assert rc.refused("prefill", f"{nsegs}") == [
+            f"prefill: segment {nsegs} is beyond the device's {nsegs}"]
+        assert rc.refused("chosen", "-1") == ["chosen: FROM must be 0..4294967295"]
+        assert chosen(rc)["gen"] == "0"                 # nothing done
+        fault("fi_hdc_alloc_fail", 1)
+        assert rc.refused("prefill", "300") == ["prefill: no memory for the chosen set"]
+        fault("fi_hdc_alloc_fail", 0)
+        assert rc.query("prefill", "300", "100", "200", "100").split() == ["chosen=3", "added=3"]
+        st = stats_when(rc, lambda st: st["hdc_pinned"] == 3, "prefilled")
+        assert (st["hdc_fills"], st["fill_ios"], st["read_misses"]) == (3, 3, 0), st
+        # room for one more: the lowest new one
+        assert rc.query("prefill", "70", "60", "300").split() == ["chosen=4", "added=1"]
+        assert chosen(rc) == {"chosen": "4", "gen": "2", "from": "0",
+                              "segments": "60 100 200 300"}
+        assert chosen(rc, "2") == {"chosen": "4", "gen": "2", "from": "2",
+                                   "segments": "200 300"}
+        assert chosen(rc, "4")["segments"] == ""
+        stats_when(rc, lambda st: st["hdc_pinned"] == 4, "60 prefilled")
+        read_segs(rc, range(400, 440))                  # a flood: they stay
+        read_segs(rc, [60, 100, 200, 300])
+        st = rc.stats()
+        assert (st["hdc_fills"], st["hdc_hits"], st["hdc_dropped"]) == (4, 4, 0), st
+        # a period's choice replaces the set: none of them missed twice since
+        end_period(rc, 441)
+        stats_when(rc, lambda st: st["hdc_pinned"] == 0, "the set chosen again")
+        assert chosen(rc) == {"chosen": "0", "gen": "3", "from": "0", "segments": ""}

@@ -151,6 +151,13 @@ CTEST(message_verbs)
 	CHECK(!message("set prefetch 8", &m));
 	CHECK_EQ(m.key, RC_TUN_PREFETCH);
 	CHECK_EQ(m.uvalue, 8);
+	CHECK(!message("chosen", &m));
+	CHECK_EQ(m.verb, RC_MSG_CHOSEN);
+	CHECK_EQ(m.uvalue, 0);
+	CHECK(!message("chosen 4294967295", &m));
+	CHECK_EQ(m.uvalue, 4294967295u);
+	CHECK(!message("prefill 1 2 3", &m));
+	CHECK_EQ(m.verb, RC_MSG_PREFILL);
 }
 
 /*
@@ -173,7 +180,8 @@ CTEST(tunables_set_and_read_back)
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_SHARE), RC_BUDGET_SHARE);	/* on */
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_BUDGET_CAP_MS), RC_BUDGET_CAP_MS);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_PREFETCH), RC_PREFETCH_DEFAULT);	/* 8 */
-	CHECK_EQ(rc_get_tunable(&c, RC_TUN_HDC), 0);				/* off */
+	CHECK_EQ(rc_get_tunable(&c, RC_TUN_HDC), RC_HDC_SHARE);		/* a quarter */
+	CHECK_EQ(RC_HDC_SHARE, 25);
 	CHECK_EQ(rc_get_tunable(&c, RC_TUN_HOT_PERIOD), RC_HOT_PERIOD_S);
 	CHECK_EQ(RC_PREFETCH_DEFAULT, 8);
 	c.budget.balance = 50000000;
@@ -230,6 +238,10 @@ CTEST(message_errors)
 		{ "set prefetch_forward 0", "set: unknown key 'prefetch_forward'" },
 		{ "set prefetch_pairs 1", "set: unknown key 'prefetch_pairs'" },
 		{ "set margin 18446744073709551626", "set: margin must be 0..99" },
+		{ "chosen x", "chosen: FROM must be 0..4294967295" },
+		{ "chosen 4294967296", "chosen: FROM must be 0..4294967295" },
+		{ "chosen 1 2", "chosen: wrong number of arguments" },
+		{ "prefill", "prefill: wrong number of arguments" },
 	};
 	CHECK_REFUSALS(bad, refused_message);
 }

@@ -1044,6 +1044,81 @@ CTEST(hdc_choose_matches_a_reference_sort)
 	}
 }
 
+/* --- a saved set loaded (rc_hdc_merge()) -------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The set kept whole; of the new regions, the lowest while there is room. */
+CTEST(hdc_merge_keeps_the_set_and_adds_the_lowest_new)
+{
+	const u64 set[] = { 3, 7, 9 }, add[] = { 1, 1, 3, 5, 9, 12, 12, 20 };
+	u64 out[16];
+
+	CHECK_EQ(rc_hdc_merge(set, 3, add, 8, 6, out), 6);
+	CHECK_EQ(out[0], 1);
+	CHECK_EQ(out[1], 3);
+	CHECK_EQ(out[2], 5);
+	CHECK_EQ(out[3], 7);
+	CHECK_EQ(out[4], 9);
+	CHECK_EQ(out[5], 12);
+	/* full already, or over (a cut share): the set as it is */
+	CHECK_EQ(rc_hdc_merge(set, 3, add, 8, 3, out), 3);
+	CHECK_EQ(rc_hdc_merge(set, 3, add, 8, 2, out), 3);
+	CHECK_EQ(out[2], 9);
+	/* from nothing; nothing to add */
+	CHECK_EQ(rc_hdc_merge(NULL, 0, add, 8, 100, out), 6);
+	CHECK_EQ(out[5], 20);
+	CHECK_EQ(rc_hdc_merge(set, 3, NULL, 0, 100, out), 3);
+	CHECK_EQ(rc_hdc_merge(NULL, 0, add, 8, 0, out), 0);
+}
+
+/* Against a reference on random sets: sorted, unique, the set, then the lowest new. */
+CTEST(hdc_merge_matches_a_reference)
+{
+	enum { N = 300 };
+	static u64 set[N], add[N], out[2 * N], ref[2 * N];
+	u32 trial, i, j, n, nadd, max, k, want, room;
+
+	for (trial = 0; trial < 500; trial++) {
+		n = ctest_rand(N);
+		nadd = ctest_rand(N);
+		for (i = 0, j = 0; i < n; i++) {
+			j += 1 + ctest_rand(4);
+			set[i] = j;
+		}
+		for (i = 0; i < nadd; i++)
+			add[i] = ctest_rand(4 * N + 10);
+		qsort(add, nadd, sizeof(*add), cmp_u64);
+		max = ctest_rand(2 * N);
+		k = rc_hdc_merge(set, n, add, nadd, max, out);
+		/* reference: the new regions, unique, the lowest that fit */
+		room = max > n ? max - n : 0;
+		want = 0;
+		for (i = 0; i < n; i++)
+			ref[want++] = set[i];
+		for (i = 0; i < nadd && room; i++) {
+			bool seen = false;
+
+			for (j = 0; j < want && !seen; j++)
+				seen = ref[j] == add[i];
+			if (!seen) {
+				ref[want++] = add[i];
+				room--;
+			}
+		}
+		qsort(ref, want, sizeof(*ref), cmp_u64);
+		CHECK_EQ(k, want);
+		CHECK(k <= n + (nadd < max ? nadd : max));
+		for (i = 0; i < k && i < want; i++)
+			CHECK_EQ(out[i], ref[i]);
+	}
+}
+
 /* rc_hot_clear(): both modes back to empty, and counting again from there. */
 CTEST(clear_forgets_every_count)
 {
