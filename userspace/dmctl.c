@@ -222,11 +222,12 @@ char *dm_message(const struct dev *d, const char *msg)
 /* --- stats: key=value lines ---------------------------------------------- */
 
 /* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
-void stats_get(const struct dev *d, struct stats *st)
+void answer_get(const struct dev *d, const char *msg, struct stats *st)
 {
 	char *line, *next, *eq;
 
-	st->text = dm_message(d, "stats");
+	st->text = dm_message(d, msg);
+	st->msg = msg;
 	st->n = 0;
 	for (line = st->text; *line; line = next) {
 		next = line + strcspn(line, "\n");
@@ -236,9 +237,9 @@ void stats_get(const struct dev *d, struct stats *st)
 			continue;
 		eq = strchr(line, '=');
 		if (!eq || eq == line)
-			die("%s: bad answer to 'stats': '%.60s' is not key=value", d->arg, line);
+			die("%s: bad answer to '%s': '%.60s' is not key=value", d->arg, msg, line);
 		if (st->n == MAX_STATS)
-			die("%s: bad answer to 'stats': more than %d lines", d->arg, MAX_STATS);
+			die("%s: bad answer to '%s': more than %d lines", d->arg, msg, MAX_STATS);
 		*eq = '\0';
 		st->kv[st->n].key = line;
 		st->kv[st->n].val = eq + 1;
@@ -246,12 +247,18 @@ void stats_get(const struct dev *d, struct stats *st)
 	}
 }
 
+void stats_get(const struct dev *d, struct stats *st)
+{
+	answer_get(d, "stats", st);
+}
+
 const char *stats_str(const struct dev *d, const struct stats *st, const char *key)
 {
 	for (int i = 0; i < st->n; i++)
 		if (!strcmp(st->kv[i].key, key))
 			return st->kv[i].val;
-	die("%s: bad answer to 'stats': no %s= (not a vdisk device?)", d->arg, key);
+	die("%s: bad answer to '%s': no %s=%s", d->arg, st->msg, key,
+	    strcmp(st->msg, "stats") ? "" : " (not a vdisk device?)");
 }
 
 uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
@@ -261,7 +268,7 @@ uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
 	uint64_t v;
 
 	if (!parse_u64(s, min, max, &v))
-		die("%s: bad answer to 'stats': %s=%.40s", d->arg, key, s);
+		die("%s: bad answer to '%s': %s=%.40s", d->arg, st->msg, key, s);
 	return v;
 }
 

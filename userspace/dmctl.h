@@ -56,13 +56,16 @@ void dm_log_clear(void);
 
 struct stats {
 	char *text;
+	const char *msg;		/* the message answered, for errors */
 	int n;
 	struct {
 		const char *key, *val;
 	} kv[MAX_STATS];
 };
 
-/* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+/* Splits the answer to @msg into key=value lines; exits on a bad answer. */
+void answer_get(const struct dev *d, const char *msg, struct stats *st);
+/* answer_get() of "stats". */
 void stats_get(const struct dev *d, struct stats *st);
 /* The value of @key; exits if there is none. */
 const char *stats_str(const struct dev *d, const struct stats *st, const char *key);

@@ -39,9 +39,8 @@
 
 #include "dmctl.h"
 #include "layout.h"
-#include "layout-cmd.h"
+#include "redcapctl.h"
 #include "redcaptab.h"
-#include "simulate.h"
 
 #define FIEMAP_BATCH	256	/* extents asked of one FS_IOC_FIEMAP */
 #define MAX_DEPTH	8	/* devices between a filesystem and the stack */

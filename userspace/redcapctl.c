@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "dmctl.h"
-#include "layout-cmd.h"
+#include "redcapctl.h"
 #include "metrics.h"
 #include "redcaptab.h"
 #include "rc-args.h"
@@ -73,6 +73,7 @@ static const char redcapctl_usage[] =
 "       redcapctl layout NAME [--unit SIZE] [--out FILE] [--json]\n"
 "       redcapctl model save|load NAME [FILE] [--if-present]\n"
 "       redcapctl model train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
+"       redcapctl hot save|load NAME [FILE] [--if-present]\n"
 "       redcapctl start NAME|--all [--tab FILE]\n"
 "       redcapctl stop NAME|--all [--tab FILE]\n"
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
@@ -109,6 +110,9 @@ static const char redcapctl_help[] =
 "               messages to FILE (- for standard output) instead\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
+"  hot          save HDC's hot set (the segments it pins) or load it back, to\n"
+"               be filled while the disk is idle (default FILE:\n"
+"               " MODEL_DIR "/NAME.hot)\n"
 "  start, stop  the stacks of " DEFAULT_TAB " (redcaptab(5)): one by name, or\n"
 "               --all (start skips noauto entries)\n"
 "  upgrade      swap the cache in, live, under a stack started linear\n"
@@ -1390,7 +1394,7 @@ int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
 	return optind;
 }
 
-static void operands(int argc, char **argv, int first, int min, int max)
+void redcapctl_operands(int argc, char **argv, int first, int min, int max)
 {
 	if (argc - first < min)
 		usage_error("%s: missing operand", argv[0]);
@@ -1503,7 +1507,7 @@ static int cmd_create(int argc, char **argv)
 	int i = redcapctl_parse_opts(argc, argv, longopts, create_opt, &s);
 	const char *origin;
 
-	operands(argc, argv, i, 2, 2);
+	redcapctl_operands(argc, argv, i, 2, 2);
 	name_check(argv[i]);
 	s.name = argv[i];
 	origin = argv[i + 1];
@@ -1533,7 +1537,7 @@ static int cmd_remove(int argc, char **argv)
 	bool keep = false;
 	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &keep);
 
-	operands(argc, argv, i, 1, 1);
+	redcapctl_operands(argc, argv, i, 1, 1);
 	return stack_remove(argv[i], keep) ? 1 : 0;
 }
 
@@ -1594,7 +1598,7 @@ static int cmd_list(int argc, char **argv)
 	char **names, ram[32], seg[32];
 	struct stack k;
 
-	operands(argc, argv, i, 0, 0);
+	redcapctl_operands(argc, argv, i, 0, 0);
 	names = stack_names();
 	for (char **n = names; *n; n++) {
 		if (stack_load(*n, &k)) {
@@ -1645,7 +1649,7 @@ static int cmd_status(int argc, char **argv)
 	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &json);
 	struct stack k;
 
-	operands(argc, argv, i, 1, 1);
+	redcapctl_operands(argc, argv, i, 1, 1);
 	if (stack_load(argv[i], &k))
 		return 1;
 	if (json)
@@ -2016,7 +2020,7 @@ static int cmd_stats(int argc, char **argv)
 	} else if (o.watch) {
 		usage_error("stats: --watch does not go with --format prometheus");
 	}
-	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (o.format == STATS_PROMETHEUS)
 		return stats_prometheus(o.all ? NULL : argv[i], o.out);
 	json = o.json || o.format == STATS_JSON;
@@ -2069,6 +2073,28 @@ int redcapctl_stack_dev(const char *name, bool cache, dev_t *devno)
 	return 0;
 }
 
+int redcapctl_cache_get(const char *name, bool linear_ok, struct redcapctl_cache *c)
+{
+	struct stack k;
+
+	if (stack_load(name, &k))
+		return -1;
+	if (!is_redcap(&k) && linear_ok) {
+		printf("%s: a linear device without cache: nothing to do\n", name);
+		stack_free(&k);
+		return 1;
+	}
+	if (!is_redcap(&k)) {
+		stack_free(&k);
+		return fail("%s: a linear device without cache (once the redcap module loads, "
+			    "redcapctl upgrade swaps the cache in)", name);
+	}
+	*c = (struct redcapctl_cache){ .dev = k.dev, .origin = k.origin, .sectors = k.sectors,
+				       .seg_sectors = k.seg_sectors };
+	stack_free(&k);
+	return 0;
+}
+
 #define SET_KEYS	"policy, write_policy, estimator, window, margin, decay_ms, " \
 			"budget_share, budget_cap_ms, prefetch, hdc, hot_period"
 
@@ -2090,7 +2116,7 @@ static int cmd_set(int argc, char **argv)
 	struct stack k;
 	struct rc_msg m;
 
-	operands(argc, argv, i, 2, INT_MAX);
+	redcapctl_operands(argc, argv, i, 2, INT_MAX);
 	nr = argc - i - 1;
 	words = xmalloc((size_t)nr * sizeof(*words));
 	/* Every pair is checked with the target's own parser before any is sent. */
@@ -2153,7 +2179,7 @@ static int cmd_simple_message(int argc, char **argv, const char *msg)
 	const char *why;
 	char *answer;
 
-	operands(argc, argv, i, 1, 1);
+	redcapctl_operands(argc, argv, i, 1, 1);
 	if (cache_load(argv[i], &k))
 		return 1;
 	why = dm_send(&k.dev, msg, &answer);
@@ -2202,19 +2228,21 @@ static int cmd_model(int argc, char **argv)
 	argv[1] = argv[0];	/* "model save NAME": parse from "save" */
 	if (!strcmp(verb, "train")) {
 		i = redcapctl_parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
-		operands(argc, argv, i, 1, 1);
+		redcapctl_operands(argc, argv, i, 1, 1);
 	} else {
 		/*
 		 * --if-present, for the boot units: no file yet (before the first
-		 * save), or a stack started linear, is nothing to do, not an error.
+		 * save), a stack started linear or made without a model layer, is
+		 * nothing to do, not an error.
 		 */
 		i = redcapctl_parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
-		operands(argc, argv, i, 1, 2);
+		redcapctl_operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
 		return 1;
-	if (!k.has_vd && if_present && !is_redcap(&k)) {
-		printf("%s: a linear device without cache: no model to %s\n", argv[i], verb);
+	if (!k.has_vd && if_present) {
+		printf("%s: %s: no model to %s\n", argv[i], is_redcap(&k) ?
+		       "created with --no-model" : "a linear device without cache", verb);
 		stack_free(&k);
 		return 0;
 	}
@@ -2382,7 +2410,7 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 	const struct rctab_entry *e;
 	struct tab t;
 
-	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
 	/* Stopping one stack needs no table: it may have left the file already. */
@@ -2436,7 +2464,7 @@ static int cmd_upgrade(int argc, char **argv)
 	char ram[32];
 	struct tab t;
 
-	operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
 	tab_read(&t, o.tab, o.all, !o.all);
@@ -2605,7 +2633,7 @@ static int cmd_check(int argc, char **argv)
 	struct tab t;
 	bool *found;
 
-	operands(argc, argv, i, 0, 0);
+	redcapctl_operands(argc, argv, i, 0, 0);
 	if (dm_available())
 		report(OK, "device-mapper: available");
 	else
@@ -2684,7 +2712,7 @@ int main(int argc, char **argv)
 		{ "create", cmd_create }, { "remove", cmd_remove }, { "list", cmd_list },
 		{ "status", cmd_status }, { "stats", cmd_stats }, { "set", cmd_set },
 		{ "drop-cache", cmd_drop_cache }, { "reset-stats", cmd_reset_stats },
-		{ "layout", redcapctl_layout },
+		{ "layout", redcapctl_layout }, { "hot", redcapctl_hot },
 		{ "model", cmd_model }, { "start", cmd_start }, { "stop", cmd_stop },
 		{ "upgrade", cmd_upgrade },
 		{ "check", cmd_check }, { "simulate", redcapctl_simulate },

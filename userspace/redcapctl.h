@@ -1,13 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* redcapctl layout (layout-cmd.c), and what it takes from redcapctl.c. */
-#ifndef REDCAP_LAYOUT_CMD_H
-#define REDCAP_LAYOUT_CMD_H
+/*
+ * redcapctl's commands that live in files of their own (layout-cmd.c,
+ * hot-cmd.c, simulate.c), and what they take from redcapctl.c.
+ */
+#ifndef REDCAPCTL_H
+#define REDCAPCTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include "dmctl.h"
+
+struct option;
 
 /* redcapctl layout NAME ...: argv[0] is "layout".  The exit status. */
 int redcapctl_layout(int argc, char **argv);
+/* redcapctl hot save|load NAME ...: argv[0] is "hot".  The exit status. */
+int redcapctl_hot(int argc, char **argv);
+
+/*
+ * redcapctl's parser of a command's options (redcapctl.c): each option
+ * through @opt, --help and the errors as for every command; returns the
+ * index of the first operand.
+ */
+int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
+			 void (*opt)(int c, const char *arg, void *ctx), void *ctx);
+/* A usage error unless argv[@first..] holds @min to @max operands. */
+void redcapctl_operands(int argc, char **argv, int first, int min, int max);
 
 /*
  * The device of stack @name (redcapctl.c): one of ours (DM UUID
@@ -15,5 +35,19 @@ int redcapctl_layout(int argc, char **argv);
  * 0 and *@devno, or -1 with the error printed.
  */
 int redcapctl_stack_dev(const char *name, bool cache, dev_t *devno);
+
+/* What a stack with its cache is, for the commands that message it. */
+struct redcapctl_cache {
+	struct dev dev;			/* NAME */
+	dev_t origin;			/* the disk under it (and its model layer) */
+	uint64_t sectors;
+	uint32_t seg_sectors;
+};
+
+/*
+ * Stack @name's cache: 0 and *@c; 1, said on standard output, if it is a
+ * linear device without cache and @linear_ok; else -1, the error printed.
+ */
+int redcapctl_cache_get(const char *name, bool linear_ok, struct redcapctl_cache *c);
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "dmctl.h"
 #include "sim.h"
-#include "simulate.h"
+#include "redcapctl.h"
 #include "trace.h"
 #include "vdisk-tables.h"
 

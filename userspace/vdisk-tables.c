@@ -242,19 +242,13 @@ static char *disk_identity(unsigned int maj, unsigned int min)
 	return id ? id : xasprintf("dev:%u:%u", maj, min);
 }
 
-/*
- * The identity of the disk under @d, one word: see disk_identity(), a
- * partition as its whole disk's identity and "-part<N>".  Bytes that are
- * not printable ASCII, spaces and '%' are written %XX.
- */
-static char *device_identity(const struct dev *d)
+char *vdt_identity(unsigned int maj, unsigned int min)
 {
 	char sys[64], partition[32], whole_dev[32], *raw, *id, *p;
-	unsigned int maj, min, wmaj, wmin;
+	unsigned int wmaj, wmin;
 	const char *s = whole_dev;
 	uint64_t part;
 
-	vdisk_disk(d, &maj, &min);
 	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", maj, min);
 	/* A partition's sysfs directory is in its whole disk's. */
 	if (sysfs_line(sys, "partition", partition, sizeof(partition)) &&
@@ -280,6 +274,15 @@ static char *device_identity(const struct dev *d)
 	*p = '\0';
 	free(raw);
 	return id;
+}
+
+/* The identity of the disk under @d (vdt_identity()). */
+static char *device_identity(const struct dev *d)
+{
+	unsigned int maj, min;
+
+	vdisk_disk(d, &maj, &min);
+	return vdt_identity(maj, min);
 }
 
 /* --- the tables file and the table answers ------------------------------- */
@@ -535,22 +538,12 @@ static void sync_dir(const char *file)
 	free(copy);
 }
 
-/*
- * Writes a tables file: whole and synced under another name, then renamed
- * over @file.  @row gives each row's cells, table 'r' then 'w', rows in
- * order; then @end, if any, may still refuse (exit) before the rename.
- */
-static void tables_write(const char *what, const char *file, const struct geom *g,
-			 uint64_t capacity, const char *id, vdt_row_fn *row,
-			 void (*end)(void *arg), void *arg)
+FILE *vdt_create(const char *what, const char *file)
 {
-	struct row r;
-	char *tmp;
+	char *tmp = xasprintf("%s.tmp", file);
 	FILE *f;
 	int fd;
 
-	r.cell = xmalloc(g->cols * sizeof(*r.cell));
-	tmp = xasprintf("%s.tmp", file);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		die("%s: %s: %s", what, tmp, strerror(errno));
@@ -558,6 +551,37 @@ static void tables_write(const char *what, const char *file, const struct geom *
 	f = fdopen(fd, "w");
 	if (!f)
 		die("%s: %s: %s", what, tmp, strerror(errno));
+	return f;
+}
+
+void vdt_commit(FILE *f, const char *what, const char *file)
+{
+	char *tmp = pending.tmp_file;
+
+	if (fflush(f) || fsync(fileno(f)) || ferror(f))
+		die("%s: %s: %s", what, tmp, strerror(errno));
+	if (fclose(f))
+		die("%s: %s: %s", what, tmp, strerror(errno));
+	if (rename(tmp, file))
+		die("%s: %s: %s", what, file, strerror(errno));
+	pending.tmp_file = NULL;
+	free(tmp);
+	sync_dir(file);
+}
+
+/*
+ * Writes a tables file (vdt_create(), vdt_commit()): @row gives each
+ * row's cells, table 'r' then 'w', rows in order; then @end, if any, may
+ * still refuse (exit) before the rename.
+ */
+static void tables_write(const char *what, const char *file, const struct geom *g,
+			 uint64_t capacity, const char *id, vdt_row_fn *row,
+			 void (*end)(void *arg), void *arg)
+{
+	FILE *f = vdt_create(what, file);
+	struct row r;
+
+	r.cell = xmalloc(g->cols * sizeof(*r.cell));
 	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32
 		" capacity=%" PRIu64 " id=%s\n", TABLES_VERSION, g->rows, g->cols, g->window,
 		capacity, id);
@@ -571,15 +595,7 @@ static void tables_write(const char *what, const char *file, const struct geom *
 	}
 	if (end)
 		end(arg);
-	if (fflush(f) || fsync(fileno(f)) || ferror(f))
-		die("%s: %s: %s", what, tmp, strerror(errno));
-	if (fclose(f))
-		die("%s: %s: %s", what, tmp, strerror(errno));
-	if (rename(tmp, file))
-		die("%s: %s: %s", what, file, strerror(errno));
-	pending.tmp_file = NULL;
-	free(tmp);
-	sync_dir(file);
+	vdt_commit(f, what, file);
 	free(r.cell);
 }
 

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dmctl.h"
 
@@ -24,6 +25,21 @@ struct vdt_train {
 extern const struct option vdt_train_options[];
 /* ... and what one of them sets in the struct vdt_train at @ctx (usage_error if bad). */
 void vdt_train_opt(int c, const char *arg, void *ctx);
+
+/*
+ * Who the disk @maj:@min is, as it would be known after a reboot, one word
+ * of printable ASCII: its loop file, dm UUID or name, WWN or serial (a
+ * partition: its whole disk's and "-part<N>"), else "dev:<maj>:<min>".
+ */
+char *vdt_identity(unsigned int maj, unsigned int min);
+
+/*
+ * A file written whole or not at all: vdt_create() opens "@file.tmp"
+ * (removed at exit unless committed), vdt_commit() syncs it, renames it
+ * over @file and syncs the directory.  Errors exit, naming @what.
+ */
+FILE *vdt_create(const char *what, const char *file);
+void vdt_commit(FILE *f, const char *what, const char *file);
 
 /* Both tables of @d, its disk's identity and capacity to @file, atomically. */
 void vdt_save(const struct dev *d, const char *file);

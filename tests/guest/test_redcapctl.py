@@ -636,6 +636,83 @@ def test_model_save_load_and_train(dmname, loop64, cleanup, tmp_path):
     ok("remove", name)
 
 
+def hot_answer(name, *words):
+    """An answer of the cache's (chosen, prefill) as a dict of its lines."""
+    out = sh("dmsetup", "message", name, "0", *words).stdout
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def test_hot_set_survives_a_restart(dmname, loop64, cleanup, tmp_path):
+    """hot save writes HDC's chosen set with the disk's identity; after the
+    stack is removed and created again, hot load adds it to the chosen set
+    and the cache fills it while the disk is idle: the restarted stack
+    serves those segments from RAM at once.  Another disk's file is
+    refused; another segment size is converted; hdc 0 loads nothing."""
+    name = dmname()
+    cleanup.append(name)
+    seed = 4750
+    dmtest.write_stamped(loop64, 0, (64 << 20) // BLOCK, seed)
+    dev = f"/dev/mapper/{name}"
+    f = tmp_path / "h.hot"
+    ok("create", name, loop64, "--ram", "4M")       # 32 segments: hdc 25 pins 8
+    assert hot_answer(name, "chosen") == {"chosen": "0", "gen": "0", "from": "0", "segments": ""}
+    assert hot_answer(name, "prefill", "300", "100", "200", "100") == {"chosen": "3",
+                                                                       "added": "3"}
+    assert ok("hot", "save", name, str(f)).stdout == \
+        f"{name}: hot set of 3 segments saved to {f}\n"
+    head, *segs = f.read_text().splitlines()
+    assert re.fullmatch(r"redcap-hot 1 segment=256 capacity=131072 id=loop:\S+", head), head
+    assert segs == ["100", "200", "300"]
+    ok("remove", name)
+
+    ok("create", name, loop64, "--ram", "4M")
+    sh("dmsetup", "message", name, "0", "reset_stats")
+    assert ok("hot", "load", name, str(f)).stdout == (
+        f"{name}: hot set loaded from {f}: 3 of its 3 segments chosen, 3 in all (the pinned "
+        "share holds 8); filled while the disk is idle\n")
+    assert hot_answer(name, "chosen") == {"chosen": "3", "gen": "1", "from": "0",
+                                          "segments": "100 200 300"}
+    end = time.monotonic() + 30 * dmtest.SLOW
+    while (cache_stats(name)["hdc_pinned"], cache_stats(name)["segments_filling"]) != ("3", "0"):
+        assert time.monotonic() < end, cache_stats(name)
+        time.sleep(0.1)
+    dmtest.read_pattern(dev, [s * 32 for s in (100, 200, 300)], seed, bs=128 << 10)
+    st = cache_stats(name)
+    assert (st["hdc_fills"], st["hdc_hits"], st["read_misses"]) == ("3", "3", "0"), st
+    # the same file again: nothing new
+    assert ok("hot", "load", name, str(f)).stdout.startswith(
+        f"{name}: hot set loaded from {f}: 0 of its 3 segments chosen, 3 in all")
+
+    # another segment size: 64 KiB segment 401 is in 128 KiB segment 200, 803 in 401
+    g = tmp_path / "g.hot"
+    g.write_text(head.replace("segment=256", "segment=128") + "\n401\n803\n")
+    assert ok("hot", "load", name, str(g)).stdout.startswith(
+        f"{name}: hot set loaded from {g}: 1 of its 2 segments chosen, 4 in all")
+    assert hot_answer(name, "chosen")["segments"] == "100 200 300 401"
+    # another disk's, a bad line
+    g.write_text(head.replace("id=", "id=x") + "\n5\n")
+    r = rctl("hot", "load", name, str(g))
+    assert (r.returncode, r.stderr) == (1, f"redcapctl: hot load: {g}: made for disk "
+                                           f"'x{head.split('id=')[1]}' (capacity 131072 sectors),"
+                                           f" not for '{head.split('id=')[1]}' (capacity 131072 "
+                                           "sectors)\n")
+    g.write_text(f"{head}\n7\n7\n")
+    r = rctl("hot", "load", name, str(g))
+    assert (r.returncode, r.stderr) == (1, f"redcapctl: hot load: {g}: line 3: '7' is not a "
+                                           "segment after 7 and within 131072 sectors\n")
+    assert hot_answer(name, "chosen")["chosen"] == "4"
+    r = ok("hot", "load", name, str(tmp_path / "none.hot"), "--if-present")
+    assert r.stdout == (f"{name}: no saved hot set in {tmp_path / 'none.hot'}: the cache "
+                        "warms from nothing\n")
+    ok("set", name, "hdc=0")
+    assert ok("hot", "load", name, str(f)).stdout == \
+        f"{name}: hdc is 0: the hot set of {f} is not loaded\n"
+    r = rctl("hot", "frob", name)
+    assert (r.returncode, r.stderr) == (2, "redcapctl: hot: unknown verb 'frob' (save, load)\n"
+                                        + TRY)
+    ok("remove", name)
+
+
 def test_check_names_what_stands_in_the_way(dmname, loop64, loop128, tmp_path):
     a, b, c = dmname(), dmname(), dmname()
     sh("mkfs.ext4", "-q", loop128)

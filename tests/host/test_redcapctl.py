@@ -272,7 +272,7 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
     assert os.readlink(tmp_path / "lib/systemd/system/sysinit.target.wants/redcap.target") == \
         "../redcap.target"
     # The units call redcapctl where it was installed.
-    assert "ExecStart=/usr/sbin/redcapctl model save %I" in \
+    assert "ExecStart=/usr/sbin/redcapctl model save --if-present %I" in \
         (tmp_path / "lib/systemd/system/redcap-model-save@.service").read_text()
     assert "ExecStart=/usr/sbin/redcapctl stats --all --format prometheus --out " in \
         (tmp_path / "lib/systemd/system/redcap-metrics.service").read_text()

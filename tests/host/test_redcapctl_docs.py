@@ -245,7 +245,7 @@ def definition_terms(rst):
 def test_every_command_has_its_entry():
     terms = command_terms()
     assert commands() == ["create", "remove", "list", "status", "stats", "set", "drop-cache",
-                          "reset-stats", "layout", "model", "start", "stop", "upgrade", "check",
+                          "reset-stats", "layout", "model", "hot", "start", "stop", "upgrade", "check",
                           "simulate"]
     for cmd in commands():
         assert cmd in terms, cmd
@@ -328,7 +328,7 @@ def literal_lines(path, titles):
 def printf_formats():
     """The string literals of redcapctl's sources with some text of their own, as
     regular expressions: each conversion matches any text."""
-    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "layout-cmd.c"]
+    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "layout-cmd.c", "hot-cmd.c"]
     src = "".join(read(os.path.join(TOP, "userspace", p)) for p in paths)
     src = re.sub(r'"\s*PRI[a-z0-9]+\s*"', "u", src)
     src = re.sub(r'"\s*\n\s*"', "", src)
