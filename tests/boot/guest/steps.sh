@@ -9,6 +9,7 @@
 #   1 the stack across reboots   2 the data disk missing
 #   3 the module refused, linear 4 a kernel upgrade (DKMS)
 #   5 systemd-analyze verify, udevadm test   6 a bad redcaptab line
+#   7 a warm cache after a reboot (HDC's hot set saved and prefilled)
 # A step ends when its checks are done; redcap-boottest then powers off
 # (which stops the stacks: the shutdown is part of what the next boot sees).
 set -u
@@ -132,6 +133,49 @@ model_io() {
 	for i in $(seq 1 100); do
 		dd if="/dev/mapper/$NAME" of=/dev/null bs=4k count=1 iflag=direct status=none \
 			skip=$(((i * 104729) % 60000))
+	done
+}
+
+# 7: the warm cache.  Segments of 128 KiB read whole with O_DIRECT: HOT,
+# 40 spaced apart (no stream), read every round; each round's flood, 220
+# others read once (a permutation of 880, never twice, never in a row),
+# more than the LRU holds beside them.
+HOT_SEGS=$(seq 100 7 373)
+rstat() { dmsetup message "$NAME" 0 stats | sed -n "s/^$1=//p"; }
+read_segs() { # SEGMENT...
+	local s
+	for s; do
+		dd if="/dev/mapper/$NAME" of=/dev/null bs=128k count=1 iflag=direct skip="$s" status=none
+	done
+}
+warm_round() { # ROUND
+	read_segs $HOT_SEGS
+	read_segs $(for k in $(seq $(($1 * 220)) $(($1 * 220 + 219))); do echo $((1000 + k * 37 % 880)); done)
+}
+# The hit ratio of round 3 from zeroed counters, in %: "<ratio> <hits> <reads>".
+hit_ratio() {
+	dmsetup message "$NAME" 0 reset_stats
+	warm_round 3
+	echo "$(($(rstat read_hits) * 1000 / $(rstat reads))) $(rstat read_hits) $(rstat reads)"
+}
+hot_chosen() { # every HOT segment is in the chosen set
+	local chosen s
+	chosen=" $(dmsetup message "$NAME" 0 chosen | sed -n 's/^segments=//p') "
+	echo "chosen: $chosen"
+	for s in $HOT_SEGS; do [[ $chosen == *" $s "* ]] || { echo "$s not chosen"; return 1; }; done
+}
+# Until the chosen set is pinned and no fill flies, at most $1 seconds.
+wait_pinned() {
+	local end=$((SECONDS + $1)) n
+	while :; do
+		n=$(dmsetup message "$NAME" 0 chosen | sed -n 's/^chosen=//p')
+		if (($(rstat hdc_pinned) >= n && n > 0)) && (($(rstat segments_filling) == 0)); then
+			echo "pinned $(rstat hdc_pinned) of $n chosen, hdc_fills $(rstat hdc_fills)," \
+				"at uptime $(cut -d' ' -f1 /proc/uptime) s"
+			return 0
+		fi
+		((SECONDS < end)) || { echo "pinned $(rstat hdc_pinned) of $n after $1 s"; return 1; }
+		sleep 1
 	done
 }
 
@@ -292,6 +336,41 @@ s4b)	# 4: booted into 6.12.
 	check 4 "$MNT is mounted from /dev/mapper/$NAME" mounted_through_stack
 	check 4 "the data reads back" data_intact
 	check 4 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	;;
+s7a)	# 7: a load with a hot set; HDC chooses it; the shutdown saves it.
+	state=$(wait_booted)
+	setup_stack 7 "" defaults
+	redcapctl set "$NAME" hot_period=10
+	for r in 0 1 2; do warm_round $r; done
+	sleep 11
+	read_segs 99	# past the period's end: HDC chooses from the rounds' misses
+	check 7 "before the reboot: HDC chose the 40 hot segments" hot_chosen
+	check 7 "before the reboot: the chosen set is pinned" wait_pinned 300
+	read -r before hits reads < <(hit_ratio)
+	echo "$before" >/root/hit-before
+	check 7 "before the reboot: the load's hit ratio $((before / 10)).$((before % 10)) % ($hits of $reads reads)" \
+		sh -c "[ $hits -gt 0 ]"
+	;;
+s7b)	# 7 after the reboot: the hot set loaded and prefilled while idle.
+	state=$(wait_booted)
+	check 7 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	check 7 "the shutdown saved the hot set: /var/lib/redcap/$NAME.hot" \
+		sh -c "head -n 3 /var/lib/redcap/$NAME.hot && [ \$(wc -l </var/lib/redcap/$NAME.hot) -gt 40 ] &&
+			journalctl -b -1 --no-pager -o short-monotonic -u redcap-model@$NAME.service | grep 'hot set'"
+	check 7 "this boot loaded it (redcap-model@$NAME.service)" \
+		journal_has "hot set loaded from /var/lib/redcap/$NAME.hot" -b -u "redcap-model@$NAME.service"
+	check 7 "the load did not hold up the boot: redcap-model@$NAME.service took under 10 s" \
+		sh -c "systemd-analyze blame --no-pager | grep -E 'redcap' ;
+			t=\$(systemctl show -P ExecMainExitTimestampMonotonic redcap-model@$NAME.service);
+			s=\$(systemctl show -P ExecMainStartTimestampMonotonic redcap-model@$NAME.service);
+			echo \"model unit ran \$(( (t - s) / 1000 )) ms\"; [ \$(( t - s )) -lt 10000000 ]"
+	check 7 "the loaded set is chosen again" hot_chosen
+	check 7 "the cache prefilled it in the background while the disk was idle" wait_pinned 300
+	read -r after hits reads < <(hit_ratio)
+	before=$(cat /root/hit-before)
+	check 7 "after the reboot: hit ratio $((after / 10)).$((after % 10)) % ($hits of $reads reads), at least 80 % of $((before / 10)).$((before % 10)) % before" \
+		sh -c "[ $((after * 10)) -ge $((before * 8)) ]"
+	check 7 "the data reads back" data_intact
 	;;
 *)
 	echo "steps: unknown step '$STEP'" >&2
