@@ -143,20 +143,34 @@ const char *rc_tunable_name(enum rc_tunable key)
 	return key < RC_TUN_NR ? rc_tunables[key].key : "?";
 }
 
-static const char *rc_parse_set(char **argv, struct rc_msg *m, char *buf, size_t len)
+int rc_tunable_key(const char *name)
 {
-	unsigned int k;
+	int k;
 
 	for (k = 0; k < RC_TUN_NR; k++)
-		if (rc_streq(argv[1], rc_tunables[k].key))
-			break;
-	if (k == RC_TUN_NR) {
+		if (rc_streq(name, rc_tunables[k].key))
+			return k;
+	return -1;
+}
+
+bool rc_tunable_value(enum rc_tunable key, const char *s, u32 *v, u32 *min, u32 *max)
+{
+	*min = rc_tunables[key].min;
+	*max = rc_tunables[key].max;
+	return rc_arg(s, *min, *max, v);
+}
+
+static const char *rc_parse_set(char **argv, struct rc_msg *m, char *buf, size_t len)
+{
+	int k = rc_tunable_key(argv[1]);
+	u32 min, max;
+
+	if (k < 0) {
 		snprintf(buf, len, "set: unknown key '%s'", argv[1]);
 		return buf;
 	}
-	if (!rc_arg(argv[2], rc_tunables[k].min, rc_tunables[k].max, &m->uvalue)) {
-		snprintf(buf, len, "set: %s must be %u..%u", rc_tunables[k].key,
-			 rc_tunables[k].min, rc_tunables[k].max);
+	if (!rc_tunable_value(k, argv[2], &m->uvalue, &min, &max)) {
+		snprintf(buf, len, "set: %s must be %u..%u", rc_tunables[k].key, min, max);
 		return buf;
 	}
 	m->key = (enum rc_tunable)k;

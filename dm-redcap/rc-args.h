@@ -47,6 +47,13 @@ enum rc_msg_verb {
 
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
 const char *rc_tunable_name(enum rc_tunable key);
+/* The tunable named @name (any case), or -1. */
+int rc_tunable_key(const char *name);
+/*
+ * Word @s as a value of tunable @key: true and *@v; false when it is not
+ * a number in the key's range, *@min..*@max (set either way).
+ */
+bool rc_tunable_value(enum rc_tunable key, const char *s, u32 *v, u32 *min, u32 *max);
 
 struct rc_msg {
 	enum rc_msg_verb verb;

@@ -665,6 +665,8 @@ struct spec {
 	bool nomodel;
 	bool on_fail_linear;		/* no module: a linear device, no cache */
 	uint64_t readahead_bytes;	/* RCTAB_READAHEAD_AUTO: the origin's, at least 1M */
+	uint32_t tunables_set;		/* redcaptab's window=, hdc=, ...: bit k of enum rc_tunable */
+	const uint32_t *tunable;
 };
 
 /*
@@ -896,6 +898,28 @@ static const char *kernel_log_hint(int err, const char *why)
 	       " (the kernel log says why)" : "";
 }
 
+/* The tunables @s gives (redcaptab's window=, hdc=, ...) set on its cache: 0, or -1 printed. */
+static int stack_tune(const struct spec *s)
+{
+	char msg[64], *answer;
+	const char *why;
+	struct dev d;
+
+	if (!s->tunables_set)
+		return 0;
+	dev_resolve(s->name, &d);
+	for (int k = 0; k < RC_TUN_NR; k++) {
+		if (!(s->tunables_set & (1u << k)))
+			continue;
+		snprintf(msg, sizeof(msg), "set %s %" PRIu32, rc_tunable_name(k), s->tunable[k]);
+		why = dm_send(&d, msg, &answer);
+		if (why)
+			return fail("%s: cannot %s: %s%s", s->name, msg, why, kernel_log_hint(0, why));
+		free(answer);
+	}
+	return 0;
+}
+
 /*
  * Build the stack of @s: checks everything first, then NAME-vd and NAME;
  * whatever fails, nothing is left behind.  0, or -1 with the error printed.
@@ -937,6 +961,12 @@ static int stack_create(const struct spec *s)
 	if (dm_create_dev(s->name, uuid, o.sectors, "redcap", params, 0, readahead_of(s, &o))) {
 		fail("%s: cannot create the cache: %s%s", s->name, dm_why,
 		     kernel_log_hint(dm_errno, dm_why));
+		layer_remove(s);
+		return -1;
+	}
+	if (stack_tune(s)) {
+		if (dm_remove_dev(s->name))
+			fail("%s: cannot remove the cache it made: %s", s->name, dm_why);
 		layer_remove(s);
 		return -1;
 	}
@@ -1084,6 +1114,8 @@ static int stack_upgrade(const struct spec *s)
 		layer_remove(s);
 		goto out;
 	}
+	if (stack_tune(s))
+		goto out;
 	print_created(s, &o, false);
 	r = 0;
 out:
@@ -2349,6 +2381,7 @@ static void entry_spec(const struct rctab_entry *e, struct spec *s, char *ram)
 		.policy = e->policy, .write_policy = e->write_policy, .estimator = e->estimator,
 		.nomodel = e->nomodel, .on_fail_linear = e->on_fail == RCTAB_ON_FAIL_LINEAR,
 		.readahead_bytes = e->readahead_bytes,
+		.tunables_set = e->tunables_set, .tunable = e->tunable,
 	};
 }
 

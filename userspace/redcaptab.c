@@ -6,6 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,24 @@ static int parse_keyword(const char *opt, const char *val, int (*parse)(const ch
 	return 0;
 }
 
+_Static_assert(RC_TUN_NR <= RCTAB_TUNABLES, "room for every tunable");
+
+/* A tunable of the target's set message (window=, hdc=, ...), by its name. */
+static int parse_tunable(const char *opt, const char *val, struct rctab_entry *e, char *err)
+{
+	int k = rc_tunable_key(opt);
+	uint32_t min, max;
+
+	if (e->tunables_set & (1u << k))
+		return fail(err, "option '%s' given twice", opt);
+	if (!val || !*val)
+		return fail(err, "option '%s' needs a value", opt);
+	if (!rc_tunable_value(k, val, &e->tunable[k], &min, &max))
+		return fail(err, "%s=%s: a number from %" PRIu32 " to %" PRIu32, opt, val, min, max);
+	e->tunables_set |= 1u << k;
+	return 0;
+}
+
 /* One comma-separated option; *seen marks which were given, to refuse repeats. */
 static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, char *err)
 {
@@ -202,6 +221,9 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 	if (o == O_NR) {
 		if (!strncmp(opt, "x-", 2))
 			return 0;	/* another tool's, as in fstab */
+		o = rc_tunable_key(opt);
+		if (o >= 0 && !strcmp(opt, rc_tunable_name(o)))
+			return parse_tunable(opt, val, e, err);
 		return fail(err, "unknown option '%s'", opt);
 	}
 	if (*seen & (1u << o))

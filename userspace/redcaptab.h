@@ -28,6 +28,9 @@
 #define RCTAB_READAHEAD_AUTO_MIN	(1u << 20)
 #define RCTAB_READAHEAD_MAX	(64u << 20)
 
+/* Room for the target's tunables (enum rc_tunable), options of their own. */
+#define RCTAB_TUNABLES		16
+
 enum rctab_origin { RCTAB_ORIGIN_PATH, RCTAB_ORIGIN_PARTUUID, RCTAB_ORIGIN_PARTLABEL };
 enum rctab_on_fail { RCTAB_ON_FAIL_FAIL, RCTAB_ON_FAIL_LINEAR };
 
@@ -43,6 +46,9 @@ struct rctab_entry {
 	int write_policy;			/* enum rc_write_policy, or -1 */
 	int estimator;				/* enum rc_estimator, or -1 */
 	uint64_t readahead_bytes;		/* RCTAB_READAHEAD_AUTO unless readahead= */
+	/* the tunables given (window=, hdc=, ...): bit k for enum rc_tunable k */
+	uint32_t tunables_set;
+	uint32_t tunable[RCTAB_TUNABLES];
 	bool nomodel, nofail, noauto;
 	enum rctab_on_fail on_fail;
 	char device_timeout[32];		/* x-systemd.device-timeout= as written; "": none */

@@ -560,7 +560,7 @@ def test_start_and_stop_follow_the_table_file(dmname, loop64, loop128, cleanup, 
                    f"{a} {loop64} 4M segment=64K,policy=always\n"
                    f"{b} /dev/disk/by-id/redcap-no-such-disk 4M nofail\n"
                    f"{c} PARTLABEL=redcap-no-such-label 4M\n"
-                   f"{d} {loop128} 8M noauto,write_policy=update\n"
+                   f"{d} {loop128} 8M noauto,write_policy=update,hdc=50,hot_period=60\n"
                    f"bad line here\n")
     bad_line = (f"redcapctl: {tab}: line 6: origin 'line' is not a /dev path, PARTUUID= or "
                 "PARTLABEL=\n")
@@ -589,7 +589,9 @@ def test_start_and_stop_follow_the_table_file(dmname, loop64, loop128, cleanup, 
     r = rctl("start", d, "--tab", str(tab))
     assert (r.returncode, r.stderr) == (0, "")
     assert table(d).endswith(" 256 64 2 write_policy update")
-    assert cache_stats(d)["policy"] == "adaptive+caware"
+    st = cache_stats(d)
+    assert (st["policy"], st["hdc"], st["hot_period"], st["prefetch"]) == \
+        ("adaptive+caware", "50", "60", "8"), st      # the tunables given, the defaults else
     r = rctl("start", "nobody", "--tab", str(tab))
     assert (r.returncode, r.stderr) == (1, f"redcapctl: nobody: no entry in {tab}\n")
     # No table: nothing to start or stop at boot; by name, the entry is missing.

@@ -42,7 +42,34 @@ CTEST(redcaptab_minimal_line_gets_the_defaults)
 	CHECK_EQ(ent.readahead_bytes, RCTAB_READAHEAD_AUTO);
 	CHECK(!ent.nomodel && !ent.nofail && !ent.noauto && !ent.device_timeout[0]);
 	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_FAIL);
+	CHECK_EQ(ent.tunables_set, 0);
 	CHECK_STREQ(ent.warning, "");
+}
+
+/* Every tunable of the target's set message is an option of its own name. */
+CTEST(redcaptab_tunables_are_options)
+{
+	CHECK_EQ(parse("data /dev/sdb 64M hdc=50,hot_period=60,prefetch=0,window=1000000\n"), 1);
+	CHECK_EQ(ent.tunables_set, (1u << RC_TUN_HDC) | (1u << RC_TUN_HOT_PERIOD) |
+		 (1u << RC_TUN_PREFETCH) | (1u << RC_TUN_WINDOW));
+	CHECK_EQ(ent.tunable[RC_TUN_HDC], 50);
+	CHECK_EQ(ent.tunable[RC_TUN_HOT_PERIOD], 60);
+	CHECK_EQ(ent.tunable[RC_TUN_PREFETCH], 0);
+	CHECK_EQ(ent.tunable[RC_TUN_WINDOW], 1000000);
+	for (int k = 0; k < RC_TUN_NR; k++) {
+		char line[128];
+
+		snprintf(line, sizeof(line), "data /dev/sdb 64M %s=1", rc_tunable_name(k));
+		CHECK_EQ(parse(line), 1);
+		CHECK_EQ(ent.tunables_set, 1u << k);
+	}
+	CHECK_STREQ(refused("data /dev/sdb 64M hdc=51"), "hdc=51: a number from 0 to 50");
+	CHECK_STREQ(refused("data /dev/sdb 64M hot_period=0"),
+		    "hot_period=0: a number from 1 to 86400");
+	CHECK_STREQ(refused("data /dev/sdb 64M window=x"), "window=x: a number from 1 to 1000000");
+	CHECK_STREQ(refused("data /dev/sdb 64M hdc"), "option 'hdc' needs a value");
+	CHECK_STREQ(refused("data /dev/sdb 64M hdc=1,hdc=2"), "option 'hdc' given twice");
+	CHECK_STREQ(refused("data /dev/sdb 64M HDC=1"), "unknown option 'HDC'");
 }
 
 CTEST(redcaptab_readahead_takes_auto_none_and_sizes)

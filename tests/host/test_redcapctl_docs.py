@@ -391,7 +391,13 @@ def test_every_option_of_the_parser_is_in_redcaptab_5():
     table = option_table()
     assert table == ["segment", "policy", "write_policy", "estimator", "nomodel", "nofail",
                      "noauto", "on-fail", "readahead", "x-systemd.device-timeout"]
-    assert terms == table + ["x-anything"]
+    assert terms == table[:-1] + ["key", "x-systemd.device-timeout", "x-anything"]
+    # key=N: every tunable of the target, by name
+    tunables = re.findall(r'\[RC_TUN_\w+\] = \{ "(\w+)"',
+                          read(os.path.join(TOP, "dm-redcap", "rc-args.c")))
+    assert "hdc" in tunables and len(tunables) == 8
+    entry = body[body.index("*key*"):body.index("**x-systemd.device-timeout=**")]
+    assert [t for t in tunables if f"**{t}**" not in entry] == []
 
 
 def check_tab(tmp_path, lines):
