@@ -18,10 +18,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <langinfo.h>
 #include <libdevmapper.h>
 #include <libkmod.h>
 #include <libmount/libmount.h>
 #include <limits.h>
+#include <locale.h>
 #include <linux/dm-ioctl.h>
 #include <linux/fs.h>
 #include <math.h>
@@ -1697,6 +1699,7 @@ static int cmd_status(int argc, char **argv)
 struct sample {
 	double t;
 	uint64_t reads, hits, misses, bypassed, fill_sectors;
+	uint64_t cache_us, disk_us;	/* the judged windows' two sides */
 	struct bypass bp;
 	char state[16], policy[24];
 	uint32_t valid, segments;
@@ -1724,6 +1727,8 @@ static void sample_take(const char *name, struct sample *s)
 	s->misses = sv(&k, "read_misses");
 	s->bypassed = sv(&k, "read_bypassed");
 	s->fill_sectors = sv(&k, "fill_sectors");
+	s->cache_us = sv(&k, "cache_time_us");
+	s->disk_us = sv(&k, "est_disk_time_us");
 	bypass_split(&k, &s->bp);
 	snprintf(s->state, sizeof(s->state), "%s", ss(&k, "state"));
 	snprintf(s->policy, sizeof(s->policy), "%s", ss(&k, "policy"));
@@ -1743,8 +1748,82 @@ static json_object *jrate(double v)
 	return jdouble(v, "%.1f");
 }
 
+/*
+ * --watch's history, for a person: the hit ratio and the disk time saved
+ * (the bare disk's estimated time less the cache's, in seconds a second)
+ * of the last SPARK_N intervals, oldest first.  NAN: no reads.
+ */
+#define SPARK_N		60
+struct history {
+	double hit[SPARK_N], saved[SPARK_N];
+	int n;
+};
+
+static void history_add(struct history *h, double hit, double saved)
+{
+	if (h->n == SPARK_N) {
+		memmove(h->hit, h->hit + 1, (SPARK_N - 1) * sizeof(*h->hit));
+		memmove(h->saved, h->saved + 1, (SPARK_N - 1) * sizeof(*h->saved));
+		h->n--;
+	}
+	h->hit[h->n] = hit;
+	h->saved[h->n++] = saved;
+}
+
+/*
+ * @v (@n values) as a sparkline of eighth blocks, 0 to @hi: the lowest
+ * block for 0 or less, a space for NAN.
+ */
+static void sparkline(const double *v, int n, double hi)
+{
+	static const char *const blocks[] = { "\u2581", "\u2582", "\u2583", "\u2584",
+					      "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char ascii[] = "_.-~=+*#";	/* a terminal without UTF-8 */
+	static int utf8 = -1;
+
+	if (utf8 < 0) {
+		setlocale(LC_CTYPE, "");
+		utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	}
+	for (int i = 0; i < n; i++) {
+		int b = hi > 0 && v[i] > 0 ? (int)(v[i] / hi * 8) : 0;
+
+		b = b > 7 ? 7 : b;
+		if (isnan(v[i]))
+			putchar(' ');
+		else if (utf8)
+			fputs(blocks[b], stdout);
+		else
+			putchar(ascii[b]);
+	}
+}
+
+static void history_show(const struct history *h, double interval)
+{
+	double lo = INFINITY, hi = -INFINITY, peak = 0, sum = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		if (!isnan(h->hit[i])) {
+			lo = fmin(lo, h->hit[i]);
+			hi = fmax(hi, h->hit[i]);
+		}
+		peak = fmax(peak, h->saved[i]);
+		sum += h->saved[i] * interval;
+	}
+	printf("  hit ratio   ");
+	sparkline(h->hit, h->n, 1.0);
+	if (lo <= hi)
+		printf("%*s  %.1f to %.1f %%", SPARK_N - h->n, "", 100 * lo, 100 * hi);
+	else
+		printf("%*s  no reads", SPARK_N - h->n, "");
+	printf("\n  disk saved  ");
+	sparkline(h->saved, h->n, peak);
+	printf("%*s  %.2f s in all, at most %.2f s a second\n", SPARK_N - h->n, "", sum, peak);
+	printf("              (the last %g s)\n", h->n * interval);
+}
+
 static void stats_show(const char *name, const struct sample *a, const struct sample *b,
-		       bool json, bool watch, double interval)
+		       bool json, bool watch, double interval, const struct history *h)
 {
 	double dt = b->t - a->t, reads = rate(a->reads, b->reads, dt);
 	double hits = rate(a->hits, b->hits, dt);
@@ -1806,6 +1885,8 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 	       rate(p->nomem, q->nomem, dt), rate(p->joined, q->joined, dt),
 	       rate(p->write, q->write, dt));
 	printf("  fill MiB/s  %10.1f\n", rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB);
+	if (watch)
+		history_show(h, interval);
 	if (watch && !isatty(STDOUT_FILENO))
 		putchar('\n');
 	fflush(stdout);
@@ -2037,6 +2118,7 @@ static int cmd_stats(int argc, char **argv)
 	struct stats_opts o = { .format = -1, .interval = 1.0 };
 	int i = redcapctl_parse_opts(argc, argv, longopts, stats_opt, &o);
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct history h = { .n = 0 };
 	struct sample a, b;
 	bool json;
 
@@ -2060,8 +2142,14 @@ static int cmd_stats(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sample_take(argv[i], &a);
 	while (pause_for(o.interval)) {
+		double dt, reads;
+
 		sample_take(argv[i], &b);
-		stats_show(argv[i], &a, &b, json, o.watch, o.interval);
+		dt = b.t - a.t;
+		reads = rate(a.reads, b.reads, dt);
+		history_add(&h, reads > 0 ? rate(a.hits, b.hits, dt) / reads : NAN,
+			    (rate(a.disk_us, b.disk_us, dt) - rate(a.cache_us, b.cache_us, dt)) / 1e6);
+		stats_show(argv[i], &a, &b, json, o.watch, o.interval, &h);
 		if (!o.watch)
 			return 0;
 		a = b;

@@ -540,6 +540,15 @@ def test_stats_watch_redraws_in_a_terminal(dmname, loop64, cleanup, tmp_path):
             assert first.count("reads/s") == 1
             assert first.splitlines()[0].startswith(f"{name} at ")
             assert "(every 0.3 s; Ctrl-C stops)" in first
+            # the history: a sparkline a sample (eighth blocks, or ASCII
+            # without UTF-8), as many as the samples taken, at most 60
+            spark = next(x for x in first.splitlines() if x.startswith("  hit ratio   "))
+            marks = [c for c in spark[14:74] if c in "\u2581\u2582\u2583\u2584\u2585"
+                     "\u2586\u2587\u2588_.-~=+*#"]
+            assert len(marks) >= 2 and re.search(r"  \d+\.\d to \d+\.\d %$", spark), spark
+            assert re.search(r"^  disk saved  .*  -?\d+\.\d\d s in all, at most -?\d+\.\d\d s a "
+                             r"second$", first, re.M), first
+            assert re.search(r"^ +\(the last \d+(\.\d+)? s\)$", first, re.M), first
             tmux("send-keys", "-t", "w", "C-c")
             deadline = time.monotonic() + 30
             while not (status.exists() and status.read_text()) and time.monotonic() < deadline:
