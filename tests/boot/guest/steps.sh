@@ -139,7 +139,10 @@ model_io() {
 # 7: the warm cache.  Segments of 128 KiB read whole with O_DIRECT: HOT,
 # 40 spaced apart (no stream), read every round; each round's flood, 220
 # others read once (a permutation of 880, never twice, never in a row),
-# more than the LRU holds beside them.
+# more than the LRU holds beside them.  The stack fills every miss
+# (policy=always): under the default policy C-Aware passes such random
+# misses by, the LRU keeps HOT without HDC, and HDC (which counts the
+# misses the LRU does not serve) has nothing to choose.
 HOT_SEGS=$(seq 100 7 373)
 rstat() { dmsetup message "$NAME" 0 stats | sed -n "s/^$1=//p"; }
 read_segs() { # SEGMENT...
@@ -348,7 +351,7 @@ s4b)	# 4: booted into 6.12.
 	;;
 s7a)	# 7: a load with a hot set; HDC chooses it; the shutdown saves it.
 	state=$(wait_booted)
-	setup_stack 7 "" defaults
+	setup_stack 7 "policy=always" defaults
 	for r in 0 1 2; do warm_round $r; done
 	# The period (an hour) ends at the next read: HDC chooses from the
 	# rounds' misses, three of each hot segment, one of each flood's.
