@@ -222,6 +222,16 @@ char *dm_message(const struct dev *d, const char *msg)
 /* --- stats: key=value lines ---------------------------------------------- */
 
 /* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		usage_error("unknown option '%s'", argv[1]);
+	usage_error("unknown command '%s'", argv[1]);
+}
+
 void answer_get(const struct dev *d, const char *msg, struct stats *st)
 {
 	char *line, *next, *eq;

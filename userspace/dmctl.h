@@ -54,6 +54,18 @@ const char *dm_task_why(struct dm_task *dmt);
 const char *dm_last_error(void);
 void dm_log_clear(void);
 
+/* A command of a tool: its name and what runs it, with argv[0] the name. */
+struct dmctl_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+/*
+ * Run the command argv[1] names among @cmds (@n of them) with argv + 1:
+ * its exit status; a usage error if there is none of that name.
+ */
+int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n);
+
 struct stats {
 	char *text;
 	const char *msg;		/* the message answered, for errors */

@@ -2826,10 +2826,7 @@ static int cmd_check(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} cmds[] = {
+	static const struct dmctl_cmd cmds[] = {
 		{ "create", cmd_create }, { "remove", cmd_remove }, { "list", cmd_list },
 		{ "status", cmd_status }, { "stats", cmd_stats }, { "set", cmd_set },
 		{ "drop-cache", cmd_drop_cache }, { "reset-stats", cmd_reset_stats },
@@ -2851,10 +2848,5 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	atexit(vdt_cleanup);
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
-	if (argv[1][0] == '-')
-		usage_error("unknown option '%s'", argv[1]);
-	usage_error("unknown command '%s'", argv[1]);
+	return dmctl_dispatch(argc, argv, cmds, sizeof(cmds) / sizeof(cmds[0]));
 }

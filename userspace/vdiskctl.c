@@ -214,10 +214,7 @@ static int cmd_train(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} cmds[] = {
+	static const struct dmctl_cmd cmds[] = {
 		{ "stats", cmd_stats },
 		{ "save", cmd_save },
 		{ "load", cmd_load },
@@ -234,10 +231,5 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	atexit(vdt_cleanup);
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
-	if (argv[1][0] == '-')
-		usage_error("unknown option '%s'", argv[1]);
-	usage_error("unknown command '%s'", argv[1]);
+	return dmctl_dispatch(argc, argv, cmds, sizeof(cmds) / sizeof(cmds[0]));
 }
