@@ -11,7 +11,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -222,6 +224,22 @@ char *dm_message(const struct dev *d, const char *msg)
 /* --- stats: key=value lines ---------------------------------------------- */
 
 /* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+volatile sig_atomic_t interrupted;
+
+void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

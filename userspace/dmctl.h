@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,6 +54,12 @@ const char *dm_task_why(struct dm_task *dmt);
 /* The last error libdevmapper logged, "" if none since the last dm_log_clear(). */
 const char *dm_last_error(void);
 void dm_log_clear(void);
+
+/* CLOCK_MONOTONIC in seconds. */
+double now_s(void);
+/* Set by on_interrupt(), the SIGINT/SIGTERM handler of long commands (train, stats --watch). */
+extern volatile sig_atomic_t interrupted;
+void on_interrupt(int sig);
 
 /* A command of a tool: its name and what runs it, with argv[0] the name. */
 struct dmctl_cmd {

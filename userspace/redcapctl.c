@@ -1705,14 +1705,6 @@ struct sample {
 	uint32_t valid, segments;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sample_take(const char *name, struct sample *s)
 {
 	struct stack k;
@@ -1721,7 +1713,7 @@ static void sample_take(const char *name, struct sample *s)
 		exit(1);
 	if (!is_redcap(&k))
 		die("%s: a linear device without cache has no statistics", name);
-	s->t = now();
+	s->t = now_s();
 	s->reads = sv(&k, "reads");
 	s->hits = sv(&k, "read_hits") + sv(&k, "read_hits_waited");
 	s->misses = sv(&k, "read_misses");
@@ -1890,14 +1882,6 @@ static void stats_show(const char *name, const struct sample *a, const struct sa
 	if (watch && !isatty(STDOUT_FILENO))
 		putchar('\n');
 	fflush(stdout);
-}
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
 }
 
 /* Sleep @s seconds; false if a signal came. */
@@ -2117,7 +2101,7 @@ static int cmd_stats(int argc, char **argv)
 	};
 	struct stats_opts o = { .format = -1, .interval = 1.0 };
 	int i = redcapctl_parse_opts(argc, argv, longopts, stats_opt, &o);
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_interrupt };
 	struct history h = { .n = 0 };
 	struct sample a, b;
 	bool json;

@@ -780,22 +780,6 @@ static uint64_t rng_seed(uint64_t seed)
 	return z ? z : 1;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
 /* One whole read or write of @len bytes at @off; exits on an error. */
 static void do_io(int fd, const char *path, void *buf, size_t len, off_t off, bool write)
 {
@@ -826,7 +810,7 @@ static uint64_t cells_filled(const struct dev *d)
 int vdt_train(const struct dev *d, const struct vdt_train *o)
 {
 	uint64_t size, nblocks, maxb, reads = 0, writes = 0, bytes = 0, state, next;
-	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	struct sigaction sa = { .sa_handler = on_interrupt }, old_int, old_term;
 	bool tty = isatty(STDERR_FILENO);
 	double t0, elapsed, next_report = 1;
 	struct stats st;
@@ -863,8 +847,8 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	sigaction(SIGTERM, &sa, &old_term);
 	state = rng_seed(o->seed);
 	next = nblocks;
-	t0 = now();
-	while (!interrupted && (elapsed = now() - t0) < (double)o->seconds) {
+	t0 = now_s();
+	while (!interrupted && (elapsed = now_s() - t0) < (double)o->seconds) {
 		uint64_t len = 1 + rng_next(&state) % maxb;
 		uint64_t off = rng_next(&state) % (nblocks - len + 1);
 		bool write = o->write && (rng_next(&state) >> 63);
@@ -896,7 +880,7 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 		}
 		bytes += len * BLOCK;
 	}
-	elapsed = now() - t0;
+	elapsed = now_s() - t0;
 	if (progress_line)
 		fputc('\n', stderr);
 	progress_line = false;
