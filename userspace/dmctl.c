@@ -28,18 +28,39 @@ const char *usage_text = "";
 /* train's progress line is on a tty and not ended yet */
 bool progress_line;
 
+/*
+ * The one way errors and warnings are printed: "<progname>: <prefix><message>"
+ * on stderr, after ending a progress line left on the terminal.
+ */
+static void report(const char *prefix, const char *fmt, va_list ap)
+{
+	if (progress_line) {
+		fputc('\n', stderr);
+		progress_line = false;
+	}
+	fprintf(stderr, "%s: %s", progname, prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (progress_line)
-		fputc('\n', stderr);
-	fprintf(stderr, "%s: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
+}
+
+int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report("", fmt, ap);
+	va_end(ap);
+	return -1;
 }
 
 void usage_error(const char *fmt, ...)
@@ -47,11 +68,9 @@ void usage_error(const char *fmt, ...)
 	va_list ap;
 
 	if (fmt) {
-		fprintf(stderr, "%s: ", progname);
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
+		report("", fmt, ap);
 		va_end(ap);
-		fputc('\n', stderr);
 	}
 	fputs(usage_text, stderr);
 	exit(2);
@@ -355,9 +374,7 @@ void warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: warning: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report("warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }

@@ -18,9 +18,15 @@ extern bool progress_line;	/* a progress line is on the terminal, not ended yet 
 
 void dmctl_init(const char *prog, const char *usage);
 
-/* "<progname>: <message>" on stderr, exit 1. */
+/*
+ * The one error model of both tools.  die(): "<progname>: <message>" on
+ * stderr, exit 1.  fail(): the same, returning -1, for an error that
+ * must not stop the rest (one stack's failure among --all's).
+ * usage_error(): the same and the usage text, exit 2; a NULL @fmt prints
+ * the usage alone.  warn(): "<progname>: warning: <message>".
+ */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* The same and the usage text, exit 2; a NULL @fmt prints the usage alone. */
+int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *xmalloc(size_t size);

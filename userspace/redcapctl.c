@@ -127,21 +127,6 @@ static const char redcapctl_help[] =
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See redcapctl(8).\n";
 
-/* --- errors that do not exit: a stack's failure must not stop the others -- */
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 static char *xstrdup(const char *s)
 {
 	char *p = strdup(s);

@@ -64,8 +64,7 @@ static void train_restore(void)
 	pending.train_off = false;
 	why = dm_send(&pending.train_dev, "train off", &answer);
 	if (why)
-		fprintf(stderr, "%s: %s: cannot switch learning back off: %s\n",
-			progname, pending.train_dev.arg, why);
+		fail("%s: cannot switch learning back off: %s", pending.train_dev.arg, why);
 	else
 		free(answer);
 }
