@@ -357,7 +357,8 @@ def table_states(records, io):
     cells = defaultdict(lambda: defaultdict(list))
     for r in records:
         st = r.get("redcap_stats")
-        if r["io"] == io and st and ("adaptive" in r["config"] or r["config"] == RECOMMENDED):
+        if r["io"] == io and st and ("adaptive" in r["config"] or
+                                     r["config"].startswith(RECOMMENDED)):
             cells[(r["workload"], r["procs"], io)][r["config"]].append(
                 f"{'on' if st.get('state') == 'active' else 'off'}/{st.get('switches')}")
     cols = sorted({c for v in cells.values() for c in v})
