@@ -107,7 +107,7 @@ rapiddisk:
 # Lock holds of a discard's walk at 1M segments and of the model's pricing (issue 13).
 lockhold: build/bench/lockhold
 	@build/bench/lockhold
-LOCKHOLD_SRCS := dm-redcap/rc-core.c dm-redcap/rc-layout.c dm-redcap/rc-hot.c dm-redcap/rc-policy.c dm-vdisk-model/vd-model.c
+LOCKHOLD_SRCS := dm-redcap/rc-core.c dm-redcap/rc-hot.c dm-redcap/rc-policy.c dm-vdisk-model/vd-model.c
 build/bench/lockhold: tests/bench/lockhold.c $(LOCKHOLD_SRCS) $(wildcard dm-redcap/*.h \
 		dm-vdisk-model/*.h include/*.h)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,6 @@
  */
 #include "rc-args.h"
 #include "rc-parse.h"
-#include "rc-layout.h"
 
 int rc_write_policy_parse(const char *name)
 {
@@ -113,9 +112,6 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	[RC_MSG_WRITE_POLICY] = { "write_policy", 1, 1 },
 	[RC_MSG_ESTIMATOR] = { "estimator", 1, 1 },
 	[RC_MSG_SET] = { "set", 2, 2 },
-	[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 0, 1 },
-	/* the runs themselves: rc_layout_parse_runs(), once a layout exists */
-	[RC_MSG_LAYOUT_RUNS] = { "layout_runs", 1, 0xffffffffu },
 	[RC_MSG_HOT] = { "hot", 0, 1 },
 	/* the segments themselves: rc_parse_segment(), against the device */
 	[RC_MSG_PIN] = { "pin", 1, RC_PIN_MAX },
@@ -177,24 +173,6 @@ static const char *rc_parse_set(char **argv, struct rc_msg *m, char *buf, size_t
 	return NULL;
 }
 
-static const char *rc_parse_layout_unit(const char *word, struct rc_msg *m, char *buf,
-					size_t len)
-{
-	unsigned int shift;
-	const char *err;
-	u32 unit;
-
-	if (rc_parse_u32(word, &unit)) {
-		snprintf(buf, len, "layout_clear: unit '%s' is not a number of sectors", word);
-		return buf;
-	}
-	err = rc_layout_unit_shift(unit, &shift);
-	if (err)
-		return err;
-	m->value = shift;
-	return NULL;
-}
-
 const char *rc_parse_segment(const char *verb, const char *word, u64 nr_segs, u64 *seg,
 			     char *buf, size_t len)
 {
@@ -245,10 +223,6 @@ const char *rc_parse_message(unsigned int argc, char **argv, struct rc_msg *m,
 		break;
 	case RC_MSG_SET:
 		return rc_parse_set(argv, m, buf, len);
-	case RC_MSG_LAYOUT_CLEAR:
-		if (argc == 2)
-			return rc_parse_layout_unit(argv[1], m, buf, len);
-		break;
 	case RC_MSG_HOT:
 		m->uvalue = RC_HOT_TOP_DEFAULT;
 		if (argc == 2 && !rc_arg(argv[1], 1, RC_HOT_TOP_MAX, &m->uvalue)) {

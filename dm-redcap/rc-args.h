@@ -40,9 +40,8 @@ int rc_write_policy_parse(const char *name);
 
 enum rc_msg_verb {
 	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
-	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_LAYOUT_CLEAR,
-	RC_MSG_LAYOUT_RUNS, RC_MSG_HOT, RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN,
-	RC_MSG_PREFILL, RC_MSG_NR,
+	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_HOT,
+	RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN, RC_MSG_PREFILL, RC_MSG_NR,
 };
 
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
@@ -57,8 +56,7 @@ bool rc_tunable_value(enum rc_tunable key, const char *s, u32 *v, u32 *min, u32 
 
 struct rc_msg {
 	enum rc_msg_verb verb;
-	/* policy, write_policy, estimator; layout_clear's unit shift (0: none) */
-	int value;
+	int value;			/* policy, write_policy, estimator */
 	enum rc_tunable key;		/* set */
 	u32 uvalue;			/* set; hot's number of regions; chosen's FROM */
 };

@@ -401,9 +401,6 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	e->hdc = 0;
 	e->hfill = 0;
 	e->wgen = wgen;
-	e->vlo = 0;
-	e->vhi = (u16)(1u << c->seg_shift);
-	e->saved = 0;
 	rc_hash_add(c, i);
 	c->nr_filling++;
 	c->nr_pinned++;
@@ -465,7 +462,7 @@ static bool rc_hdc_kept(const u64 *keep, u32 n, u64 seg)
 	return false;
 }
 
-/* Pin entry @i (FILLING or VALID, whole): off the LRU, onto HDC's list. */
+/* Pin entry @i (FILLING or VALID): off the LRU, onto HDC's list. */
 static void rc_hdc_take(struct rc_cache *c, u32 i)
 {
 	struct rc_entry *e = &c->entries[i];
@@ -483,21 +480,6 @@ static bool rc_hdc_wants(const struct rc_cache *c, u64 seg)
 {
 	return c->hdc_nwant && c->nr_hdc < rc_hdc_max(c) &&
 	       rc_hdc_kept(c->hdc_want, c->hdc_nwant, seg);
-}
-
-/* Entry @i holds its whole segment. */
-static bool rc_whole(const struct rc_cache *c, u32 i)
-{
-	return !c->entries[i].vlo && c->entries[i].vhi == 1u << c->seg_shift;
-}
-
-/* Whether entry @e holds the @sectors at @sector, in its segment (FOR: part of it). */
-static bool rc_covers(const struct rc_cache *c, const struct rc_entry *e, u64 sector,
-		      u32 sectors)
-{
-	u32 off = (u32)(sector & ((1u << c->seg_shift) - 1));
-
-	return off >= e->vlo && off + sectors <= e->vhi;
 }
 
 /* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
@@ -553,7 +535,7 @@ static enum rc_read_action rc_read_simulate(struct rc_cache *c, struct rc_read_s
 	struct rc_entry *e;
 	u32 b;
 
-	if (i != RC_NONE) {	/* a part-filled entry (FOR) as its whole segment */
+	if (i != RC_NONE) {
 		e = &c->entries[i];
 		st->sim = RC_SIM_HIT;
 		c->ctr.sim_hits++;
@@ -625,43 +607,26 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 					 u64 sector, u32 sectors, u32 *idx, bool join)
 {
 	u64 seg = sector >> c->seg_shift;
-	u32 i, b, slot = 0, part = RC_NONE;
 	bool admitted, lately, want;
 	enum rc_read_action act;
-	struct rc_entry *e;
+	u32 i, b, slot = 0;
 
 	/* Only the budget and the planner look at streams. */
 	st->dir = rc_budgeted(c) || c->prefetch ? rc_stream_read(&c->streams, sector, sectors) : 0;
 	c->ctr.reads++;
 	st->sim = RC_SIM_NONE;
 	st->refused_by = RC_REFUSED_NONE;
-	st->trim = false;
-	st->ext = false;
 	i = rc_lookup(c, seg);
 	want = !join && rc_hdc_wants(c, seg);
 	/* Inactive, HDC's pinned and chosen segments serve; the rest is simulated. */
-	if (!rc_active(c) && !want &&
-	    !(rc_serves(c, i, false) && rc_covers(c, &c->entries[i], sector, sectors)))
+	if (!rc_active(c) && !want && !rc_serves(c, i, false))
 		return rc_read_simulate(c, st, seg, i);
 
 	if (rc_serves(c, i, want)) {
-		if (rc_covers(c, &c->entries[i], sector, sectors)) {
-			act = rc_read_cached(c, i, idx);
-			if (want && !c->entries[i].hdc && rc_whole(c, i))
-				rc_hdc_take(c, i);
-			return act;
-		}
-		/*
-		 * FOR filled part of the segment, not this: a fill of both
-		 * replaces it, if nothing uses it and a fill would start.
-		 */
-		e = &c->entries[i];
-		if (join || e->state != RC_VALID || e->pins) {
-			c->ctr.read_bypassed_part++;
-			goto bypass;
-		}
-		part = i;
-		i = RC_NONE;
+		act = rc_read_cached(c, i, idx);
+		if (want && !c->entries[i].hdc)
+			rc_hdc_take(c, i);
+		return act;
 	}
 
 	if (c->fills_held) {
@@ -681,27 +646,16 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 	lately = !want && rc_budgeted(c) && rc_refused_lately(c, seg, &slot);
 	admitted = want || !rc_budgeted(c) || rc_budget_admit(&c->budget, 1);
 	if (!admitted) {
+		c->ctr.read_bypassed_budget++;
 		if (!join)	/* a joining piece would not have filled */
 			st->refused_by = rc_refuse(c, seg, lately, slot);
-		/* FOR: the file's run is no speculation (rc_map_read()) */
-		st->trim = !join && st->layout && st->layout->nr_set;
-		if (!st->trim) {
-			c->ctr.read_bypassed_budget++;
-			goto bypass;
-		}
+		goto bypass;
 	}
 	if (join) {
 		c->ctr.read_bypassed_joined++;
 		goto bypass;
 	}
 
-	if (part != RC_NONE) {
-		st->ext = true;
-		st->ext_lo = c->entries[part].vlo;
-		st->ext_hi = c->entries[part].vhi;
-		c->ctr.read_extended++;
-		rc_invalidate(c, part);
-	}
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE) {
 		c->ctr.read_bypassed_busy++;
@@ -714,8 +668,6 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		c->ctr.hdc_fills++;
 		return RC_READ_FILL;
 	}
-	if (st->trim)
-		return RC_READ_FILL;
 	if (rc_budgeted(c))
 		rc_budget_take(&c->budget, 1);
 	st->refused_by = rc_refused_filled(c, lately, slot);
@@ -736,7 +688,7 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
 {
 	u32 i = rc_lookup(c, sector >> c->seg_shift), idx;
 
-	if (rc_serves(c, i, false) && rc_covers(c, &c->entries[i], sector, sectors))
+	if (rc_serves(c, i, false))
 		return false;
 	rc_read_piece(c, st, sector, sectors, &idx, true);
 	c->ctr.read_joined++;
@@ -980,77 +932,20 @@ static void rc_plan_reqs(const struct rc_cache *c, const struct rc_pricer *p,
 			 struct rc_read_plan *plan)
 {
 	u32 i, k, len, max = p->run_max ? p->run_max : 1;
-	struct rc_fill_item *f;
 	struct rc_fill_req *r;
-	struct rc_entry *e;
 
 	rc_fill_runs(plan->fills, plan->nr_fills);
 	plan->nr_reqs = 0;
-	for (k = 0; k < plan->nr_fills; k++) {
-		f = &plan->fills[k];
-		e = &c->entries[f->idx];
-		f->sector = (f->seg << c->seg_shift) + e->vlo;
-		f->sectors = rc_seg_len(c, f->seg, p->capacity);
-		if (f->sectors > e->vhi)
-			f->sectors = e->vhi;
-		f->sectors -= e->vlo;
-	}
 	for (i = 0; i < plan->nr_fills; i += len) {
 		len = rc_fill_run(plan->fills + i, plan->nr_fills - i, max);
 		r = &plan->reqs[plan->nr_reqs++];
-		r->sector = plan->fills[i].sector;
+		r->sector = plan->fills[i].seg << c->seg_shift;
 		r->first = i;
 		r->nr = len;
 		r->sectors = 0;
 		for (k = i; k < i + len; k++)
-			r->sectors += plan->fills[k].sectors;
+			r->sectors += rc_seg_len(c, plan->fills[k].seg, p->capacity);
 	}
-}
-
-/*
- * FOR (file-oriented read-ahead): a miss the bar refused (st->trim) reads
- * from its page (and what a part-filled entry it replaced held, so that
- * an entry holds one range) to the end of the file's run it is in, within
- * its segment; when the rest of its read fills along, to the segment's
- * end, in one request with them.  A plan with fills ahead (started only
- * by an admitting bar) fills its miss's segment whole.  On the device's
- * last, short segment, "whole" is what a whole fill would read there.
- */
-static void rc_plan_for(struct rc_cache *c, const struct rc_read_state *st, u64 capacity,
-			u64 sector, u32 sectors, struct rc_read_plan *plan)
-{
-	u64 seg = plan->fills[0].seg, seg_start = seg << c->seg_shift, end;
-	u32 len = rc_seg_len(c, seg, capacity), lo, hi, k;
-	struct rc_entry *e = &c->entries[plan->idx];
-
-	if (!st->trim)
-		return;
-	for (k = 1; k < plan->nr_fills; k++)
-		if (!plan->fills[k].along)
-			return;
-	if (plan->nr_fills > 1) {
-		hi = len;
-	} else {
-		end = rc_layout_run_end(st->layout, sector, seg_start + len);
-		if (end < sector + sectors)
-			end = sector + sectors;
-		hi = (u32)(end - seg_start);
-		hi = (hi + RC_FOR_ALIGN - 1) & ~(RC_FOR_ALIGN - 1);
-	}
-	lo = (u32)(sector - seg_start) & ~(RC_FOR_ALIGN - 1);
-	if (st->ext && st->ext_lo < lo)
-		lo = st->ext_lo;
-	if (st->ext && st->ext_hi > hi)
-		hi = st->ext_hi;
-	if (hi > len)
-		hi = len;
-	if (lo == 0 && hi == len)
-		return;
-	e->vlo = (u16)lo;
-	e->vhi = (u16)hi;
-	e->saved = (u16)(len - (hi - lo));
-	c->ctr.for_fills++;
-	c->ctr.for_saved_sectors += e->saved;
 }
 
 /* @total shared out in proportion: @part of @whole (@whole > 0). */
@@ -1261,7 +1156,6 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 
 	plan->idx = RC_NONE;
 	plan->nr_fills = 0;
-	st.layout = p->layout;
 	if (rc_policy_caware(c->policy))
 		rc_caware_decay(&c->caware, now);
 	if (c->hot)
@@ -1289,8 +1183,6 @@ void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 	}
 	plan->act = act;
 	plan->sectors = len;
-	if (act == RC_READ_FILL)
-		rc_plan_for(c, &st, p->capacity, sector, len, plan);
 	rc_plan_reqs(c, p, plan);
 	rc_plan_judge(c, p, now, pc, np, segs, nsegs, plan);
 }
@@ -1445,9 +1337,6 @@ void rc_fill_cancel(struct rc_cache *c, u32 idx)
 		c->nr_hdc--;
 	}
 	c->ctr.fill_along -= e->along;
-	c->ctr.for_fills -= !!e->saved;
-	c->ctr.for_saved_sectors -= e->saved;
-	e->saved = 0;
 	if (e->pfill) {
 		c->ctr.prefetches--;
 		if (e->ahead)
@@ -1640,19 +1529,11 @@ enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
 	if (c->nr_hdc >= rc_hdc_max(c))
 		return RC_HDC_FULL;
 	if (e && e->state != RC_GHOST) {
-		if (rc_whole(c, i)) {
-			rc_hdc_take(c, i);
-			return RC_HDC_PINNED;
-		}
-		if (e->state != RC_VALID || e->pins)
-			return RC_HDC_BUSY;
+		rc_hdc_take(c, i);
+		return RC_HDC_PINNED;
 	}
 	if (c->fills_held || c->wb_inflight[b] || c->range_inflight)
 		return RC_HDC_BUSY;
-	if (e && e->state != RC_GHOST) {	/* FOR's part: filled whole instead */
-		rc_invalidate(c, i);
-		i = RC_NONE;
-	}
 	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
 	if (i == RC_NONE)
 		return RC_HDC_BUSY;

@@ -20,7 +20,6 @@
 
 #include "rc-types.h"
 #include "rc-policy.h"
-#include "rc-layout.h"
 #include "rc-hot.h"
 
 #define RC_NONE		0xffffffffu	/* "no entry" index */
@@ -104,10 +103,6 @@ struct rc_counters {
 	u64 invalidations;	/* segments dropped by writes */
 	u64 updates;		/* segments updated in place by writes */
 	u64 evictions;		/* valid segments reused by LRU */
-	u64 for_fills;		/* demand fills FOR stopped at a file's end */
-	u64 for_saved_sectors;	/* ... the sectors of their segments they did not read */
-	u64 read_extended;	/* reads past a part-filled entry: refilled, wider */
-	u64 read_bypassed_part;	/* ... which could not be: sent to the origin */
 	u64 hdc_fills;		/* segments HDC filled to pin them (rc_hdc_pin()) */
 	u64 hdc_hits;		/* reads served from a segment HDC pinned */
 	u64 hdc_dropped;	/* pins ended by a write, a failed fill or drop_cache */
@@ -120,22 +115,20 @@ struct rc_entry {
 	u32 pins;		/* copies in progress (hit, fill, update) */
 	u32 wgen;		/* write-bucket generation when the fill started */
 	u32 born;		/* on probation: c->demand_takes when it went on */
-	u16 vlo, vhi;		/* FILLING/VALID: the sectors of the segment it holds */
-	u16 saved;		/* FILLING: what FOR's fill does not read of it */
-	/* state and flags in one 16-bit unit, changed under the cache's lock */
-	u16 state:3;		/* enum rc_state */
-	u16 on_list:1;		/* linked on the LRU, probation or free list */
-	u16 on_prob:1;		/* ... on probation */
-	u16 updating:1;		/* an update copy was handed out; cleared at last unpin */
-	u16 stale:1;		/* FILLING: a range write overlapped the fill */
-	u16 walloc:1;		/* FILLING: from a write (rc_write_allocate()) */
-	u16 pfill:1;		/* FILLING: started by rc_prefetch() */
-	u16 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
-	u16 ahead:1;		/* filled by rc_prefetch() and not read since */
-	u16 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
-	u16 hdc:1;		/* FILLING/VALID: pinned by HDC, never an LRU victim */
-	u16 on_hdc:1;		/* ... linked on the HDC list (VALID, unpinned) */
-	u16 hfill:1;		/* FILLING: started by rc_hdc_pin() */
+	u8 state;		/* enum rc_state */
+	/* flags, changed under the cache's lock */
+	u8 on_list:1;		/* linked on the LRU, probation or free list */
+	u8 on_prob:1;		/* ... on probation */
+	u8 updating:1;		/* an update copy was handed out; cleared at last unpin */
+	u8 stale:1;		/* FILLING: a range write overlapped the fill */
+	u8 walloc:1;		/* FILLING: from a write (rc_write_allocate()) */
+	u8 pfill:1;		/* FILLING: started by rc_prefetch() */
+	u8 along:1;		/* FILLING: for the rest of a miss's read (fill_along) */
+	u8 ahead:1;		/* filled by rc_prefetch() and not read since */
+	u8 gahead:1;		/* GHOST: simulated as filled ahead, not read since */
+	u8 hdc:1;		/* FILLING/VALID: pinned by HDC, never an LRU victim */
+	u8 on_hdc:1;		/* ... linked on the HDC list (VALID, unpinned) */
+	u8 hfill:1;		/* FILLING: started by rc_hdc_pin() */
 };
 
 /*
@@ -243,10 +236,6 @@ struct rc_read_state {
 	u64 ahead_seg;		/* after this one */
 	bool ahead_pair;	/* the proposal is a miss's pair */
 	bool ahead_started;	/* a fill of it has started */
-	const struct rc_layout *layout;	/* where files' runs end (FOR), or NULL */
-	bool trim;		/* FOR: the bar refused the segment; its file's run fills */
-	bool ext;		/* its fill replaced a part-filled entry holding */
-	u16 ext_lo, ext_hi;	/* these sectors of the segment (FOR) */
 };
 
 /*
@@ -389,7 +378,6 @@ struct rc_pricer {
 	void *ctx;
 	u64 capacity;
 	u32 run_max;		/* segments one disk request may read (>= 1) */
-	const struct rc_layout *layout;	/* where files' runs end (FOR), or NULL */
 };
 
 /*
@@ -405,9 +393,6 @@ struct rc_pricer {
  */
 struct rc_fill_item {
 	u64 seg;
-	u64 sector;		/* what its request reads for it (rc_map_read()): */
-				/* its segment, or FOR's part of it */
-	u32 sectors;
 	u32 idx;
 	bool ahead;		/* from rc_prefetch() */
 	bool along;		/* for the rest of the miss's read */
@@ -420,8 +405,6 @@ static inline bool rc_fill_own(const struct rc_fill_item *f)
 }
 
 #define RC_FILL_RUN_MAX		(1 + RC_PREFETCH_MAX)
-/* FOR's fills start and end on pages, which the glue reads into. */
-#define RC_FOR_ALIGN		8u
 void rc_fill_runs(struct rc_fill_item *f, u32 n);
 u32 rc_fill_run(const struct rc_fill_item *f, u32 n, u32 max);
 
@@ -456,14 +439,7 @@ struct rc_read_plan {
  * segments the rest of the read covers (filled along, in the same
  * request: the rest comes back as a read of its own and waits on them),
  * and after each piece what the planner proposes (rc_plan(),
- * rc_prefetch()).  FOR: with @p's layout, a miss whose segment the
- * budget's bar refuses (rc_read()), which would bypass, reads its file's
- * run instead, from its page to the run's end within the segment, when
- * it is its plan's only fill: the file is taken as asked for, the rest of
- * the segment as speculation.  The entry holds that part (vlo..vhi); a
- * later read outside it that would fill replaces it with a fill of both
- * (counted in read_extended), or, the entry busy, bypasses
- * (read_bypassed_part).  Then the read it took is played once on the bare disk,
+ * rc_prefetch()).  Then the read it took is played once on the bare disk,
  * and what the cache sends down for it once per request on the cache's
  * (inactive: once per run of pieces the simulated cache would have sent
  * down): at most two pricings for a plan of one request, which is every
@@ -775,15 +751,14 @@ void rc_hot_age_start(struct rc_cache *c);
  *
  * rc_hdc_max() is the most entries it may hold, hdc_share % of them.
  * rc_hdc_pin() pins segment @seg (below the device's end: the caller's
- * check): one cached whole (VALID or FILLING) is pinned where it is
- * (RC_HDC_PINNED, also when it was already); one not cached, or cached in
- * part (FOR) and idle, gets an entry FILLING for it, pinned by its fill,
+ * check): one cached (VALID or FILLING) is pinned where it is
+ * (RC_HDC_PINNED, also when it was already); one not cached gets an
+ * entry FILLING for it, pinned by its fill,
  * in *@idx (RC_HDC_FILL): the caller reads the whole segment into it and
  * completes it like any fill, with no waiter of its own (counted in
  * hdc_fills, and in fill_ios once done; no read's miss).  RC_HDC_FULL: the set holds
  * rc_hdc_max() already; RC_HDC_BUSY: no fill can start now (held, a
- * write to its bucket in flight, every entry busy, or its part-filled
- * entry in use): try later.  Pinned entries are never the LRU's victims
+ * write to its bucket in flight, or every entry busy): try later.  Pinned entries are never the LRU's victims
  * and serve reads even while the cache is inactive (their data is there:
  * hits cost the disk nothing).  A pin ends with rc_hdc_unpin() or
  * rc_hdc_keep() (back on the LRU, most recent) or when the entry leaves

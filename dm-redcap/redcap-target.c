@@ -20,11 +20,9 @@
 #include <linux/blkdev.h>
 #include <linux/ioprio.h>
 #include <linux/refcount.h>
-#include <linux/rcupdate.h>
 #include <linux/sort.h>
 
 #include "rc-args.h"
-#include "rc-layout.h"
 #include "vdisk.h"
 
 #define DM_MSG_PREFIX "redcap"
@@ -71,9 +69,6 @@ static unsigned int fi_drop_timeout_ms;
 module_param(fi_drop_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(fi_drop_timeout_ms,
 		 "test builds: drop_cache waits this long for busy segments (0: 10 s)");
-static bool fi_layout_alloc_fail;
-module_param(fi_layout_alloc_fail, bool, 0644);
-MODULE_PARM_DESC(fi_layout_alloc_fail, "test builds: layout_clear's allocation fails");
 static bool fi_hdc_alloc_fail;
 module_param(fi_hdc_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_hdc_alloc_fail, "test builds: HDC's choice finds no memory");
@@ -105,11 +100,6 @@ static bool redcap_fi_ctr_page_fails(size_t i)
 static unsigned int redcap_drop_timeout_ms(void)
 {
 	return READ_ONCE(fi_drop_timeout_ms) ?: REDCAP_DROP_TIMEOUT_MS;
-}
-
-static bool redcap_fi_layout_alloc_fail(void)
-{
-	return READ_ONCE(fi_layout_alloc_fail);
 }
 
 static bool redcap_fi_hdc_alloc_fail(void)
@@ -169,11 +159,6 @@ static inline unsigned int redcap_drop_timeout_ms(void)
 	return REDCAP_DROP_TIMEOUT_MS;
 }
 
-static inline bool redcap_fi_layout_alloc_fail(void)
-{
-	return false;
-}
-
 static inline bool redcap_fi_hdc_alloc_fail(void)
 {
 	return false;
@@ -226,17 +211,6 @@ struct redcap_fill {
 };
 
 /*
- * FOR's layout of the device (rc-layout.h): where files' runs end, in the
- * target's sectors.  Replaced whole by layout_clear, filled in by
- * layout_runs, both under the cache's layout_lock; the I/O path reads it
- * under RCU with no lock and tolerates a half-loaded one (it is advice).
- */
-struct redcap_layout {
-	struct rc_layout l;
-	u64 loaded_ns;			/* the last layout_clear or layout_runs */
-};
-
-/*
  * The cache: the core's state, the segment pages and the fill machinery.
  * Found by (device, position, origin, geometry); a reference per table.
  */
@@ -271,9 +245,6 @@ struct redcap_cache {
 	 */
 	struct vd_vdisk vdisk;
 	struct vd_vdisk vdisk_cache;
-
-	struct mutex layout_lock;	/* serialises layout loaders */
-	struct redcap_layout __rcu *layout;
 
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
@@ -425,19 +396,13 @@ static void redcap_resend(struct redcap_cache *cc, struct block_device *bdev,
 	submit_bio_noacct(bio);
 }
 
-/*
- * Complete the waiters of entry @k of a finished fill (process context).
- * The fill read, for it, from its start (entry 0: f->sector, which FOR
- * may have put inside the segment) to its segment's end or the fill's.
- */
+/* Complete the waiters of entry @k of a finished fill (process context). */
 static void redcap_fill_finish(struct redcap_fill *f, u32 k, int error)
 {
 	struct redcap_cache *cc = f->cc;
-	sector_t seg_start = round_down(f->sector, cc->seg_sectors) +
-			     (sector_t)k * cc->seg_sectors;
-	sector_t start = max_t(sector_t, seg_start, f->sector);
-	u32 idx = f->idx[k], sectors = min_t(sector_t, seg_start + cc->seg_sectors,
-					       f->sector + f->sectors) - start;
+	sector_t start = f->sector + (sector_t)k * cc->seg_sectors;
+	u32 idx = f->idx[k], sectors = min_t(sector_t, cc->seg_sectors,
+					       f->sector + f->sectors - start);
 	/* The first waiter of a miss's entry is the miss; the others have none. */
 	u32 n = 0, own = k == f->own;
 	enum rc_fill_action act;
@@ -566,9 +531,7 @@ static bool redcap_start_req(struct redcap_c *rc, const struct rc_read_plan *pla
 		f->idx[k] = it[k].idx;
 		if (rc_fill_own(&it[k]))
 			f->own = k;
-		/* From the item's first page: FOR's start on one (RC_FOR_ALIGN). */
-		i = (it[k].sector & (cc->seg_sectors - 1)) >> (PAGE_SHIFT - SECTOR_SHIFT);
-		for (; bytes && i < cc->pages_per_seg; i++) {
+		for (i = 0; bytes && i < cc->pages_per_seg; i++) {
 			unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE);
 
 			/* Cannot fail: the bio has a vec for every page. */
@@ -698,15 +661,11 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len,
-				    .run_max = redcap_run_max(cc) };
-	struct redcap_layout *lo;
+	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len,
+					  .run_max = redcap_run_max(cc) };
 	struct rc_read_plan plan;
 	unsigned long flags;
 
-	rcu_read_lock();
-	lo = rcu_dereference(cc->layout);
-	pricer.layout = lo ? &lo->l : NULL;
 	spin_lock_irqsave(&cc->lock, flags);
 	rc_map_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), pb->start_ns, &pricer,
 		    &plan);
@@ -717,7 +676,6 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 		bio_list_add(&cc->ents[plan.idx].waiters, bio);
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
-	rcu_read_unlock();
 
 	if (!redcap_start_fills(rc, &plan, plan.act == RC_READ_FILL ? bio : NULL))
 		plan.act = RC_READ_BYPASS;
@@ -1061,11 +1019,9 @@ static bool redcap_hdc_fill(struct redcap_c *rc, u64 seg, u32 idx)
 	sector_t sector = seg * cc->seg_sectors;
 	struct rc_read_plan plan = { .nr_fills = 1, .nr_reqs = 1 };
 
-	plan.fills[0] = (struct rc_fill_item){ .seg = seg, .sector = sector,
-		.sectors = min_t(sector_t, cc->seg_sectors, cc->len - sector),
-		.idx = idx, .ahead = true };
-	plan.reqs[0] = (struct rc_fill_req){ .sector = sector, .sectors = plan.fills[0].sectors,
-		.first = 0, .nr = 1 };
+	plan.fills[0] = (struct rc_fill_item){ .seg = seg, .idx = idx, .ahead = true };
+	plan.reqs[0] = (struct rc_fill_req){ .sector = sector,
+		.sectors = min_t(sector_t, cc->seg_sectors, cc->len - sector), .first = 0, .nr = 1 };
 	if (redcap_start_req(rc, &plan, &plan.reqs[0], true))
 		return true;
 	redcap_cancel_fill(rc, idx, NULL);
@@ -1309,18 +1265,8 @@ static void redcap_free_pages(struct redcap_cache *cc)
 }
 
 /* Safe on a partly built cache. */
-static void redcap_layout_free(struct redcap_layout *lo)
-{
-	if (lo) {
-		kvfree(lo->l.bits);
-		kfree(lo);
-	}
-}
-
 static void redcap_cache_free(struct redcap_cache *cc)
 {
-	/* No reader is left: the last table is gone. */
-	redcap_layout_free(rcu_dereference_protected(cc->layout, true));
 	if (cc->wq)
 		destroy_workqueue(cc->wq);
 	bioset_exit(&cc->bs);
@@ -1469,7 +1415,6 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 	cc->nr_segs = nr_segs;
 	cc->pages_per_seg = pages_per_seg;
 	spin_lock_init(&cc->lock);
-	mutex_init(&cc->layout_lock);
 	mutex_init(&cc->hdc_lock);
 	atomic_set(&cc->fills_inflight, 0);
 	init_waitqueue_head(&cc->drain_wq);
@@ -1614,84 +1559,6 @@ bad:
 	return r;
 }
 
-/* FOR's layout */
-
-/*
- * layout_clear [UNIT]: a new, empty layout in units of 1 << @shift sectors
- * replaces the old one, or (@shift 0) none does.  A failed allocation
- * keeps the old one.
- */
-static int redcap_msg_layout_clear(struct redcap_cache *cc, unsigned int shift)
-{
-	struct redcap_layout *lo = NULL, *old;
-	size_t words;
-
-	if (shift) {
-		words = rc_layout_words(cc->len, shift);
-		lo = redcap_fi_layout_alloc_fail() ? NULL : kzalloc(sizeof(*lo), GFP_KERNEL);
-		if (lo)
-			lo->l.bits = kvcalloc(words, sizeof(unsigned long),
-					      GFP_KERNEL | __GFP_NOWARN);
-		if (!lo || !lo->l.bits) {
-			redcap_layout_free(lo);
-			DMERR("layout_clear: cannot allocate %zu bytes", words * sizeof(unsigned long));
-			return -ENOMEM;
-		}
-		rc_layout_init(&lo->l, cc->len, shift, lo->l.bits);
-		lo->loaded_ns = ktime_get_ns();
-	}
-	mutex_lock(&cc->layout_lock);
-	old = rcu_replace_pointer(cc->layout, lo, lockdep_is_held(&cc->layout_lock));
-	mutex_unlock(&cc->layout_lock);
-	if (old) {
-		synchronize_rcu();
-		redcap_layout_free(old);
-	}
-	return 0;
-}
-
-/* layout_runs WORD...: sets the ends of the runs, all of them or none. */
-static int redcap_msg_layout_runs(struct redcap_cache *cc, unsigned int argc, char **argv)
-{
-	struct redcap_layout *lo;
-	const char *err = NULL;
-	char buf[128];
-
-	mutex_lock(&cc->layout_lock);
-	lo = rcu_dereference_protected(cc->layout, lockdep_is_held(&cc->layout_lock));
-	if (!lo) {
-		err = "layout_runs: no layout: send layout_clear UNIT first";
-	} else {
-		err = rc_layout_parse_runs(&lo->l, argc, argv, buf, sizeof(buf));
-		if (!err)
-			WRITE_ONCE(lo->loaded_ns, ktime_get_ns());
-	}
-	mutex_unlock(&cc->layout_lock);
-	if (err) {
-		DMERR("%s", err);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* For status: units in sectors (0: no layout), bits set, seconds since loaded. */
-static void redcap_layout_info(struct redcap_cache *cc, u32 *unit, u64 *set, u64 *age_s)
-{
-	struct redcap_layout *lo;
-
-	*unit = 0;
-	*set = 0;
-	*age_s = 0;
-	rcu_read_lock();
-	lo = rcu_dereference(cc->layout);
-	if (lo) {
-		*unit = 1u << lo->l.shift;
-		*set = READ_ONCE(lo->l.nr_set);
-		*age_s = div_u64(ktime_get_ns() - READ_ONCE(lo->loaded_ns), NSEC_PER_SEC);
-	}
-	rcu_read_unlock();
-}
-
 /* Suspend, status, messages */
 
 /*
@@ -1807,12 +1674,10 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 	unsigned int sz = 0, nfeat = 0;
 	unsigned long flags;
 	enum rc_policy policy;
-	u64 switches, lo_set, lo_age;
-	u32 lo_unit;
+	u64 switches;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
-		redcap_layout_info(cc, &lo_unit, &lo_set, &lo_age);
 		spin_lock_irqsave(&cc->lock, flags);
 		ctr = cc->cache->ctr;
 		valid = cc->cache->nr_valid;
@@ -1826,7 +1691,6 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 		       ctr.read_hits, ctr.read_hits_waited, ctr.read_misses,
 		       ctr.read_bypassed, ctr.fill_ios, ctr.fill_sectors,
 		       ctr.fill_errors, ctr.writes, ctr.invalidations, switches);
-		DMEMIT(" %u %llu %llu", lo_unit, lo_set, lo_age);
 		break;
 	case STATUSTYPE_TABLE:
 		ch = redcap_choices(rc);
@@ -1906,8 +1770,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	u64 vd_requests, vd_busy_ns, vd_unestimated;
 	struct rc_adapt *a;
 	struct rc_caware *w;
-	u32 valid, filling, ghost, tun[RC_TUN_NR], lo_unit, hdc_pinned, hdc_max, periods;
-	u64 lo_set, lo_age;
+	u32 valid, filling, ghost, tun[RC_TUN_NR], hdc_pinned, hdc_max, periods;
 	unsigned int sz = 0;
 	unsigned long flags;
 	int i;
@@ -1965,15 +1828,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
 	DMEMIT("write_allocs=%llu\n", c.write_allocs);
 	DMEMIT("evictions=%llu\n", c.evictions);
-	DMEMIT("for_fills=%llu\nfor_saved_sectors=%llu\nread_extended=%llu\n",
-	       c.for_fills, c.for_saved_sectors, c.read_extended);
-	DMEMIT("read_bypassed_part=%llu\n", c.read_bypassed_part);
 	DMEMIT("hdc_pinned=%u\nhdc_max=%u\nhdc_fills=%llu\nhdc_hits=%llu\nhdc_dropped=%llu\n",
 	       hdc_pinned, hdc_max, c.hdc_fills, c.hdc_hits, c.hdc_dropped);
 	DMEMIT("hot_periods=%u\n", periods);
-	redcap_layout_info(rc->cc, &lo_unit, &lo_set, &lo_age);
-	DMEMIT("layout_unit_sectors=%u\nlayout_ends=%llu\nlayout_age_s=%llu\n", lo_unit, lo_set,
-	       lo_age);
 	if (rc->vm)
 		DMEMIT("model=%u:%u\n", MAJOR(rc->model_dev), MINOR(rc->model_dev));
 	else
@@ -2042,10 +1899,6 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return redcap_msg_stats(rc, result, maxlen);
 	case RC_MSG_DROP_CACHE:
 		return redcap_msg_drop_cache(rc);
-	case RC_MSG_LAYOUT_CLEAR:
-		return redcap_msg_layout_clear(cc, m.value);
-	case RC_MSG_LAYOUT_RUNS:
-		return redcap_msg_layout_runs(cc, argc - 1, argv + 1);
 	case RC_MSG_HOT:
 		return redcap_msg_hot(cc, m.uvalue, result, maxlen);
 	case RC_MSG_PIN:

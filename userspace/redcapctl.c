@@ -72,7 +72,6 @@ static const char redcapctl_usage[] =
 "       redcapctl set NAME KEY=VALUE...\n"
 "       redcapctl drop-cache NAME\n"
 "       redcapctl reset-stats NAME\n"
-"       redcapctl layout NAME [--unit SIZE] [--out FILE] [--json]\n"
 "       redcapctl model save|load NAME [FILE] [--if-present]\n"
 "       redcapctl model train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
 "       redcapctl hot save|load NAME [FILE] [--if-present]\n"
@@ -82,7 +81,7 @@ static const char redcapctl_usage[] =
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
 "       redcapctl simulate --trace FILE [--warm FILE] [--format blkparse|csv] [--disk PROFILE]\n"
 "                          [--model FILE] [--save-model FILE] [--no-train] [--drive-cache]\n"
-"                          [--capacity SECTORS] [--layout FILE] --config SPEC... [--json]\n"
+"                          [--capacity SECTORS] --config SPEC... [--json]\n"
 "       redcapctl -h|--help\n";
 
 static const char try_help[] = "Try 'redcapctl --help' for more information.\n";
@@ -106,10 +105,6 @@ static const char redcapctl_help[] =
 "  set          policy, write_policy, estimator, window, margin, decay_ms,\n"
 "               budget_share, budget_cap_ms, prefetch, hdc, hot_period\n"
 "  drop-cache   empty the cache;  reset-stats: zero the counters\n"
-"  layout       where the files of the filesystems mounted on NAME lie, with\n"
-"               FIEMAP, sent to the cache in units of --unit (default 4K) so\n"
-"               that a fill stops at the end of a file; --out writes the\n"
-"               messages to FILE (- for standard output) instead\n"
 "  model        save, load or train the latency tables of NAME-vd (default FILE:\n"
 "               " MODEL_DIR "/NAME.vdisk)\n"
 "  hot          save HDC's hot set (the segments it pins) or load it back, to\n"
@@ -2142,26 +2137,6 @@ static int cache_load(const char *name, struct stack *k)
 	return 0;
 }
 
-/* For redcapctl layout (layout-cmd.h): stack @name's device. */
-int redcapctl_stack_dev(const char *name, bool cache, dev_t *devno)
-{
-	struct devinfo di;
-	struct stack k;
-	int r = stack_lookup(name, false, &di);
-
-	if (r < 0)
-		return -1;
-	if (!r)
-		return fail("%s: no such redcap stack", name);
-	if (cache) {
-		if (cache_load(name, &k))
-			return -1;
-		stack_free(&k);
-	}
-	*devno = makedev(di.major, di.minor);
-	return 0;
-}
-
 int redcapctl_cache_get(const char *name, bool linear_ok, struct redcapctl_cache *c)
 {
 	struct stack k;
@@ -2799,7 +2774,7 @@ int main(int argc, char **argv)
 		{ "create", cmd_create }, { "remove", cmd_remove }, { "list", cmd_list },
 		{ "status", cmd_status }, { "stats", cmd_stats }, { "set", cmd_set },
 		{ "drop-cache", cmd_drop_cache }, { "reset-stats", cmd_reset_stats },
-		{ "layout", redcapctl_layout }, { "hot", redcapctl_hot },
+		{ "hot", redcapctl_hot },
 		{ "model", cmd_model }, { "start", cmd_start }, { "stop", cmd_stop },
 		{ "upgrade", cmd_upgrade },
 		{ "check", cmd_check }, { "simulate", redcapctl_simulate },

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * redcapctl's commands that live in files of their own (layout-cmd.c,
- * hot-cmd.c, simulate.c), and what they take from redcapctl.c.
+ * redcapctl's commands that live in files of their own (hot-cmd.c,
+ * simulate.c), and what they take from redcapctl.c.
  */
 #ifndef REDCAPCTL_H
 #define REDCAPCTL_H
@@ -14,8 +14,6 @@
 
 struct option;
 
-/* redcapctl layout NAME ...: argv[0] is "layout".  The exit status. */
-int redcapctl_layout(int argc, char **argv);
 /* redcapctl hot save|load NAME ...: argv[0] is "hot".  The exit status. */
 int redcapctl_hot(int argc, char **argv);
 
@@ -28,13 +26,6 @@ int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
 			 void (*opt)(int c, const char *arg, void *ctx), void *ctx);
 /* A usage error unless argv[@first..] holds @min to @max operands. */
 void redcapctl_operands(int argc, char **argv, int first, int min, int max);
-
-/*
- * The device of stack @name (redcapctl.c): one of ours (DM UUID
- * REDCAP-NAME), and with @cache one that has its cache, not a linear one.
- * 0 and *@devno, or -1 with the error printed.
- */
-int redcapctl_stack_dev(const char *name, bool cache, dev_t *devno);
 
 /* What a stack with its cache is, for the commands that message it. */
 struct redcapctl_cache {

@@ -237,7 +237,6 @@ struct sample {
 struct sim {
 	const struct trace *t;
 	const struct sim_config *c;
-	const struct rc_layout *layout;	/* the files' (FOR), or NULL */
 	struct vd_drive drive;		/* the emulated disk, or ... */
 	struct vd_vdisk mdisk;		/* ... the model's virtual disk as the disk */
 	bool model_is_disk;
@@ -453,7 +452,8 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 			return -1;
 		for (k = r->first; k < r->first + r->nr; k++)
 			if (push(s, done, EV_FILL_DONE, f[k].idx | (rc_fill_own(&f[k]) ? 0 : AHEAD) |
-				 (k > r->first ? JOINED : 0), f[k].sectors, f[k].sector, now))
+				 (k > r->first ? JOINED : 0), rc_seg_len(s->cache, f[k].seg, s->capacity),
+				 f[k].seg * s->c->seg_sectors, now))
 				return -1;
 	}
 	return 0;
@@ -469,8 +469,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 {
 	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
 	const struct rc_pricer pricer = { .price = price, .ctx = s, .capacity = s->capacity,
-					  .run_max = SIM_RUN_PAGES / (s->c->seg_sectors / 8),
-					  .layout = s->layout };
+					  .run_max = SIM_RUN_PAGES / (s->c->seg_sectors / 8) };
 	struct rc_read_plan plan;
 	u64 copied;
 
@@ -919,7 +918,7 @@ static void warm_done(struct sim *s)
 int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
 	    struct sim_result *r, char *err)
 {
-	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .layout = d->layout, .err = err,
+	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .err = err,
 			 .free_w = NONE32, .model_is_disk = !d->drive,
 			 .frozen = d->frozen || !d->drive };
 	int ret = -1, i;

@@ -124,7 +124,6 @@ struct sim_disk {
 	bool frozen;				/* the model does not learn ("train off") */
 	const struct vd_dcache *dcache;		/* the model's drive cache, or NULL */
 	u64 capacity;				/* sectors */
-	const struct rc_layout *layout;		/* the files' (FOR), or NULL */
 	/*
 	 * If set, replayed first, through the same disk, model and cache, as
 	 * the bench's mount before a run: then the drive is made cold (the

@@ -6,7 +6,6 @@
  * the same names.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -45,8 +44,6 @@
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \
 	X(invalidations, invalidations) X(updates, updates)			\
 	X(write_allocs, write_allocs) X(evictions, evictions)			\
-	X(for_fills, for_fills) X(for_saved_sectors, for_saved_sectors)		\
-	X(read_extended, read_extended) X(read_bypassed_part, read_bypassed_part)	\
 	X(hdc_fills, hdc_fills) X(hdc_hits, hdc_hits) X(hdc_dropped, hdc_dropped)
 
 static void put_u64(json_object *o, const char *name, u64 v)
@@ -99,8 +96,7 @@ static void policy_json(json_object *st, const struct sim_result *r)
 	}
 }
 
-static json_object *result_json(const struct sim_config *c, const struct sim_result *r,
-				const struct rc_layout *l)
+static json_object *result_json(const struct sim_config *c, const struct sim_result *r)
 {
 	json_object *o = json_object_new_object(), *st;
 
@@ -127,9 +123,6 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	put_u64(st, "hdc_pinned", r->hdc_pinned);
 	put_u64(st, "hdc_max", r->hdc_max);
 	put_u64(st, "hot_periods", r->hot_periods);
-	/* the layout of --layout, as the target shows the one it was sent */
-	put_u64(st, "layout_unit_sectors", l->bits ? 1u << l->shift : 0);
-	put_u64(st, "layout_ends", l->nr_set);
 	put_u64(st, "vdisk_requests", r->vdisk.requests);
 	put_u64(st, "vdisk_time_us", r->vdisk.busy_ns / 1000);
 	put_u64(st, "vdisk_unestimated", r->vdisk.unestimated);
@@ -265,7 +258,7 @@ static u64 extent(const struct trace *t)
 
 /* The command line. */
 struct sim_args {
-	const char *path, *warm_path, *disk, *model_file, *save_file, *layout_file;
+	const char *path, *warm_path, *disk, *model_file, *save_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
 	bool json, frozen, drive_cache;
@@ -299,9 +292,6 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	case 's':
 		a->save_file = arg;
 		break;
-	case 'L':
-		a->layout_file = arg;
-		break;
 	case 'C':
 		a->capacity = strtoull(arg, &end, 10);
 		if (end == arg || *end || !a->capacity)
@@ -326,56 +316,6 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	}
 }
 
-/*
- * The files' layout of --layout FILE, as "redcapctl layout --out" writes
- * it: the messages the target would get, one per line, layout_clear UNIT
- * first, then layout_runs lines; parsed by the target's own parser.
- */
-static void read_layout(const char *path, u64 capacity, struct rc_layout *l)
-{
-	char *line = NULL, *argv[8192], *tok, *save, err[160];
-	const char *e;
-	unsigned int argc, shift = 0;
-	size_t cap = 0, n = 1;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		die("simulate: --layout: %s: %s", path, strerror(errno));
-	for (; getline(&line, &cap, f) >= 0; n++) {
-		argc = 0;
-		for (tok = strtok_r(line, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
-			if (argc == sizeof(argv) / sizeof(argv[0]))
-				die("simulate: --layout: %s:%zu: more than %zu words", path, n,
-				    sizeof(argv) / sizeof(argv[0]));
-			argv[argc++] = tok;
-		}
-		if (!argc)
-			continue;
-		if (!shift) {
-			if (argc != 2 || strcmp(argv[0], "layout_clear"))
-				die("simulate: --layout: %s:%zu: expected 'layout_clear UNIT' first",
-				    path, n);
-			e = rc_layout_unit_shift(strtoull(argv[1], NULL, 10), &shift);
-			if (e)
-				die("simulate: --layout: %s:%zu: %s", path, n, e);
-			rc_layout_init(l, capacity, shift,
-				       calloc(rc_layout_words(capacity, shift), sizeof(unsigned long)));
-			if (!l->bits)
-				die("simulate: --layout: out of memory");
-			continue;
-		}
-		if (strcmp(argv[0], "layout_runs"))
-			die("simulate: --layout: %s:%zu: expected 'layout_runs WORD...'", path, n);
-		e = rc_layout_parse_runs(l, argc - 1, argv + 1, err, sizeof(err));
-		if (e)
-			die("simulate: --layout: %s:%zu: %s", path, n, e);
-	}
-	free(line);
-	fclose(f);
-	if (!shift)
-		die("simulate: --layout: %s: no layout_clear line", path);
-}
-
 int redcapctl_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -388,7 +328,6 @@ int redcapctl_simulate(int argc, char **argv)
 		{ "no-train", no_argument, NULL, 'n' },
 		{ "drive-cache", no_argument, NULL, 'D' },
 		{ "capacity", required_argument, NULL, 'C' },
-		{ "layout", required_argument, NULL, 'L' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -404,7 +343,6 @@ int redcapctl_simulate(int argc, char **argv)
 	void *model_mem = NULL, *learnt_mem = NULL;
 	char err[TRACE_ERR_MAX > SIM_ERR_MAX ? TRACE_ERR_MAX : SIM_ERR_MAX];
 	struct trace t = { 0 }, warm = { 0 };
-	struct rc_layout layout = { 0 };
 	int i, first;
 
 	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
@@ -450,10 +388,6 @@ int redcapctl_simulate(int argc, char **argv)
 		dc.media_mbps = prof->p.media_mbps;
 		sd.dcache = &dc;
 	}
-	if (a.layout_file) {
-		read_layout(a.layout_file, a.capacity, &layout);
-		sd.layout = &layout;
-	}
 	sd.model = model;
 	sd.frozen = a.frozen;
 	sd.capacity = a.capacity;
@@ -491,7 +425,7 @@ int redcapctl_simulate(int argc, char **argv)
 		json_object_object_add(top, "capacity_sectors",
 				       json_object_new_int64((int64_t)a.capacity));
 		for (i = 0; i < a.n; i++)
-			json_object_array_add(arr, result_json(&configs[i], &results[i], &layout));
+			json_object_array_add(arr, result_json(&configs[i], &results[i]));
 		json_object_object_add(top, "results", arr);
 		puts(json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
 							 JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -504,6 +438,5 @@ int redcapctl_simulate(int argc, char **argv)
 	free(model_mem);
 	free(model);
 	free(learnt_mem);
-	free(layout.bits);
 	return 0;
 }

@@ -3,7 +3,7 @@
 """HDC (host-guided device caching, issue 47) in redcapctl simulate: how
 much disk time pinning the segments that missed most saves on Zipf reads
 whose hot set is larger than the page cache and smaller than the cache,
-alone and with FOR, and whether it costs LKR anything.  Runs on the host:
+and whether it costs LKR anything.  Runs on the host:
 no guest, no device, no root.
 
 The workload: a file server's.  Files of 4 KiB to 256 KiB (log-uniform,
@@ -22,22 +22,25 @@ through CACHE (256 MiB of 128 KiB segments, four times the page cache)
 with redcapctl's default policy and with policy always, each without and
 with HDC (hdc=50: 128 MiB pinned, and the default policy with hdc=25 too;
 hot_period=PERIOD_S simulated seconds, so that a run sees several periods;
-the target's default is an hour), and
-the default policy with FOR (the files' layout, as redcapctl layout sends
-it) with and without HDC.  LKR from sim-scale.py checks that HDC costs
-nothing where it has nothing to pin.
+the target's default is an hour).  LKR from sim-scale.py checks that HDC
+costs nothing where it has nothing to pin.
 
-The model, the traces' format and the replay are sim-scale.py's, the
-layout for-sim.py's (imported, not copied).
+The model, the traces' format and the replay are sim-scale.py's (imported,
+not copied).
 
 usage: hdc-sim.py --out DIR [--date D] [--reads N]
 (reproduce: tests/bench/hdc-sim.py --out docs/results)
 """
+import argparse
 import collections
 import importlib.util
 import itertools
+import json
 import os
 import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -52,7 +55,6 @@ def _load(name, file):
 
 
 ss = _load("sim_scale", "sim-scale.py")
-fs = _load("for_sim", "for-sim.py")
 
 NR_SEGS = 2048
 CACHE = f"{NR_SEGS}x128k"
@@ -64,7 +66,6 @@ ALWAYS = f"{CACHE}:always"
 CONFIGS = {"bare": "bare", "default": DEFAULT, "default+hdc": f"{DEFAULT},{HDC}",
            "default+hdc25": f"{DEFAULT},{HDC25}",
            "always": ALWAYS, "always+hdc": f"{ALWAYS},{HDC}"}
-FOR_CONFIGS = {"default+for": DEFAULT, "default+for+hdc": f"{DEFAULT},{HDC}"}
 DATA_BYTES = 1 * ss.GiB
 FILE_KIB = (4, 256)
 PAGE_CACHE_MIB = 64
@@ -76,7 +77,7 @@ SEEDS = [1, 2, 3]
 LKR_PROCS = [1, 4]
 GOAL_PCT = -20.0			# disk busy, HDC against the same cache without
 COUNTERS = ["reads", "read_hits", "read_misses", "read_bypassed", "read_bypassed_inactive",
-            "hdc_fills", "hdc_hits", "hdc_dropped", "fill_ios", "evictions", "for_fills"]
+            "hdc_fills", "hdc_hits", "hdc_dropped", "fill_ios", "evictions"]
 
 log = ss.log
 
@@ -97,7 +98,7 @@ def files(rng):
 
 
 def zipf_files(alpha, seed, reads, tmp):
-    """The trace (what a page cache lets through) and the files' layout."""
+    """The trace: what a page cache lets through."""
     rng = random.Random(seed)
     sizes, where = files(rng)
     nr = len(sizes)
@@ -129,9 +130,7 @@ def zipf_files(alpha, seed, reads, tmp):
                                  for s in range(sector - sector % 256, sector + n_, 256))
     top = sorted(pieces.values(), reverse=True)
     total = sum(top)
-    lay = os.path.join(tmp, f"zipf-{seed}.layout")
-    fs.write_layout(lay, [(w // fs.UNIT, s // fs.UNIT) for w, s in zip(where, sizes)])
-    return trace, lay, {"files": nr, "requests": n,
+    return trace, {"files": nr, "requests": n,
                         "oracle_pinned_pct": round(100 * sum(top[:NR_SEGS // 2]) / total, 1),
                         "oracle_cache_pct": round(100 * sum(top[:NR_SEGS]) / total, 1),
                         "page_cache_hit_pct": round(100 * hits / (reads * READERS), 1),
@@ -139,16 +138,21 @@ def zipf_files(alpha, seed, reads, tmp):
                                           ss.SECTOR / ss.MiB, 1)}
 
 
-def simulate(trace, disk, model, configs, layout=None):
-    """for-sim.py's, its results by @configs' names."""
-    return dict(zip(configs, fs.simulate(trace, disk, model, layout, list(configs.values()))))
+def simulate(trace, disk, model, configs):
+    """redcapctl simulate's results, by @configs' names."""
+    args = [ss.REDCAPCTL, "simulate", "--trace", trace, "--format", "csv", "--disk", disk,
+            "--capacity", str(ss.DISKS[disk]), "--model", model, "--json"]
+    for c in configs.values():
+        args += ["--config", c]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+    return dict(zip(configs, json.loads(r.stdout)["results"]))
 
 
-def run_cell(workload, seed, trace, lay, disk, model, info):
+def run_cell(workload, seed, trace, disk, model, info):
     t0 = time.monotonic()
     res = simulate(trace, disk, model, CONFIGS)
-    if lay:
-        res.update(simulate(trace, disk, model, FOR_CONFIGS, lay))
     bare = res["bare"]
     rec = {"workload": workload, "seed": seed, "disk": disk, **info,
            "bare_app_s": round(bare["app_time_s"], 3), "bare_busy_s": round(bare["disk_busy_s"], 3)}
@@ -162,8 +166,7 @@ def run_cell(workload, seed, trace, lay, disk, model, info):
             rec.update({f"{name}_{k}": st[k] for k in COUNTERS})
             rec[f"{name}_hit_pct"] = round(100 * st["read_hits"] / max(st["reads"], 1), 1)
     for a, b in (("default+hdc", "default"), ("default+hdc25", "default"),
-                 ("always+hdc", "always"),
-                 ("default+for+hdc", "default+for"), ("default+for+hdc", "default+hdc")):
+                 ("always+hdc", "always")):
         if a in res and b in res:
             rec[f"busy_{a}_vs_{b}_pct"] = round(100 * (rec[f"{a}_busy_s"] /
                                                        rec[f"{b}_busy_s"] - 1), 2)
@@ -173,10 +176,36 @@ def run_cell(workload, seed, trace, lay, disk, model, info):
     return rec
 
 
+def med(rows, key):
+    v = [r[key] for r in rows]
+    return statistics.median(v), min(v), max(v)
+
+
+def signed(v):
+    return f"{v + 0.0:+.1f}".replace("-0.0", "+0.0")
+
+
+def pct(rows, key):
+    m, lo, hi = med(rows, key)
+    return signed(m) + (f" ({signed(lo)}…{signed(hi)})" if hi - lo >= 0.05 else "")
+
+
+def sec(rows, key):
+    m, lo, hi = med(rows, key)
+    return f"{m:.0f}" + (f" ({lo:.0f}…{hi:.0f})" if f"{lo:.0f}" != f"{hi:.0f}" else "")
+
+
+def tree():
+    """The sources the simulator was built from, as git describes them."""
+    r = subprocess.run(["git", "-C", ss.TOP, "describe", "--always", "--dirty"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
 def pct_cells(records):
     """HDC at 25 % against none, disk busy, median per Zipf cell."""
     return "disk busy vs none " + ", ".join(
-        fs.pct(rows, "busy_default+hdc25_vs_default_pct")
+        pct(rows, "busy_default+hdc25_vs_default_pct")
         for (w, _), rows in cells(records).items() if w.startswith("zipf")) + " %"
 
 
@@ -188,13 +217,12 @@ def cells(records):
 
 
 def report(records, out_dir, date, command, seconds):
-    pct, sec, med = fs.pct, fs.sec, fs.med
     md = [f"# HDC (pinned hot segments) in redcapctl simulate ({date})", "",
           "| workload | disk | page cache hits % | bare busy s | disk busy s: default, +HDC "
           "| **HDC vs without %: busy** (default) | always, +HDC | HDC vs without % (always) "
-          "| FOR, FOR+HDC busy s | FOR+HDC vs HDC % | hit % of pieces: default, +HDC "
+          "| hit % of pieces: default, +HDC "
           "| oracle %: pinned, cache | hdc_hits | hdc_fills |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     goal, lkr = [], []
     for (w, d), rows in cells(records).items():
         zipf = w.startswith("zipf")
@@ -204,9 +232,7 @@ def report(records, out_dir, date, command, seconds):
             f"{sec(rows, 'default+hdc_busy_s')} | "
             f"**{pct(rows, 'busy_default+hdc_vs_default_pct')}** | "
             f"{sec(rows, 'always_busy_s')}, {sec(rows, 'always+hdc_busy_s')} | "
-            f"{pct(rows, 'busy_always+hdc_vs_always_pct')} | " +
-            (f"{sec(rows, 'default+for_busy_s')}, {sec(rows, 'default+for+hdc_busy_s')} | "
-             f"{pct(rows, 'busy_default+for+hdc_vs_default+hdc_pct')} | " if zipf else "– | – | ") +
+            f"{pct(rows, 'busy_always+hdc_vs_always_pct')} | "
             f"{med(rows, 'default_hit_pct')[0]:.1f}, {med(rows, 'default+hdc_hit_pct')[0]:.1f} | " +
             (f"{med(rows, 'oracle_pinned_pct')[0]:.1f}, {med(rows, 'oracle_cache_pct')[0]:.1f} | "
              if zipf else "– | ") +
@@ -215,7 +241,7 @@ def report(records, out_dir, date, command, seconds):
         if zipf:
             goal.append(med(rows, "busy_default+hdc_vs_default_pct")[0])
         else:
-            lkr.append(f"{w} {d} " + fs.signed(rows[0]["default+hdc_vs_bare_pct"] -
+            lkr.append(f"{w} {d} " + signed(rows[0]["default+hdc_vs_bare_pct"] -
                                                rows[0]["default_vs_bare_pct"]))
     short = [v - GOAL_PCT for v in goal]
     md += ["", f"Cache `{CACHE}` (256 MiB), HDC `{HDC}` (128 MiB pinned; +HDC25: "
@@ -229,7 +255,7 @@ def report(records, out_dir, date, command, seconds):
            "the segments read most in the whole trace, as many as HDC pins or as the "
            "cache holds, would serve if pinned from the start.", "",
            f"Reproduce: `{command}` ({seconds:.0f} s; records `{date}-hdc-sim.json`; what "
-           f"is simulated: the docstring of `tests/bench/hdc-sim.py`; code: {fs.tree()}).", "",
+           f"is simulated: the docstring of `tests/bench/hdc-sim.py`; code: {tree()}).", "",
            "**Issue 47's goal**, disk busy ≥ 20 % lower with HDC than without on the Zipf "
            "workload (default stack): " +
            ("met" if max(short) <= 0 else
@@ -241,17 +267,43 @@ def report(records, out_dir, date, command, seconds):
     return md
 
 
+def cli():
+    """The arguments, LKR's layout made."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="directory of the results")
+    ap.add_argument("--date", default=time.strftime("%Y-%m-%d"))
+    ap.add_argument("--reads", type=int, default=READS,
+                    help=f"files each reader reads (default {READS})")
+    ap.add_argument("--lkr-layout", default=os.path.join(ss.TOP, "build", "bench-sim",
+                                                         "lkr-layout.csv"))
+    args = ap.parse_args()
+    if not os.path.exists(args.lkr_layout):
+        subprocess.run([sys.executable, os.path.join(HERE, "lkr-layout.py"),
+                        "--out", args.lkr_layout], check=True)
+    return args
+
+
+def write_records(args, name, records):
+    """The records as <date>-<name>.json in --out, one a line; its path."""
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{args.date}-{name}.json")
+    with open(path, "w") as fh:
+        fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True, ensure_ascii=False)
+                                    for r in records) + "\n]\n")
+    return path
+
+
 def main():
-    args = fs.cli(__doc__, READS, "files each reader reads")
+    args = cli()
     records = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hdc-sim-") as tmp:
         models = {disk: ss.train_model(disk, tmp) for disk in ss.DISKS}
         for alpha in ALPHAS:
             for seed in SEEDS:
-                trace, lay, info = zipf_files(alpha, seed, args.reads, tmp)
+                trace, info = zipf_files(alpha, seed, args.reads, tmp)
                 for disk in ss.DISKS:
-                    records.append(run_cell(f"zipf α{alpha}", seed, trace, lay, disk,
+                    records.append(run_cell(f"zipf α{alpha}", seed, trace, disk,
                                             models[disk], info))
                     log(f"{disk} zipf α{alpha} seed {seed}: {info['requests']} requests, "
                         f"{records[-1]['simulated_s']} s")
@@ -260,10 +312,10 @@ def main():
         for procs in LKR_PROCS:
             trace, info = ss.workload_trace("lkr", procs, layout, tmp)
             for disk in [d for d in ss.DISKS if procs <= ss.MAX_PROCS[d]]:
-                records.append(run_cell(f"lkr ×{procs}", None, trace, None, disk,
+                records.append(run_cell(f"lkr ×{procs}", None, trace, disk,
                                         models[disk], info))
             os.unlink(trace)
-    path = fs.write_records(args, "hdc-sim", records)
+    path = write_records(args, "hdc-sim", records)
     cmd = "tests/bench/hdc-sim.py --out docs/results" + \
         (f" --reads {args.reads}" if args.reads != READS else "")
     print("\n".join(report(records, args.out, args.date, cmd, time.monotonic() - t0)))

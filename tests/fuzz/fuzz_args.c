@@ -336,8 +336,6 @@ static void fuzz(struct words *w)
 		[RC_MSG_WRITE_POLICY] = { "write_policy", 1 },
 		[RC_MSG_ESTIMATOR] = { "estimator", 1 },
 		[RC_MSG_SET] = { "set", 2 },
-		[RC_MSG_LAYOUT_CLEAR] = { "layout_clear", 1 },
-		[RC_MSG_LAYOUT_RUNS] = { "layout_runs", ~0u },
 		[RC_MSG_HOT] = { "hot", 1 },
 		[RC_MSG_PIN] = { "pin", ~0u },
 		[RC_MSG_UNPIN] = { "unpin", ~0u },
@@ -375,11 +373,9 @@ static void fuzz(struct words *w)
 
 	CHECK((unsigned int)m.verb < RC_MSG_NR);
 	CHECK(w->argc >= 1 && !strcasecmp(w->argv[0], verbs[m.verb].verb));
-	if (m.verb == RC_MSG_LAYOUT_RUNS)
-		CHECK(w->argc >= 2);
-	else if (m.verb == RC_MSG_PIN || m.verb == RC_MSG_UNPIN || m.verb == RC_MSG_PREFILL)
+	if (m.verb == RC_MSG_PIN || m.verb == RC_MSG_UNPIN || m.verb == RC_MSG_PREFILL)
 		CHECK(w->argc >= 2 && w->argc <= 1 + RC_PIN_MAX);
-	else if (m.verb == RC_MSG_LAYOUT_CLEAR || m.verb == RC_MSG_HOT || m.verb == RC_MSG_CHOSEN)
+	else if (m.verb == RC_MSG_HOT || m.verb == RC_MSG_CHOSEN)
 		CHECK(w->argc <= 2);
 	else
 		CHECK(w->argc == 1 + verbs[m.verb].args);
@@ -410,14 +406,6 @@ static void fuzz(struct words *w)
 		break;
 	case RC_MSG_CHOSEN:
 		CHECK(m.uvalue == (w->argc == 1 ? 0 : dec(w->argv[1], UINT32_MAX)));
-		break;
-	case RC_MSG_LAYOUT_CLEAR:
-		/* a power of two 8..2048 sectors, or none: 0 */
-		if (w->argc == 1)
-			CHECK(m.value == 0);
-		else
-			CHECK(m.value >= RC_LAYOUT_SHIFT_MIN && m.value <= RC_LAYOUT_SHIFT_MAX &&
-			      dec(w->argv[1], UINT32_MAX) == 1u << m.value);
 		break;
 	case RC_MSG_POLICY:
 		CHECK(m.value >= 0 && m.value < RC_POLICY_NR);

@@ -34,8 +34,7 @@ COUNTERS = ("reads", "read_hits", "read_hits_waited", "read_misses",
 # STATUSTYPE_INFO after "<start> <len> redcap", in the order redcap_status() emits.
 INFO_FIELDS = ("state", "policy", "valid/segments", "segments_filling", "read_hits",
                "read_hits_waited", "read_misses", "read_bypassed", "fill_ios",
-               "fill_sectors", "fill_errors", "writes", "invalidations", "switches",
-               "layout_unit_sectors", "layout_ends", "layout_age_s")
+               "fill_sectors", "fill_errors", "writes", "invalidations", "switches")
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 
@@ -217,6 +216,7 @@ def test_impossible_cache_size_is_refused_without_kernel_warning(origin, dmname)
 
 BAD_MESSAGES = [
     ("unknown_verb", "frobnicate", "Unrecognised message 'frobnicate'"),
+    ("layout_clear_gone", "layout_clear 8", "Unrecognised message 'layout_clear'"),
     ("policy_without_name", "policy", "policy: wrong number of arguments"),
     ("unknown_policy", "policy bogus", "policy: unknown policy 'bogus'"),
     ("unknown_write_policy", "write_policy bogus", "write_policy: unknown write policy 'bogus'"),
@@ -241,16 +241,6 @@ BAD_MESSAGES = [
     ("set_budget_cap_too_long", "set budget_cap_ms 3600001",
      "set: budget_cap_ms must be 0..3600000"),
     ("set_prefetch_too_deep", "set prefetch 9", "set: prefetch must be 0..8"),
-    ("layout_clear_odd_unit", "layout_clear 12",
-     "layout_clear: unit must be a power of 2 in 8..2048 sectors"),
-    ("layout_clear_unit_too_big", "layout_clear 4096",
-     "layout_clear: unit must be a power of 2 in 8..2048 sectors"),
-    ("layout_clear_not_a_number", "layout_clear 4k",
-     "layout_clear: unit '4k' is not a number of sectors"),
-    ("layout_clear_two_units", "layout_clear 8 8", "layout_clear: wrong number of arguments"),
-    ("layout_runs_without_runs", "layout_runs", "layout_runs: wrong number of arguments"),
-    ("layout_runs_without_a_layout", "layout_runs 0:1",
-     "layout_runs: no layout: send layout_clear UNIT first"),
     ("hot_zero", "hot 0", "hot: N must be 1..64"),
     ("hot_too_many", "hot 65", "hot: N must be 1..64"),
     ("hot_two_numbers", "hot 1 2", "hot: wrong number of arguments"),
@@ -434,7 +424,7 @@ def test_status_info_fields_count_a_known_pattern(loop64, dmname):
         rc.message("set", "prefetch", "0")     # one fill per segment read
         status = rc.status()
         assert status[:3] == ["0", str(n), "redcap"]
-        assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 14
+        assert status[3:] == ["active", "always", f"0/{NSEGS}"] + ["0"] * 11
         with BlockFd(rc.path, write=True) as f:
             for b in range(2 * SEG_BLOCKS):       # 2 misses, 62 hits
                 assert f.read(b) == stamp(b, 1)
@@ -451,7 +441,6 @@ def test_status_info_fields_count_a_known_pattern(loop64, dmname):
             "read_hits_waited": "0", "read_misses": "2", "read_bypassed": "1",
             "fill_ios": "2", "fill_sectors": str(2 * SEG), "fill_errors": "0",
             "writes": "1", "invalidations": "1", "switches": "0",
-            "layout_unit_sectors": "0", "layout_ends": "0", "layout_age_s": "0",
         }
         # The same numbers as the stats message.
         for field in INFO_FIELDS[3:]:

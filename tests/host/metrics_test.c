@@ -25,10 +25,8 @@ static const char full_answer[] =
 	"prefetch_paired=60\nsim_hits=7000\nsim_misses=900\nfill_ios=21000\n"
 	"fill_sectors=5376000\nfill_errors=0\nfill_stale=4\nfill_joined=30\nfill_along=12\n"
 	"writes=4000\nwrite_sectors=64000\ninvalidations=800\nupdates=0\nwrite_allocs=2\n"
-	"evictions=19000\nfor_fills=0\nfor_saved_sectors=0\nread_extended=0\n"
-	"read_bypassed_part=0\nhdc_pinned=100\nhdc_max=128\nhdc_fills=140\nhdc_hits=9000\n"
+	"evictions=19000\nhdc_pinned=100\nhdc_max=128\nhdc_fills=140\nhdc_hits=9000\n"
 	"hdc_dropped=1\nhot_periods=5\n"
-	"layout_unit_sectors=8\nlayout_ends=47930\nlayout_age_s=3600\n"
 	"model=253:4\nvdisk_requests=41000\nvdisk_time_us=512345678\nvdisk_unestimated=7\n"
 	"estimator=vdisk\nwindow=128\nmargin=3\ndecay_ms=1000\nbudget_share=128\n"
 	"budget_cap_ms=100\nprefetch=2\nhdc=25\nhot_period=3600\nswitches=4\nwindows=937\nwindows_unjudged=12\n"
@@ -384,6 +382,6 @@ CTEST(metrics_of_the_whole_answer_have_every_number_once)
 	}
 	CHECK_STREQ(sample(text, "redcap_read_hits_total"), "{stack=\"data\"} 90000");
 	CHECK_STREQ(sample(text, "redcap_caware_rule5_total"), "{stack=\"data\"} 60");
-	CHECK_STREQ(sample(text, "redcap_layout_unit_bytes"), "{stack=\"data\"} 4096");
+	CHECK_STREQ(sample(text, "redcap_segment_bytes"), "{stack=\"data\"} 131072");
 	CHECK_STREQ(sample(text, "redcap_budget_fill_extra_seconds"), "{stack=\"data\"} 0.00085");
 }

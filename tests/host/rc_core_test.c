@@ -191,10 +191,9 @@ static void check_invariants(const struct rc_cache *c)
 		/* Unpinned, unread and filled ahead: on probation, and only then. */
 		if (e->state == RC_VALID && !e->pins)
 			CHECK_EQ(e->on_prob, e->ahead && !e->hdc);
-		/* HDC pins whole segments, filling or valid; its fills are its own. */
+		/* HDC pins segments filling or valid; its fills are its own. */
 		if (e->hdc)
-			CHECK((e->state == RC_FILLING || e->state == RC_VALID) && !e->vlo &&
-			      e->vhi == 1u << c->seg_shift);
+			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
 		if (e->hfill)
 			CHECK_EQ(e->state, RC_FILLING);
 		nh += e->hdc;
@@ -278,17 +277,11 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->invalidations);
 	check_ctr_field(line, "updates", g->updates, w->updates);
 	check_ctr_field(line, "evictions", g->evictions, w->evictions);
-	check_ctr_field(line, "for_fills", g->for_fills, w->for_fills);
-	check_ctr_field(line, "for_saved_sectors", g->for_saved_sectors,
-			w->for_saved_sectors);
-	check_ctr_field(line, "read_extended", g->read_extended, w->read_extended);
-	check_ctr_field(line, "read_bypassed_part", g->read_bypassed_part,
-			w->read_bypassed_part);
 	check_ctr_field(line, "hdc_fills", g->hdc_fills, w->hdc_fills);
 	check_ctr_field(line, "hdc_hits", g->hdc_hits, w->hdc_hits);
 	check_ctr_field(line, "hdc_dropped", g->hdc_dropped, w->hdc_dropped);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 39 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 35 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -3596,7 +3589,7 @@ static void serve_plan(struct rc_cache *c, const struct rc_read_plan *plan, u32 
 	u32 k;
 
 	for (k = 0; k < plan->nr_fills; k++) {
-		CHECK_EQ(rc_fill_done(c, plan->fills[k].idx, 0, plan->fills[k].sectors, k > 0), RC_FILL_SERVE);
+		CHECK_EQ(rc_fill_done(c, plan->fills[k].idx, 0, 256, k > 0), RC_FILL_SERVE);
 		rc_fill_waiters_done(c, plan->fills[k].idx, RC_FILL_SERVE,
 				     rc_fill_own(&plan->fills[k]) ? own : 0,
 				     rc_fill_own(&plan->fills[k]) ? own : 0);
@@ -4244,7 +4237,7 @@ CTEST(budget_pays_the_fills_along_a_read_and_bounds_them)
 	rm(c);
 }
 
-/* --- FOR: fills that stop at a file's end (rc_map_read() with a layout) --- */
+/* --- the budget's bar on a miss (rc_map_read()) ------------------------- */
 
 /* An adaptive cache trusting the model, so budgeted, which reads nothing ahead. */
 static struct rc_cache *mk_budgeted(u32 n)
@@ -4275,38 +4268,6 @@ static void bar_admits(struct rc_cache *c)
 	CHECK_EQ(rc_budget_admit(&c->budget, 1), 1);
 }
 
-/*
- * The layout of a device of @capacity sectors in units of 8 sectors (32 a
- * segment), loaded with the runs of @words ("START:LEN" in hex units: the
- * bit of unit START + LEN - 1 set, a file's run ending at its end).
- */
-static struct rc_layout *for_layout(u64 capacity, const char *words)
-{
-	struct rc_layout *l = malloc(sizeof(*l));
-	size_t n = rc_layout_words(capacity, RC_LAYOUT_SHIFT_MIN);
-	char *argv[16], err[128];
-	unsigned int argc = ctest_words(words, argv, ARRAY_SIZE(argv));
-
-	CHECK(l);
-	CHECK(n > 0);
-	rc_layout_init(l, capacity, RC_LAYOUT_SHIFT_MIN, calloc(n, sizeof(unsigned long)));
-	CHECK(l->bits);
-	CHECK(!rc_layout_parse_runs(l, argc, argv, err, sizeof(err)));
-	return l;
-}
-
-static void for_layout_free(struct rc_layout *l)
-{
-	free(l->bits);
-	free(l);
-}
-
-/*
- * Segment 10 (sectors 2560..2816, units 0x140..0x15f) holds three files'
- * runs, ending at its sectors 32, 128 and 224; the rest runs on past it.
- */
-#define FOR_SEG10_RUNS	"140:4 144:c 150:c"
-
 /* @plan is a miss filling one entry, in one request of @sectors at @sector. */
 static void check_one_fill(const struct rc_read_plan *plan, u64 sector, u32 sectors)
 {
@@ -4314,22 +4275,11 @@ static void check_one_fill(const struct rc_read_plan *plan, u64 sector, u32 sect
 	CHECK_EQ(plan->nr_fills, 1);
 	CHECK_EQ(plan->fills[0].idx, plan->idx);
 	CHECK(rc_fill_own(&plan->fills[0]));
-	CHECK_EQ(plan->fills[0].sector, sector);
-	CHECK_EQ(plan->fills[0].sectors, sectors);
 	CHECK_EQ(plan->nr_reqs, 1);
 	CHECK_EQ(plan->reqs[0].sector, sector);
 	CHECK_EQ(plan->reqs[0].sectors, sectors);
 	CHECK_EQ(plan->reqs[0].first, 0);
 	CHECK_EQ(plan->reqs[0].nr, 1);
-}
-
-/* Segment @seg's entry is @idx and holds its sectors @lo..@hi. */
-static void check_part(const struct rc_cache *c, u64 seg, u32 idx, u32 lo, u32 hi)
-{
-	CHECK(idx < c->nr_entries);
-	CHECK_EQ(hashed_idx(c, seg), idx);
-	CHECK_EQ(c->entries[idx].vlo, lo);
-	CHECK_EQ(c->entries[idx].vhi, hi);
 }
 
 /* Fill @idx completes, @sectors read; its @n waiters (the miss among them) are served. */
@@ -4342,18 +4292,16 @@ static void serve_fill(struct rc_cache *c, u32 idx, u32 sectors, u32 n)
 }
 
 /*
- * Without a layout, or with one that marks no file's end, a miss the
- * budget's bar refuses bypasses as it always did (read_bypassed_budget),
- * priced on both disks as it goes down, and nothing of it is cached; the
- * bar admitting it, the segment fills whole.
+ * A miss the budget's bar refuses bypasses (read_bypassed_budget), priced
+ * on both disks as it goes down, and nothing of it is cached; the bar
+ * admitting it, the segment fills whole.
  */
-CTEST(for_without_a_layout_a_refused_miss_bypasses)
+CTEST(budget_a_refused_miss_bypasses_and_an_admitted_one_fills_its_segment)
 {
 	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *empty = for_layout(100 * 256, "");
 	struct price_log l = { 0 };
-	struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-			       .run_max = RC_FILL_RUN_MAX };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
 	struct rc_read_plan plan;
 
 	bar_refuses(c);
@@ -4366,590 +4314,15 @@ CTEST(for_without_a_layout_a_refused_miss_bypasses)
 	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
 	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_budget = 1);
 
-	p.layout = empty;
-	CHECK_EQ(empty->nr_set, 0);
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(plan.nr_fills, 0);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2604, 12 }, { RC_VD_CACHE, 2604, 12 });
-	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
-	CHECK_CTR(c, .reads = 2, .read_bypassed = 2, .read_bypassed_budget = 2);
-
 	bar_admits(c);
 	rc_map_read(c, 2604, 12, 0, &p, &plan);
 	check_one_fill(&plan, 2560, 256);
-	check_part(c, 10, plan.idx, 0, 256);
+	CHECK_EQ(hashed_idx(c, 10), plan.idx);
 	CHECK_PRICES(&l, { RC_VD_BARE, 2604, 12 }, { RC_VD_CACHE, 2560, 256 });
 	serve_fill(c, plan.idx, 256, 1);
-	CHECK_CTR(c, .reads = 3, .read_misses = 1, .read_bypassed = 2, .read_bypassed_budget = 2,
+	CHECK_CTR(c, .reads = 2, .read_misses = 1, .read_bypassed = 1, .read_bypassed_budget = 1,
 		  .fill_ios = 1, .fill_sectors = 256);
 	check_invariants(c);
-	for_layout_free(empty);
-	rm(c);
-}
-
-/*
- * With a layout, a miss the bar refuses fills its file's run instead of
- * bypassing: from its page (44 down to 40) to where the run ends (128),
- * priced as that request on the cache's disk, counted as a miss and a FOR
- * fill that left 168 sectors of the segment unread, not as refused.  A
- * read inside the range waits on the fill, then hits, up to its bounds.
- * FOR is no speculation: it is not taken from the overdraft.
- */
-CTEST(for_fills_a_refused_miss_from_its_page_to_its_files_run_end)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan, in;
-	u32 idx;
-
-	CHECK_EQ(lay->nr_set, 3);
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	idx = plan.idx;
-	CHECK_EQ(plan.sectors, 12);
-	check_one_fill(&plan, 2600, 88);
-	check_part(c, 10, idx, 40, 128);
-	CHECK_EQ(c->entries[idx].state, RC_FILLING);
-	CHECK_EQ(c->budget.red, 0);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2604, 12 }, { RC_VD_CACHE, 2600, 88 });
-	CHECK_CTR(c, .reads = 1, .read_misses = 1, .for_fills = 1, .for_saved_sectors = 168);
-
-	/* inside, while it fills: waits on it */
-	rc_map_read(c, 2660, 8, 0, &p, &in);
-	CHECK_EQ(in.act, RC_READ_WAIT);
-	CHECK_EQ(in.idx, idx);
-	CHECK_EQ(in.nr_fills, 0);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2660, 8 });
-	serve_fill(c, idx, 88, 2);
-
-	/* inside, filled: hits, the whole range too */
-	rc_map_read(c, 2624, 16, 0, &p, &in);
-	CHECK_EQ(in.act, RC_READ_HIT);
-	CHECK_EQ(in.idx, idx);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2624, 16 });
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx, .sectors = 16,
-				       .end = 1000 });
-	bar_refuses(c);
-	rc_map_read(c, 2600, 88, 0, &p, &in);
-	CHECK_EQ(in.act, RC_READ_HIT);
-	CHECK_EQ(in.sectors, 88);
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx, .sectors = 88,
-				       .end = 1000 });
-	check_part(c, 10, idx, 40, 128);
-	CHECK_CTR(c, .reads = 4, .read_hits = 2, .read_hits_waited = 1, .read_misses = 1,
-		  .fill_ios = 1, .fill_sectors = 88, .for_fills = 1, .for_saved_sectors = 168);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * A read outside a part-filled entry: while the entry fills or a hit
- * holds it, it bypasses (read_bypassed_part); unused, it is replaced by
- * a fill of the hull of both ranges, the new one from the read's page to
- * its file's run end (200..224 with 40..128: 40..224), the bar refusing;
- * the bar admitting, by a fill of the whole segment.  Each counts in
- * read_extended and as a miss, the whole one not as a FOR fill.
- */
-CTEST(for_a_read_outside_a_part_filled_entry_extends_it_when_unused)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan, out;
-	u32 idx;
-
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	idx = plan.idx;
-	check_one_fill(&plan, 2600, 88);
-	l.n = 0;
-
-	/* filling */
-	bar_refuses(c);
-	rc_map_read(c, 2760, 8, 0, &p, &out);
-	CHECK_EQ(out.act, RC_READ_BYPASS);
-	CHECK_EQ(out.nr_fills, 0);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2760, 8 }, { RC_VD_CACHE, 2760, 8 });
-	check_part(c, 10, idx, 40, 128);
-	serve_fill(c, idx, 88, 1);
-
-	/* pinned by a hit */
-	rc_map_read(c, 2624, 16, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_HIT);
-	bar_refuses(c);
-	rc_map_read(c, 2760, 8, 0, &p, &out);
-	CHECK_EQ(out.act, RC_READ_BYPASS);
-	check_part(c, 10, idx, 40, 128);
-	CHECK_EQ(c->entries[idx].pins, 1);
-	rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT, .idx = idx, .sectors = 16,
-				       .end = 1000 });
-	l.n = 0;
-	CHECK_CTR(c, .reads = 4, .read_hits = 1, .read_misses = 1, .read_bypassed = 2,
-		  .read_bypassed_part = 2, .fill_ios = 1, .fill_sectors = 88, .for_fills = 1,
-		  .for_saved_sectors = 168);
-
-	/* unused: the hull of 40..128 and 200..224 */
-	bar_refuses(c);
-	rc_map_read(c, 2760, 8, 0, &p, &out);
-	check_one_fill(&out, 2600, 184);
-	check_part(c, 10, out.idx, 40, 224);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2760, 8 }, { RC_VD_CACHE, 2600, 184 });
-	CHECK_CTR(c, .reads = 5, .read_hits = 1, .read_misses = 2, .read_bypassed = 2,
-		  .read_bypassed_part = 2, .read_extended = 1, .fill_ios = 1, .fill_sectors = 88,
-		  .for_fills = 2, .for_saved_sectors = 168 + 72);
-	check_invariants(c);
-	serve_fill(c, out.idx, 184, 1);
-
-	/* admitted: the whole segment */
-	bar_admits(c);
-	rc_map_read(c, 2560, 8, 0, &p, &out);
-	check_one_fill(&out, 2560, 256);
-	check_part(c, 10, out.idx, 0, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2560, 8 }, { RC_VD_CACHE, 2560, 256 });
-	serve_fill(c, out.idx, 256, 1);
-	rc_map_read(c, 2800, 16, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_HIT);
-	CHECK_EQ(plan.idx, out.idx);
-	rc_unpin(c, plan.idx);
-	CHECK_CTR(c, .reads = 7, .read_hits = 2, .read_misses = 3, .read_bypassed = 2,
-		  .read_bypassed_part = 2, .read_extended = 2, .fill_ios = 3,
-		  .fill_sectors = 88 + 184 + 256, .for_fills = 2, .for_saved_sectors = 168 + 72);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * A read outside a part-filled entry that would not start a fill leaves
- * the entry as it is: fills held (read_bypassed_held), the bar refusing
- * with no layout (read_bypassed_budget); and a bypassed read's piece
- * joining it bypasses (read_bypassed_part) where the entry does not hold
- * it, and ends the read where it does.
- */
-CTEST(for_a_part_filled_entry_stays_when_a_read_outside_it_bypasses)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	struct price_log l = { 0 };
-	struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-			       .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-	u32 idx;
-
-	bar_refuses(c);
-	rc_map_read(c, 2564, 8, 0, &p, &plan);		/* page 0, run to 32 */
-	idx = plan.idx;
-	check_one_fill(&plan, 2560, 32);
-	serve_fill(c, idx, 32, 1);
-
-	rc_hold_fills(c, true);
-	rc_map_read(c, 2760, 8, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	check_part(c, 10, idx, 0, 32);
-	/* from segment 9: a piece in 10 it holds (0..16) ends the read; 0..48 joins it */
-	rc_map_read(c, 2544, 24, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(plan.sectors, 16);
-	l.n = 0;
-	rc_map_read(c, 2544, 64, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	CHECK_EQ(plan.sectors, 64);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2544, 64 }, { RC_VD_CACHE, 2544, 64 });
-	check_part(c, 10, idx, 0, 32);
-	rc_hold_fills(c, false);
-
-	p.layout = NULL;
-	bar_refuses(c);
-	rc_map_read(c, 2760, 8, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_BYPASS);
-	check_part(c, 10, idx, 0, 32);
-	CHECK_EQ(c->entries[idx].state, RC_VALID);
-	rc_map_read(c, 2560, 32, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_HIT);
-	CHECK_EQ(plan.idx, idx);
-	rc_unpin(c, idx);
-	CHECK_CTR(c, .reads = 7, .read_hits = 1, .read_misses = 1, .read_bypassed = 5,
-		  .read_bypassed_held = 3, .read_bypassed_part = 1, .read_joined = 1,
-		  .read_bypassed_budget = 1, .fill_ios = 1, .fill_sectors = 32, .for_fills = 1,
-		  .for_saved_sectors = 224);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * The bar admitting, a miss fills its whole segment, layout or not; FOR
- * fills only what the bar refuses: in the red with one segment of the
- * overdraft left, the whole segment, which takes it; then, none left, the
- * file's run (40..256: no run ends in segment 12), which takes nothing.
- */
-CTEST(for_leaves_the_segments_the_bar_admits_whole)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-
-	bar_admits(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	check_one_fill(&plan, 2560, 256);
-	check_part(c, 10, plan.idx, 0, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2604, 12 }, { RC_VD_CACHE, 2560, 256 });
-	serve_fill(c, plan.idx, 256, 1);
-
-	c->budget.balance = -(s64)MS;
-	c->budget.red = RC_BUDGET_OVERDRAFT - 1;
-	rc_map_read(c, 2860, 12, 0, &p, &plan);
-	check_one_fill(&plan, 2816, 256);
-	check_part(c, 11, plan.idx, 0, 256);
-	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
-	CHECK(c->budget.balance < 0);
-	CHECK_PRICES(&l, { RC_VD_BARE, 2860, 12 }, { RC_VD_CACHE, 2816, 256 });
-	serve_fill(c, plan.idx, 256, 1);
-
-	CHECK_EQ(rc_budget_admit(&c->budget, 1), 0);
-	rc_map_read(c, 3116, 12, 0, &p, &plan);
-	check_one_fill(&plan, 3112, 216);
-	check_part(c, 12, plan.idx, 40, 256);
-	CHECK_EQ(c->budget.red, RC_BUDGET_OVERDRAFT);
-	CHECK_PRICES(&l, { RC_VD_BARE, 3116, 12 }, { RC_VD_CACHE, 3112, 216 });
-	serve_fill(c, plan.idx, 216, 1);
-	CHECK_CTR(c, .reads = 3, .read_misses = 3, .fill_ios = 3, .fill_sectors = 2 * 256 + 216,
-		  .for_fills = 1, .for_saved_sectors = 40);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * Where a FOR fill ends: at the segment's end when the file's run goes on
- * past it (20: 96..256); at the read's end, rounded up to a page, when the
- * read goes on past the run's (22: run to 40, read 20..50: 16..56); at the
- * run's end from the segment's first page (21: 0..32).  A read whose run
- * covers its segment from the first page fills it whole (23), no FOR fill.
- */
-CTEST(for_ends_a_fill_at_the_run_end_the_segment_end_or_the_reads_end)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, "2a0:4 2c2:3");
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-
-	bar_refuses(c);
-	rc_map_read(c, 20 * 256 + 100, 8, 0, &p, &plan);
-	check_one_fill(&plan, 20 * 256 + 96, 160);
-	check_part(c, 20, plan.idx, 96, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 20 * 256 + 100, 8 }, { RC_VD_CACHE, 20 * 256 + 96, 160 });
-	serve_fill(c, plan.idx, 160, 1);
-
-	bar_refuses(c);
-	rc_map_read(c, 22 * 256 + 20, 30, 0, &p, &plan);
-	check_one_fill(&plan, 22 * 256 + 16, 40);
-	check_part(c, 22, plan.idx, 16, 56);
-	CHECK_PRICES(&l, { RC_VD_BARE, 22 * 256 + 20, 30 }, { RC_VD_CACHE, 22 * 256 + 16, 40 });
-	serve_fill(c, plan.idx, 40, 1);
-
-	bar_refuses(c);
-	rc_map_read(c, 21 * 256, 8, 0, &p, &plan);
-	check_one_fill(&plan, 21 * 256, 32);
-	check_part(c, 21, plan.idx, 0, 32);
-	CHECK_PRICES(&l, { RC_VD_BARE, 21 * 256, 8 }, { RC_VD_CACHE, 21 * 256, 32 });
-	serve_fill(c, plan.idx, 32, 1);
-	CHECK_CTR(c, .reads = 3, .read_misses = 3, .fill_ios = 3, .fill_sectors = 160 + 40 + 32,
-		  .for_fills = 3, .for_saved_sectors = 96 + 216 + 224);
-
-	bar_refuses(c);
-	rc_map_read(c, 23 * 256 + 4, 8, 0, &p, &plan);
-	check_one_fill(&plan, 23 * 256, 256);
-	check_part(c, 23, plan.idx, 0, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 23 * 256 + 4, 8 }, { RC_VD_CACHE, 23 * 256, 256 });
-	serve_fill(c, plan.idx, 256, 1);
-	CHECK_CTR(c, .reads = 4, .read_misses = 4, .fill_ios = 4,
-		  .fill_sectors = 160 + 40 + 32 + 256, .for_fills = 3,
-		  .for_saved_sectors = 96 + 216 + 224);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * A refused miss whose read covers the next segment whole fills from its
- * page to its segment's end, though a run ends there at 144, and the next
- * segment whole, in one request (the segment along is no speculation
- * either); a read that only enters the next segment is its plan's one
- * fill, and is trimmed (128..256), and so is the rest when it comes back,
- * here to the whole segment (no run ends in 33).
- */
-CTEST(for_fills_whole_segments_for_a_read_that_fills_along)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, "3d0:2");
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-	u32 k;
-
-	bar_refuses(c);
-	rc_map_read(c, 30 * 256 + 128, 128 + 256 + 64, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_FILL);
-	CHECK_EQ(plan.sectors, 128);
-	CHECK_EQ(plan.nr_fills, 2);
-	for (k = 0; k < 2; k++) {
-		CHECK_EQ(plan.fills[k].seg, 30 + k);
-		CHECK_EQ(plan.fills[k].along, k == 1);
-		CHECK_EQ(plan.fills[k].sector, (30 + k) * 256 + (k ? 0 : 128));
-		CHECK_EQ(plan.fills[k].sectors, k ? 256 : 128);
-		check_part(c, 30 + k, plan.fills[k].idx, k ? 0 : 128, 256);
-	}
-	CHECK_EQ(plan.fills[0].idx, plan.idx);
-	CHECK_EQ(plan.nr_reqs, 1);
-	CHECK_EQ(plan.reqs[0].sector, 30 * 256 + 128);
-	CHECK_EQ(plan.reqs[0].sectors, 128 + 256);
-	CHECK_EQ(plan.reqs[0].nr, 2);
-	CHECK_PRICES(&l, { RC_VD_BARE, 30 * 256 + 128, 128 },
-		     { RC_VD_CACHE, 30 * 256 + 128, 128 + 256 });
-	CHECK_CTR(c, .reads = 1, .read_misses = 1, .fill_along = 1, .for_fills = 1,
-		  .for_saved_sectors = 128);
-	serve_plan(c, &plan, 1);
-
-	bar_refuses(c);
-	rc_map_read(c, 32 * 256 + 128, 128 + 64, 0, &p, &plan);
-	CHECK_EQ(plan.sectors, 128);
-	check_one_fill(&plan, 32 * 256 + 128, 128);
-	check_part(c, 32, plan.idx, 128, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 32 * 256 + 128, 128 }, { RC_VD_CACHE, 32 * 256 + 128, 128 });
-	serve_fill(c, plan.idx, 128, 1);
-	bar_refuses(c);
-	rc_map_read(c, 33 * 256, 64, 0, &p, &plan);
-	check_one_fill(&plan, 33 * 256, 256);
-	check_part(c, 33, plan.idx, 0, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 33 * 256, 64 }, { RC_VD_CACHE, 33 * 256, 256 });
-	serve_fill(c, plan.idx, 256, 1);
-	CHECK_CTR(c, .reads = 3, .read_misses = 3, .fill_along = 1, .fill_ios = 4,
-		  .fill_joined = 1, .fill_sectors = 128 + 256 + 128 + 256, .for_fills = 2,
-		  .for_saved_sectors = 2 * 128);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * A backward stream's miss: the bar admitting, its batch fills ahead with
- * it, all whole, in one request; the bar refusing, it refuses the batch
- * too (one bar, one state: a plan of more than one fill with a FOR miss
- * cannot arise from a batch), and the miss, its plan's one fill, reads its
- * file's run only (248..256: no run ends in 202).
- */
-CTEST(for_a_streams_refused_miss_fills_its_run_and_nothing_ahead)
-{
-	struct rc_cache *c = mk_budgeted(32);
-	struct rc_layout *lay = for_layout(300 * 256, "0:1");
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 300 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-	u32 k;
-
-	c->prefetch = 2;
-	bar_admits(c);
-	miss_seg(c, 104);
-	miss_seg(c, 103);
-	bar_admits(c);
-	rc_map_read(c, 102 * 256 + 248, 8, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_FILL);
-	CHECK_EQ(plan.nr_fills, 3);
-	for (k = 0; k < 3; k++) {
-		CHECK_EQ(plan.fills[k].seg, 100 + k);
-		CHECK_EQ(plan.fills[k].ahead, k < 2);
-		CHECK_EQ(plan.fills[k].sector, (100 + k) * 256);
-		CHECK_EQ(plan.fills[k].sectors, 256);
-		check_part(c, 100 + k, plan.fills[k].idx, 0, 256);
-	}
-	CHECK_EQ(plan.nr_reqs, 1);
-	CHECK_EQ(plan.reqs[0].sector, 100 * 256);
-	CHECK_EQ(plan.reqs[0].sectors, 3 * 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256 + 248, 8 }, { RC_VD_CACHE, 100 * 256, 3 * 256 });
-	serve_plan(c, &plan, 1);
-
-	bar_admits(c);
-	miss_seg(c, 204);
-	miss_seg(c, 203);
-	bar_refuses(c);
-	rc_map_read(c, 202 * 256 + 248, 8, 0, &p, &plan);
-	check_one_fill(&plan, 202 * 256 + 248, 8);
-	check_part(c, 202, plan.idx, 248, 256);
-	CHECK_PRICES(&l, { RC_VD_BARE, 202 * 256 + 248, 8 }, { RC_VD_CACHE, 202 * 256 + 248, 8 });
-	serve_fill(c, plan.idx, 8, 1);
-	CHECK_EQ(hashed_idx(c, 201), RC_NONE);
-	CHECK_EQ(hashed_idx(c, 200), RC_NONE);
-	CHECK_CTR(c, .reads = 6, .read_misses = 6, .prefetches = 2, .fill_ios = 8,
-		  .fill_joined = 2, .fill_sectors = 7 * 256 + 8, .for_fills = 1,
-		  .for_saved_sectors = 248);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * The device's last segment, 100 sectors of 256: a FOR fill reads to the
- * device's end (88..100: 12 sectors), though the entry's range is the
- * segment's (88..256); a read of the device's last sectors hits it; a
- * read before it (80) extends it to 80..256, 20 sectors read.
- */
-CTEST(for_on_the_devices_last_short_segment_reads_to_the_device_end)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	const u64 cap = 40 * 256 + 100;
-	struct rc_layout *lay = for_layout(cap, "506:4");
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = cap,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-
-	CHECK_EQ(lay->nr_units, 1293);
-	bar_refuses(c);
-	rc_map_read(c, 40 * 256 + 88, 8, 0, &p, &plan);
-	check_one_fill(&plan, 40 * 256 + 88, 12);
-	check_part(c, 40, plan.idx, 88, 100);
-	CHECK_PRICES(&l, { RC_VD_BARE, 40 * 256 + 88, 8 }, { RC_VD_CACHE, 40 * 256 + 88, 12 });
-	serve_fill(c, plan.idx, 12, 1);
-	rc_map_read(c, cap - 4, 4, 0, &p, &plan);
-	CHECK_EQ(plan.act, RC_READ_HIT);
-	rc_unpin(c, plan.idx);
-
-	bar_refuses(c);
-	rc_map_read(c, 40 * 256 + 80, 8, 0, &p, &plan);
-	check_one_fill(&plan, 40 * 256 + 80, 20);
-	check_part(c, 40, plan.idx, 80, 100);
-	serve_fill(c, plan.idx, 20, 1);
-	CHECK_CTR(c, .reads = 3, .read_hits = 1, .read_misses = 2, .read_extended = 1,
-		  .fill_ios = 2, .fill_sectors = 12 + 20, .for_fills = 2,
-		  .for_saved_sectors = 88 + 80);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * Writes keep part-filled entries coherent as whole ones: a write to the
- * segment drops the entry (invalidate policy), whatever part of it the
- * write covers, and a FOR fill a write raced completes stale.
- */
-CTEST(for_writes_drop_a_part_filled_entry_and_race_its_fill)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	struct price_log l = { 0 };
-	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-	u32 cookie, idx;
-
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	check_one_fill(&plan, 2600, 88);
-	serve_fill(c, plan.idx, 88, 1);
-	cookie = rc_write_start(c, 10, 8, true);
-	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
-	CHECK_EQ(rc_write_done(c, 10, cookie, 0, true, &idx), RC_WRITE_DONE);
-
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	check_one_fill(&plan, 2600, 88);
-	cookie = rc_write_start(c, 10, 8, true);
-	CHECK_EQ(rc_write_done(c, 10, cookie, 0, true, &idx), RC_WRITE_DONE);
-	CHECK_EQ(rc_fill_done(c, plan.idx, 0, 88, false), RC_FILL_STALE);
-	rc_fill_waiters_done(c, plan.idx, RC_FILL_STALE, 1, 1);
-	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
-	CHECK_CTR(c, .reads = 2, .read_misses = 2, .fill_ios = 2, .fill_sectors = 2 * 88,
-		  .fill_stale = 1, .writes = 2, .write_sectors = 16, .invalidations = 1,
-		  .for_fills = 2, .for_saved_sectors = 2 * 168);
-	check_invariants(c);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * On the device's last, short segment FOR measures against what a whole
- * fill reads there (rc_seg_len()).  Capacity 40 * 256 + 100: a fill of
- * 48..80 reads 32 of the 100 sectors a whole fill would, saving 68 (it
- * counted 224, the 156 sectors past the device's end among them).
- */
-CTEST(for_counts_what_a_whole_fill_of_the_last_segment_would_read)
-{
-	const u64 cap = 40 * 256 + 100;
-	struct rc_layout *lay = for_layout(cap, "506:4");
-	const struct rc_pricer p = { .price = size_price, .capacity = cap,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_read_plan plan;
-
-	bar_refuses(c);
-	rc_map_read(c, 40 * 256 + 48, 8, 0, &p, &plan);
-	check_one_fill(&plan, 40 * 256 + 48, 32);
-	check_part(c, 40, plan.idx, 48, 80);
-	CHECK_CTR(c, .reads = 1, .read_misses = 1, .for_fills = 1, .for_saved_sectors = 100 - 32);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * The same: a read at the last segment's start whose file's run ends in
- * the device's last unit (at 104, past the end at 100) reads the 100
- * sectors a whole fill reads: no FOR fill (it counted one, saving 152).
- */
-CTEST(for_a_run_to_the_devices_end_is_a_whole_fill)
-{
-	const u64 cap = 40 * 256 + 100;
-	struct rc_layout *lay = for_layout(cap, "50c:1");
-	const struct rc_pricer p = { .price = size_price, .capacity = cap,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_read_plan plan;
-
-	bar_refuses(c);
-	rc_map_read(c, 40 * 256, 8, 0, &p, &plan);
-	check_one_fill(&plan, 40 * 256, 100);
-	CHECK_CTR(c, .reads = 1, .read_misses = 1);
-	for_layout_free(lay);
-	rm(c);
-}
-
-/*
- * A FOR fill the caller cannot set up (the glue's redcap_cancel_fill())
- * is taken out of read_misses into read_bypassed_nomem, as any miss's, and
- * out of for_fills and for_saved_sectors (it stayed in them), as a fill
- * along is out of fill_along.
- */
-CTEST(for_a_cancelled_fill_leaves_the_for_counters)
-{
-	struct rc_cache *c = mk_budgeted(8);
-	struct rc_layout *lay = for_layout(100 * 256, FOR_SEG10_RUNS);
-	const struct rc_pricer p = { .price = size_price, .capacity = 100 * 256,
-				     .run_max = RC_FILL_RUN_MAX, .layout = lay };
-	struct rc_read_plan plan;
-
-	bar_refuses(c);
-	rc_map_read(c, 2604, 12, 0, &p, &plan);
-	check_one_fill(&plan, 2600, 88);
-	rc_fill_cancel(c, plan.idx);
-	CHECK_EQ(hashed_idx(c, 10), RC_NONE);
-	check_invariants(c);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .read_bypassed_nomem = 1);
-	for_layout_free(lay);
 	rm(c);
 }
 
@@ -5313,7 +4686,7 @@ CTEST(hdc_pinned_segments_serve_while_the_cache_is_inactive)
 CTEST(hdc_a_read_of_a_chosen_segment_pins_it)
 {
 	struct rc_cache *c = mk_hdc(8, 25);	/* room for 2 */
-	const u64 want[] = { 3, 4, 5 }, want_part[] = { 6 };
+	const u64 want[] = { 3, 4, 5 };
 	u32 idx, hit;
 
 	hit = fill_seg(c, 3);
@@ -5342,16 +4715,6 @@ CTEST(hdc_a_read_of_a_chosen_segment_pins_it)
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
 	serve_fill(c, idx, 256, 1);
 	CHECK(rc_hdc_pinned(c, 5));
-	/* a chosen segment held in part (FOR): its read past the part fills it whole */
-	idx = fill_seg(c, 6);
-	c->entries[idx].vlo = 64;			/* as FOR's fill leaves it */
-	rc_hdc_want(c, want_part, 1);
-	CHECK_EQ(read_seg(c, 6, &idx), RC_READ_FILL);
-	CHECK_EQ(c->entries[idx].vlo, 0);
-	CHECK(c->entries[idx].hdc);
-	serve_fill(c, idx, 256, 1);
-	CHECK_EQ(hashed_idx(c, 6), idx);
-	CHECK_EQ(c->ctr.read_extended, 1);
 	rc_hdc_want(c, NULL, 0);
 	CHECK_EQ(c->hdc_nwant, 0);
 	check_invariants(c);

@@ -165,7 +165,7 @@ def test_the_redcaptab_lines_shown_are_good(tmp_path):
 def printf_formats():
     """The string literals of redcapctl's sources with some text of their own, as
     regular expressions: each conversion matches any text."""
-    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "layout-cmd.c", "hot-cmd.c"]
+    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "hot-cmd.c"]
     src = "".join(read(os.path.join(TOP, "userspace", p)) for p in paths)
     src = re.sub(r'"\s*PRI[a-z0-9]+\s*"', "u", src)
     src = re.sub(r'"\s*\n\s*"', "", src)

@@ -41,6 +41,8 @@ def test_help_and_no_arguments():
 
 @pytest.mark.parametrize("args, err", [
     (["frob"], "unknown command 'frob'"),
+    (["layout", "x"], "unknown command 'layout'"),
+    (["simulate", "--layout", "f"], "simulate: unknown option '--layout'"),
     (["--frob"], "unknown option '--frob'"),
     (["create"], "create: missing operand"),
     (["create", "x"], "create: missing operand"),
@@ -114,16 +116,6 @@ def test_help_and_no_arguments():
     (["stop", "bad/name"], "stop: name 'bad/name': use letters, digits and + _ . - "
                            "(not first: - or .)"),
     (["check", "x"], "check: unexpected operand 'x'"),
-    (["layout"], "layout: missing operand"),
-    (["layout", "a", "b"], "layout: unexpected operand 'b'"),
-    (["layout", "x", "--unit"], "layout: option '--unit' needs a value"),
-    (["layout", "x", "--unit", "64KB"], "layout: --unit '64KB' is not a size (4K, 64K, 1M)"),
-    (["layout", "x", "--unit", "2K"], "layout: --unit '2K': a power of two from 4K to 1M"),
-    (["layout", "x", "--unit", "12K"], "layout: --unit '12K': a power of two from 4K to 1M"),
-    (["layout", "x", "--unit", "2M"], "layout: --unit '2M': a power of two from 4K to 1M"),
-    (["layout", "x", "--unit", "0"], "layout: --unit '0': a power of two from 4K to 1M"),
-    (["layout", "x", "--out", ""], "layout: --out: an empty file name"),
-    (["layout", "x", "--json=1"], "layout: unknown option '--json=1'"),
 ])
 def test_usage_errors_exit_2_before_touching_anything(args, err):
     r = rctl(*args)
@@ -161,14 +153,6 @@ STATS = {
 }
 
 
-LAYOUT = {
-    "schema": 1, "name": "data", "unit_bytes": 4096,
-    "filesystems": [{"mountpoint": "/srv", "type": "ext4", "device": "/dev/mapper/data"}],
-    "files": 120345, "files_skipped": 0, "extents": 130112, "extents_skipped": 12,
-    "runs": 98211, "messages": 42, "out": None, "cpu_s": 3.12,
-}
-
-
 def errors(doc):
     return [e.message for e in VALIDATOR.iter_errors(doc)]
 
@@ -184,8 +168,6 @@ def test_documents_of_every_kind_validate():
     assert errors({"schema": 1, "stacks": [STATUS, LINEAR]}) == []
     assert errors({"schema": 1, "stacks": []}) == []
     assert errors(STATS) == []
-    assert errors(LAYOUT) == []
-    assert errors(dict(LAYOUT, out="/tmp/layout", runs=0, messages=1)) == []
     # Version 1 only grows: a key it does not know yet is allowed.
     assert errors(dict(STATUS, future_counter=3)) == []
 
@@ -222,12 +204,6 @@ def mutated(doc, path, value):
     (STATS, ["interval_s"], 0),
     (STATS, ["bypassed_per_s_by_reason", "write"], KeyError),
     (STATS, ["state"], "linear"),
-    (LAYOUT, ["unit_bytes"], 2048),
-    (LAYOUT, ["filesystems"], []),
-    (LAYOUT, ["filesystems", 0, "mountpoint"], KeyError),
-    (LAYOUT, ["messages"], 0),
-    (LAYOUT, ["out"], KeyError),
-    (LAYOUT, ["runs"], -1),
 ])
 def test_documents_that_break_the_schema_are_refused(doc, path, value):
     assert errors(mutated(doc, path, value)) != []

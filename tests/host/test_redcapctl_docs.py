@@ -192,7 +192,7 @@ def test_man_shows_the_page_without_a_warning(pages, name):
 
 
 @pytest.mark.parametrize("name,sections", [
-    ("redcapctl.8", ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "LAYOUT", "OUTPUT",
+    ("redcapctl.8", ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OUTPUT",
                      "METRICS", "EXIT STATUS", "ERRORS", "EXAMPLES", "FILES", "SEE ALSO"]),
     ("redcaptab.5", ["NAME", "SYNOPSIS", "DESCRIPTION", "FIELDS", "OPTIONS", "SIZES",
                      "EXAMPLES", "FILES", "SEE ALSO"]),
@@ -245,7 +245,7 @@ def definition_terms(rst):
 def test_every_command_has_its_entry():
     terms = command_terms()
     assert commands() == ["create", "remove", "list", "status", "stats", "set", "drop-cache",
-                          "reset-stats", "layout", "model", "hot", "start", "stop", "upgrade", "check",
+                          "reset-stats", "model", "hot", "start", "stop", "upgrade", "check",
                           "simulate"]
     for cmd in commands():
         assert cmd in terms, cmd
@@ -265,11 +265,9 @@ def test_the_defaults_of_the_help_are_the_pages():
             "--no-model) by default") in text
     for default in ("(default 64M)", "(default 128K)", "(default adaptive+caware)",
                     "(vdisk, the default; refused with --no-model)",
-                    "(default /var/lib/redcap/NAME.vdisk;", "(default /etc/redcaptab,",
-                    "(default 4K): a power of two from 4K to 1M"):
+                    "(default /var/lib/redcap/NAME.vdisk;", "(default /etc/redcaptab,"):
         assert default in " ".join(rst.split()), default
     assert "/var/lib/redcap/NAME.vdisk" in text and "/etc/redcaptab" in text
-    assert "units of --unit (default 4K)" in text
 
 
 def c_sources():
@@ -328,7 +326,7 @@ def literal_lines(path, titles):
 def printf_formats():
     """The string literals of redcapctl's sources with some text of their own, as
     regular expressions: each conversion matches any text."""
-    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "layout-cmd.c", "hot-cmd.c"]
+    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "hot-cmd.c"]
     src = "".join(read(os.path.join(TOP, "userspace", p)) for p in paths)
     src = re.sub(r'"\s*PRI[a-z0-9]+\s*"', "u", src)
     src = re.sub(r'"\s*\n\s*"', "", src)
@@ -638,12 +636,8 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl stats --format=p", ["prometheus"]),
     ("redcapctl stats --all --format prometheus ", []),
     ("redcapctl simulate --format ", ["blkparse", "csv"]),
-    ("redcapctl layout x --", ["--help", "--json", "--out", "--unit"]),
-    ("redcapctl layout x --unit ", ["4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K",
-                                    "1M"]),
-    ("redcapctl layout x --unit=6", ["64K"]),
-    ("redcapctl layout x --out -", ["-"]),
-    ("redcapctl layout x ", []),
+    ("redcapctl stats x --out -", ["-"]),
+    ("redcapctl layout ", []),
     ("redcapctl start --all ", []),
     ("redcapctl list ", []),
 ])
@@ -709,8 +703,8 @@ def fake_dmsetup(tmp_path, script):
 
 @pytest.mark.parametrize("line", ["redcapctl status ", "redcapctl remove ", "redcapctl stats ",
                                   "redcapctl set ", "redcapctl drop-cache ",
-                                  "redcapctl reset-stats ", "redcapctl layout ",
-                                  "redcapctl layout --unit 64K ", "redcapctl model save ",
+                                  "redcapctl reset-stats ", "redcapctl stats --out m.prom ",
+                                  "redcapctl model save ",
                                   "redcapctl model train "])
 def test_stack_names_are_the_redcap_devices_without_their_model_layers(tmp_path, line):
     path, args = fake_dmsetup(tmp_path, FAKE_DMSETUP)
@@ -786,7 +780,7 @@ def test_files_for_the_origin_the_model_file_and_the_tab(tmp_path):
     assert candidates("redcapctl model train x d", cwd=tmp_path) == []
     assert candidates("redcapctl start --tab d", cwd=tmp_path) == ["dir", "disk.img"]
     assert candidates("redcapctl check --fstab d", cwd=tmp_path) == ["dir", "disk.img"]
-    assert candidates("redcapctl layout x --out d", cwd=tmp_path) == ["dir", "disk.img"]
+    assert candidates("redcapctl stats x --out d", cwd=tmp_path) == ["dir", "disk.img"]
 
 
 @pytest.mark.parametrize("tag,directory", [("PARTUUID", "/dev/disk/by-partuuid"),

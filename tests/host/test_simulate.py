@@ -363,9 +363,8 @@ def test_stats_carry_the_kernel_targets_names(tmp_path):
                  "--json")
     assert (r.returncode, r.stderr) == (0, "")
     st = json.loads(r.stdout)["results"][0]["stats"]
-    # what a simulation has no equivalent of: fills in flight at the end, a model
-    # device, the time since a layout was sent
-    assert set(st) == kernel_stats_names() - {"segments_filling", "model", "layout_age_s"}
+    # what a simulation has no equivalent of: fills in flight at the end, a model device
+    assert set(st) == kernel_stats_names() - {"segments_filling", "model"}
     assert {k: st[k] for k in ("policy", "estimator", "window", "margin", "decay_ms",
                                "windows")} == {
         "policy": "adaptive+caware", "estimator": "spk", "window": 3, "margin": 7,
@@ -485,61 +484,22 @@ def test_warm_replays_the_mount_first_and_counts_only_the_trace(tmp_path):
                         'or D\n')
 
 
-def for_trace(tmp_path):
+def test_the_budget_sends_the_misses_it_cannot_pay_for_to_the_disk(tmp_path):
     """A whole fill first (with the budget's cap at 0 its cost beyond the
     read leaves the balance negative), then one 4 KiB read at the start of
-    each of 8 files of 16 KiB, 1 MiB apart: each one a miss the bar refuses.
-    The disk is a model, a read of (row + 1) x 4 KiB costing 12.5 ms and
-    80 us a row anywhere: a 4 KiB read 12.58 ms, a 128 KiB fill 2.48 ms more."""
-    trace = tmp_path / "for.csv"
+    each of 8 files of 16 KiB, 1 MiB apart: each one a miss the bar refuses,
+    read from the disk, nothing of it cached.  The disk is a model, a read
+    of (row + 1) x 4 KiB costing 12.5 ms and 80 us a row anywhere: a 4 KiB
+    read 12.58 ms, a 128 KiB fill 2.48 ms more."""
+    trace = tmp_path / "refused.csv"
     trace.write_text("time_ns,pid,op,sector,sectors\n0,1,R,0,8\n" +
                      "".join(f"0,1,R,{2048 * (k + 1)},8\n" for k in range(8)))
     model = tables_file(tmp_path / "m.tables", {
         row: [(col, 1, 12500000 + 80000 * (row + 1)) for col in range(19)]
         for row in range(64)})
-    layout = tmp_path / "layout"
-    # one run of 4 units (16 KiB) at each file: units 256, 512, ...
-    layout.write_text("layout_clear 8\nlayout_runs " +
-                      " ".join(f"{256 * (k + 1):x}:4" for k in range(8)) + "\n")
-    return trace, model, layout
-
-
-FOR_CONFIG = "64x128k:adaptive,estimator=vdisk,budget_cap_ms=0,prefetch=0"
-
-
-def test_layout_cuts_the_refused_misses_fills_at_the_files_end(tmp_path):
-    trace, model, layout = for_trace(tmp_path)
-    runs = {}
-    for name, extra in (("without", []), ("with", ["--layout", layout])):
-        r = simulate("--trace", trace, "--format", "csv", "--model", model,
-                     *extra, "--config", FOR_CONFIG, "--json")
-        assert (r.returncode, r.stderr) == (0, ""), name
-        runs[name] = json.loads(r.stdout)["results"][0]["stats"]
-    st = runs["without"]
-    assert (st["read_misses"], st["read_bypassed_budget"], st["for_fills"],
-            st["fill_sectors"], st["layout_unit_sectors"], st["layout_ends"]) == \
-        (1, 8, 0, 256, 0, 0)
-    # each refused miss fills its file's run from its page: 4 units of 4 KiB
-    st = runs["with"]
-    assert (st["read_misses"], st["read_bypassed_budget"], st["for_fills"],
-            st["fill_sectors"], st["for_saved_sectors"], st["read_bypassed"],
-            st["layout_unit_sectors"], st["layout_ends"]) == \
-        (9, 0, 8, 256 + 8 * 32, 8 * (256 - 32), 0, 8, 8)
-
-
-@pytest.mark.parametrize("text,err", [
-    ("layout_runs 0:1\n", ":1: expected 'layout_clear UNIT' first"),
-    ("layout_clear 12\n", ":1: layout_clear: unit must be a power of 2 in 8..2048 sectors"),
-    ("layout_clear 8\n\nlayout_runs 0:1 zz\n",
-     ":3: layout_runs: word 2 'zz': expected START:LEN or +GAP:LEN in hex units"),
-    ("layout_clear 8\nlayout_clear 8\n", ":2: expected 'layout_runs WORD...'"),
-    ("\n", ": no layout_clear line"),
-])
-def test_a_bad_layout_file_is_named_by_line(tmp_path, text, err):
-    trace, model, _ = for_trace(tmp_path)
-    layout = tmp_path / "for.layout"
-    layout.write_text(text)
-    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--layout", layout,
-                 "--config", FOR_CONFIG)
-    assert (r.returncode, r.stdout) == (1, "")
-    assert r.stderr == f"redcapctl: simulate: --layout: {layout}{err}\n"
+    r = simulate("--trace", trace, "--format", "csv", "--model", model, "--config",
+                 "64x128k:adaptive,estimator=vdisk,budget_cap_ms=0,prefetch=0", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    st = json.loads(r.stdout)["results"][0]["stats"]
+    assert (st["read_misses"], st["read_bypassed_budget"], st["read_bypassed"],
+            st["fill_sectors"]) == (1, 8, 8, 256)
