@@ -130,27 +130,22 @@ RECOMMENDED_POLICY = "default"
 # "bare-equal-ram": the bare disk whose page cache is given the caches' RAM
 # as well (the set's memory.max raised by the budget; sets with a bound only).
 EQUAL_RAM = "bare-equal-ram"
-# Issue 47's mechanisms on the recommended stack, configurations --configs
-# takes: redcap-recommended-hdc, -for and -for-hdc.
-# * hdc: 50 % of the segments may be pinned (the target's most), and a
-#   hot_period of 10 s, not the default hour: a run lasts 20 to 90 s of
-#   guest time, so at an hour no period would end, nothing would be chosen
-#   and the configuration would be the recommended stack; at 10 s three
-#   end in a 35 s run (pgbench -S, postmark), each choosing from the counts
-#   so far, halved at each end.  Shorter periods choose from fewer misses.
-# * for: the layout of the filesystem's files, sent by "redcapctl layout"
-#   from a read-only mount before the run's; untimed, and the walk's reads
-#   dropped from the cache and the page cache (load_layout()).
-MECHANISMS = {"hdc": [("hdc", "50"), ("hot_period", "10")], "for": []}
-RECOMMENDED_WITH = [f"{RECOMMENDED}-{m}" for m in ("hdc", "for", "for-hdc")]
-REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
-
+# Issue 47's HDC on the recommended stack, a configuration --configs takes:
+# 50 % of the segments may be pinned (the target's most), and a hot_period
+# of 10 s, not the default hour: a run lasts 20 to 90 s of guest time, so
+# at an hour no period would end, nothing would be chosen and the
+# configuration would be the recommended stack; at 10 s three end in a
+# 35 s run (pgbench -S, postmark), each choosing from the counts so far,
+# halved at each end.  Shorter periods choose from fewer misses.  (FOR,
+# measured beside it on 2026-12-03, is removed.)
+RECOMMENDED_HDC = f"{RECOMMENDED}-hdc"
+HDC_TUNABLES = [("hdc", "50"), ("hot_period", "10")]
 
 def config_names():
     """(the recommended stack's geometry and policy, the full set's
     configurations, those --configs takes besides) at GEOMETRIES."""
     g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
-    extra = [f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] + [EQUAL_RAM] + RECOMMENDED_WITH
+    extra = [f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] + [EQUAL_RAM, RECOMMENDED_HDC]
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
                 if p not in ("always", RECOMMENDED_POLICY) and
@@ -376,8 +371,8 @@ def write(path, value):
         f.write(str(value))
 
 
-def dm_create(name, table, uuid=None):
-    sh(*DMSETUP, "create", name, *(["-u", uuid] if uuid else []), input=table + "\n")
+def dm_create(name, table):
+    sh(*DMSETUP, "create", name, input=table + "\n")
     return f"/dev/mapper/{name}"
 
 
@@ -581,18 +576,12 @@ def install_programs(rdpat):
 def redcap_parts(config):
     """(geometry, policy) of a redcap configuration, keys of GEOMETRIES
     and POLICIES, or None."""
-    if config == RECOMMENDED or config in RECOMMENDED_WITH:
+    if config in (RECOMMENDED, RECOMMENDED_HDC):
         return RECOMMENDED_STACK
     m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
     if not m or m.group(1) not in GEOMETRIES or m.group(2) not in POLICIES:
         return None
     return m.group(1), m.group(2)
-
-
-def mechanisms(config):
-    """The MECHANISMS keys a configuration turns on: ["for", "hdc"] for
-    redcap-recommended-for-hdc."""
-    return config[len(RECOMMENDED) + 1:].split("-") if config in RECOMMENDED_WITH else []
 
 
 def make_data(args, files, units):
@@ -710,7 +699,6 @@ class Stack:
 
     def __init__(self, args, base, config):
         self.names, self.bcache, self.readahead, self.rapiddisk = [], None, None, None
-        self.layout, self.tunables = False, []
         n = base.n
         self.disk = base.warm if config == "warm" else base.hdd
         vd = self.top = base.warm if config == "warm" else base.vd
@@ -722,17 +710,10 @@ class Stack:
         if config.startswith("redcap-"):
             geometry, policy = redcap_parts(config)
             segs, seg_sectors = GEOMETRIES[geometry]
-            # redcapctl (layout) takes a device whose DM UUID says it is
-            # its stack (redcapctl.c, stack_uuid())
             self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} "
-                               f"{POLICIES[policy]}", uuid="REDCAP-bench-rc")
-            mech = [t for m in mechanisms(config) for t in MECHANISMS[m]]
-            self.layout = "for" in mechanisms(config)
-            # with FOR, HDC's tunables are set once the layout's walk is
-            # over (load_layout()): a period ending during the walk would
-            # choose its metadata to pin, and prefill it before the run
-            self.tunables = mech if self.layout else []
-            for key, value in TUNABLES.get(policy, []) + ([] if self.layout else mech):
+                               f"{POLICIES[policy]}")
+            hdc = HDC_TUNABLES if config == RECOMMENDED_HDC else []
+            for key, value in TUNABLES.get(policy, []) + hdc:
                 dm_message("bench-rc", "set", key, value)
             if policy in READAHEAD_OF:
                 sh(BUSYBOX, "blockdev", "--setra", str(READAHEAD_OF[policy] * 2), self.top)
@@ -754,9 +735,9 @@ class Stack:
         elif config not in ("bare", EQUAL_RAM, "warm"):
             raise ValueError(f"unknown configuration {config}")
 
-    def dm(self, name, table, uuid=None):
+    def dm(self, name, table):
         self.names.append(name)
-        return dm_create(name, table, uuid)
+        return dm_create(name, table)
 
     def make_bcache(self, vd, n, nocutoff):
         """bcache needs its superblock in front of the data: the backing
@@ -1107,25 +1088,6 @@ def cold(stack, rw=False):
     reset_counters(stack)
 
 
-def load_layout(stack):
-    """FOR's layout into the cache, as the boot units send it after a
-    mount: "redcapctl layout" on the stack's filesystem mounted read-only
-    (cold()); then unmounted, and the cache's segments dropped, so the run's
-    cold() finds nothing the walk read (inodes, extent blocks) in the page
-    cache or the cache, and HDC (its tunables set now) no miss of it to
-    count.  redcapctl's report (--json), for the record."""
-    cold(stack)
-    try:
-        out = sh(REDCAPCTL, "layout", "--json", stack.redcap).stdout
-    finally:
-        sh(BUSYBOX, "umount", MNT)
-    dm_message(stack.redcap, "drop_cache")
-    dm_message(stack.redcap, "reset_stats")
-    for key, value in stack.tunables:
-        dm_message(stack.redcap, "set", key, value)
-    return json.loads(out)
-
-
 def reset_counters(stack):
     """A cold drive (its cache, head position and counters as at load):
     the counters count the run, not the mount's reads (nor a server's
@@ -1168,7 +1130,6 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
     try:
         limit = memory_max(config)
         cgroup_limit(limit)
-        layout = load_layout(stack) if stack.layout else None
         cold(stack, rw=app and workload in apps.WRITES)
         if app:
             # untimed: the data bound into the programs' chroot, a server
@@ -1193,8 +1154,6 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
             rec["disk_stats"] = stack.disk_stats()
             if stack.redcap:
                 rec["redcap_stats"] = dm_stats(stack.redcap)
-            if layout:
-                rec["layout"] = layout
             if stack.rapiddisk:
                 rec["rapiddisk_stats"] = rapiddisk_stats("bench-rdc")
         finally:

@@ -204,8 +204,7 @@ def test_rapiddisk_brd_is_an_alternative_with_the_same_ram(monkeypatch):
     monkeypatch.setattr(suite, "write", lambda path, value: tables.append((path, value)))
     monkeypatch.setattr(suite, "sectors", lambda dev: suite.BUDGET_SECTORS)
     monkeypatch.setattr(suite.os.path, "exists", lambda path: True)
-    monkeypatch.setattr(suite, "dm_create",
-                        lambda name, table, uuid=None: tables.append((name, table)))
+    monkeypatch.setattr(suite, "dm_create", lambda name, table: tables.append((name, table)))
     stack = suite.Stack.__new__(suite.Stack)
     stack.names, stack.rapiddisk = [], None
     stack.make_rapiddisk("/dev/mapper/bench-vd", 1000)
@@ -303,17 +302,15 @@ def test_server_set_gives_every_cache_64_mib():
     assert "redcap-32x256k-always" in suite.CONFIGS
 
 
-def test_for_and_hdc_are_the_recommended_stack_with_their_mechanism():
-    """Issue 47's configurations: the recommended stack, HDC's tunables
-    (with FOR set after the layout's walk), FOR's layout loaded."""
+def test_hdc_is_the_recommended_stack_with_its_tunables():
+    """Issue 47's configuration: the recommended stack, then HDC's share
+    and a period short enough to end within a run."""
     srv = _server()
-    for c, mech in (("redcap-recommended-hdc", ["hdc"]), ("redcap-recommended-for", ["for"]),
-                    ("redcap-recommended-for-hdc", ["for", "hdc"])):
-        assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
-        assert srv.redcap_parts(c) == srv.RECOMMENDED_STACK == ("512x128k", "default")
-        assert srv.mechanisms(c) == mech
-    assert srv.mechanisms(srv.RECOMMENDED) == [] and srv.mechanisms("bare") == []
-    assert dict(srv.MECHANISMS["hdc"]) == {"hdc": "50", "hot_period": "10"}
+    c = "redcap-recommended-hdc"
+    assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
+    assert srv.redcap_parts(c) == srv.RECOMMENDED_STACK == ("512x128k", "default")
+    assert dict(srv.HDC_TUNABLES) == {"hdc": "50", "hot_period": "10"}
+    assert "redcap-recommended-for" not in srv.EXTRA_CONFIGS + srv.CONFIGS
 
 
 def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
