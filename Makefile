@@ -37,6 +37,8 @@ SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir system
 	/lib/systemd/system)
 SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgeneratordir systemd \
 	2>/dev/null),/lib/systemd/system-generators)
+# mkinitramfs reads hooks and scripts from here (and /etc), never from PREFIX.
+INITRAMFSTOOLSDIR ?= /usr/share/initramfs-tools
 
 .PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-apps bench-sim clean \
 	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
@@ -215,6 +217,12 @@ install-tools: userspace man boot-tools
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.service
 	install -m 644 -t $(DESTDIR)$(SYSTEMDUNITDIR) udev/redcap.target udev/redcap-model-save@.timer \
 		udev/redcap-metrics.timer
+	install -d $(DESTDIR)$(INITRAMFSTOOLSDIR)/hooks $(DESTDIR)$(INITRAMFSTOOLSDIR)/scripts/local-top
+	sed -e 's|^REDCAPCTL=.*|REDCAPCTL=$(PREFIX)/sbin/redcapctl|' -e 's|^UDEVDIR=.*|UDEVDIR=$(UDEVDIR)|' \
+		udev/initramfs-tools-hook > $(DESTDIR)$(INITRAMFSTOOLSDIR)/hooks/redcap
+	chmod 755 $(DESTDIR)$(INITRAMFSTOOLSDIR)/hooks/redcap
+	install -m 755 udev/initramfs-tools-local-top \
+		$(DESTDIR)$(INITRAMFSTOOLSDIR)/scripts/local-top/redcap
 	ln -sfn ../redcap.target $(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
 	install -D -m 644 docs/redcap.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/redcap.rst
 	install -D -m 644 docs/vdisk.rst $(DESTDIR)$(PREFIX)/share/doc/redcap/vdisk.rst
@@ -245,7 +253,9 @@ uninstall-tools:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-model-save@.timer \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/redcap-metrics.timer \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target
+		$(DESTDIR)$(SYSTEMDUNITDIR)/sysinit.target.wants/redcap.target \
+		$(DESTDIR)$(INITRAMFSTOOLSDIR)/hooks/redcap \
+		$(DESTDIR)$(INITRAMFSTOOLSDIR)/scripts/local-top/redcap
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/redcap
 
 clean:

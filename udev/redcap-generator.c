@@ -362,6 +362,15 @@ static void add_exec_arg(struct text *t, const char *arg)
 	add(t, "\"");
 }
 
+/* " --tab FILE" when the table is not the default one. */
+static void add_tab_arg(const struct gen *g, struct text *t)
+{
+	if (strcmp(g->tab, DEFAULT_TAB)) {
+		add(t, " --tab");
+		add_exec_arg(t, g->tab);
+	}
+}
+
 /* --- one entry ------------------------------------------------------------ */
 
 /*
@@ -485,11 +494,20 @@ static void entry(const struct rctab_entry *e, void *arg)
 	    "RemainAfterExit=yes\n"
 	    "TimeoutSec=2min\n"
 	    "ExecStart=%s start %s", g->redcapctl, e->name);
-	if (strcmp(g->tab, DEFAULT_TAB)) {
-		add(&t, " --tab");
-		add_exec_arg(&t, g->tab);
+	add_tab_arg(g, &t);
+	/*
+	 * An initramfs entry's stack was built before the root was mounted,
+	 * linear if the initramfs could not load the module: swap the cache
+	 * in now.  It holds the root (or what the initramfs mounted), which
+	 * stays mounted to the end: nothing stops it.
+	 */
+	if (e->initramfs) {
+		add(&t, "\nExecStart=%s upgrade %s", g->redcapctl, e->name);
+		add_tab_arg(g, &t);
+		add(&t, "\n");
+	} else {
+		add(&t, "\nExecStop=%s stop %s\n", g->redcapctl, e->name);
 	}
-	add(&t, "\nExecStop=%s stop %s\n", g->redcapctl, e->name);
 	if (!t.s)
 		goto oom;
 	write_file(g, unit, t.s);

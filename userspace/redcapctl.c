@@ -75,7 +75,7 @@ static const char redcapctl_usage[] =
 "       redcapctl model save|load NAME [FILE] [--if-present]\n"
 "       redcapctl model train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
 "       redcapctl hot save|load NAME [FILE] [--if-present]\n"
-"       redcapctl start NAME|--all [--tab FILE]\n"
+"       redcapctl start NAME|--all|--initramfs [--tab FILE]\n"
 "       redcapctl stop NAME|--all [--tab FILE]\n"
 "       redcapctl upgrade NAME|--all [--tab FILE]\n"
 "       redcapctl check [--tab FILE] [--fstab FILE]\n"
@@ -111,7 +111,8 @@ static const char redcapctl_help[] =
 "               be filled while the disk is idle (default FILE:\n"
 "               " MODEL_DIR "/NAME.hot)\n"
 "  start, stop  the stacks of " DEFAULT_TAB " (redcaptab(5)): one by name, or\n"
-"               --all (start skips noauto entries)\n"
+"               --all (start skips noauto entries); start --initramfs: the\n"
+"               initramfs entries, each origin waited for\n"
 "  upgrade      swap the cache in, live, under a stack started linear\n"
 "               (on-fail=linear) once the redcap module loads\n"
 "  check        what stands between this host and its stacks\n"
@@ -2402,7 +2403,6 @@ static const struct rctab_entry *tab_find(const struct tab *t, const char *name)
 	return NULL;
 }
 
-/* Start one entry: 0 (started, running already, or skipped by nofail), or -1. */
 /* The stack an entry describes; @ram (32 bytes) holds its size for messages. */
 static void entry_spec(const struct rctab_entry *e, struct spec *s, char *ram)
 {
@@ -2417,7 +2417,38 @@ static void entry_spec(const struct rctab_entry *e, struct spec *s, char *ram)
 	};
 }
 
-static int entry_start(const struct rctab_entry *e)
+/* How long start --initramfs waits for an origin without x-systemd.device-timeout: systemd's. */
+#define INITRAMFS_ORIGIN_WAIT_US	(90ull * 1000000)
+
+/*
+ * Find the origin of @e, waiting up to @wait_us for it to appear (the
+ * initramfs, where nothing else waits for it).  0, or -1 with why in @why.
+ */
+static int entry_origin(const struct rctab_entry *e, uint64_t wait_us, struct origin *o,
+			char *why, size_t len)
+{
+	double end = now_s() + wait_us / 1e6;
+	bool said = false;
+
+	while (origin_resolve(e->origin_kind, e->origin, o, why, len)) {
+		if (!wait_us || now_s() >= end)
+			return -1;
+		if (!said) {
+			if (wait_us == UINT64_MAX)
+				printf("%s: waiting for origin %s\n", e->name, o->spec);
+			else
+				printf("%s: waiting up to %.0f s for origin %s\n", e->name,
+				       wait_us / 1e6, o->spec);
+			fflush(stdout);
+			said = true;
+		}
+		usleep(100 * 1000);
+	}
+	return 0;
+}
+
+/* Start one entry: 0 (started, running already, or skipped by nofail), or -1. */
+static int entry_start(const struct rctab_entry *e, uint64_t wait_us)
 {
 	char ram[32], why[PATH_MAX + 64];
 	struct devinfo di;
@@ -2433,7 +2464,7 @@ static int entry_start(const struct rctab_entry *e)
 	}
 	if (e->warning[0])
 		warn("%s: %s", e->name, e->warning);
-	if (origin_resolve(e->origin_kind, e->origin, &o, why, sizeof(why))) {
+	if (entry_origin(e, wait_us, &o, why, sizeof(why))) {
 		if (e->nofail) {
 			warn("%s: %s; skipped (nofail)", e->name, why);
 			return 0;
@@ -2445,7 +2476,7 @@ static int entry_start(const struct rctab_entry *e)
 }
 
 struct tab_opts {
-	bool all;
+	bool all, initramfs;
 	const char *tab, *fstab;
 };
 
@@ -2455,6 +2486,8 @@ static void tab_opt(int c, const char *arg, void *ctx)
 
 	if (c == 'a')
 		o->all = true;
+	else if (c == 'i')
+		o->initramfs = true;
 	else if (c == 't')
 		o->tab = arg;
 	else if (c == 'f')
@@ -2463,10 +2496,45 @@ static void tab_opt(int c, const char *arg, void *ctx)
 
 static const struct option tab_longopts[] = {
 	{ "all", no_argument, NULL, 'a' },
+	{ "initramfs", no_argument, NULL, 'i' },
 	{ "tab", required_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+static void cmdline_bad(const char *word, void *arg)
+{
+	(void)arg;
+	warn("kernel command line: '%s' is not a boolean; ignored", word);
+}
+
+/*
+ * start --initramfs: the entries marked initramfs, each origin waited for
+ * (nothing else waits for it there), unless redcap=0 on the command line.
+ */
+static int start_initramfs(const struct tab_opts *o)
+{
+	const struct rctab_entry *e;
+	int status = 0;
+	struct tab t;
+
+	if (!rctab_enabled_by_cmdline(cmdline_bad, NULL)) {
+		printf("redcap=0 on the kernel command line: no stack started\n");
+		return 0;
+	}
+	tab_read(&t, o->tab, true, false);
+	if (t.bad)
+		status = 1;
+	for (size_t j = 0; j < t.nr; j++) {
+		e = &t.e[j];
+		if (e->initramfs &&
+		    entry_start(e, e->device_timeout[0] ? e->device_timeout_us :
+				INITRAMFS_ORIGIN_WAIT_US))
+			status = 1;
+	}
+	free(t.e);
+	return status;
+}
 
 static int cmd_start_stop(int argc, char **argv, bool start)
 {
@@ -2475,6 +2543,13 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 	const struct rctab_entry *e;
 	struct tab t;
 
+	if (o.initramfs && (!start || o.all))
+		usage_error(start ? "start: --initramfs or --all, not both" :
+			    "stop: unknown option '--initramfs'");
+	if (o.initramfs) {
+		redcapctl_operands(argc, argv, i, 0, 0);
+		return start_initramfs(&o);
+	}
 	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
@@ -2495,14 +2570,14 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 		if (!e) {
 			fail("%s: no entry in %s", argv[i], o.tab);
 			status = 1;
-		} else if (entry_start(e)) {
+		} else if (entry_start(e, 0)) {
 			status = 1;
 		}
 	}
 	for (size_t j = 0; o.all && j < t.nr; j++) {
 		e = &t.e[j];
 		if (start) {
-			if (!e->noauto && entry_start(e))
+			if (!e->noauto && entry_start(e, 0))
 				status = 1;
 			continue;
 		}
@@ -2529,6 +2604,8 @@ static int cmd_upgrade(int argc, char **argv)
 	char ram[32];
 	struct tab t;
 
+	if (o.initramfs)
+		usage_error("upgrade: unknown option '--initramfs'");
 	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);

@@ -200,14 +200,15 @@ static int parse_tunable(const char *opt, const char *val, struct rctab_entry *e
 	return 0;
 }
 
+enum { O_SEGMENT, O_POLICY, O_WRITE_POLICY, O_ESTIMATOR, O_NOMODEL, O_NOFAIL,
+       O_NOAUTO, O_INITRAMFS, O_ON_FAIL, O_READAHEAD, O_TIMEOUT, O_NR };
+
 /* One comma-separated option; *seen marks which were given, to refuse repeats. */
 static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, char *err)
 {
-	enum { O_SEGMENT, O_POLICY, O_WRITE_POLICY, O_ESTIMATOR, O_NOMODEL, O_NOFAIL,
-	       O_NOAUTO, O_ON_FAIL, O_READAHEAD, O_TIMEOUT, O_NR };
 	static const char * const names[O_NR] = {
 		"segment", "policy", "write_policy", "estimator", "nomodel", "nofail",
-		"noauto", "on-fail", "readahead", "x-systemd.device-timeout",
+		"noauto", "initramfs", "on-fail", "readahead", "x-systemd.device-timeout",
 	};
 	char *val = strchr(opt, '='), why[RCTAB_ERR_MAX];
 	uint64_t v;
@@ -229,7 +230,7 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 	if (*seen & (1u << o))
 		return fail(err, "option '%s' given twice", opt);
 	*seen |= 1u << o;
-	if (o == O_NOMODEL || o == O_NOFAIL || o == O_NOAUTO) {
+	if (o == O_NOMODEL || o == O_NOFAIL || o == O_NOAUTO || o == O_INITRAMFS) {
 		if (val)
 			return fail(err, "option '%s' takes no value", opt);
 	} else if (!val || !*val) {
@@ -245,6 +246,9 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 		return 0;
 	case O_NOAUTO:
 		e->noauto = true;
+		return 0;
+	case O_INITRAMFS:
+		e->initramfs = true;
 		return 0;
 	case O_SEGMENT:
 		if (rctab_parse_size(val, &v))
@@ -345,6 +349,13 @@ int rctab_parse_line(const char *text, unsigned int lineno, struct rctab_entry *
 		fail(err, "estimator=vdisk needs the model that nomodel leaves out");
 		goto out;
 	}
+	if (e->initramfs && e->noauto) {
+		fail(err, "initramfs and noauto: the initramfs starts every initramfs entry");
+		goto out;
+	}
+	/* What the initramfs mounts must mount: uncached if the module is missing. */
+	if (e->initramfs && !(seen & (1u << O_ON_FAIL)))
+		e->on_fail = RCTAB_ON_FAIL_LINEAR;
 	r = 1;
 out:
 	free(copy);

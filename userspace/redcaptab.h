@@ -50,6 +50,7 @@ struct rctab_entry {
 	uint32_t tunables_set;
 	uint32_t tunable[RCTAB_TUNABLES];
 	bool nomodel, nofail, noauto;
+	bool initramfs;				/* started by the initramfs; on-fail=linear unless said */
 	enum rctab_on_fail on_fail;
 	char device_timeout[32];		/* x-systemd.device-timeout= as written; "": none */
 	uint64_t device_timeout_us;		/* its value (UINT64_MAX: infinity) */

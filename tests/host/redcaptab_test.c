@@ -113,6 +113,19 @@ CTEST(redcaptab_every_option)
 	CHECK_STREQ(ent.origin, "0f6a3c1e-01");
 	CHECK(ent.nomodel);
 	CHECK_EQ(ent.policy, RC_POLICY_OFF);
+	CHECK(!ent.initramfs);
+}
+
+CTEST(redcaptab_initramfs_implies_on_fail_linear_unless_said)
+{
+	CHECK_EQ(parse("root /dev/disk/by-id/ata-A-part2 256M initramfs"), 1);
+	CHECK(ent.initramfs);
+	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_LINEAR);
+	CHECK_EQ(parse("root /dev/disk/by-id/ata-A-part2 256M on-fail=fail,initramfs"), 1);
+	CHECK(ent.initramfs);
+	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_FAIL);
+	CHECK_EQ(parse("root /dev/disk/by-id/ata-A-part2 256M nofail"), 1);
+	CHECK_EQ(ent.on_fail, RCTAB_ON_FAIL_FAIL);
 }
 
 CTEST(redcaptab_blank_and_comment_lines_are_nothing)
@@ -171,6 +184,9 @@ CTEST(redcaptab_every_bad_line_says_why)
 	CHECK_STREQ(refused("data /dev/sdb 64M nofial"), "unknown option 'nofial'");
 	CHECK_STREQ(refused("data /dev/sdb 64M nofail,nofail"), "option 'nofail' given twice");
 	CHECK_STREQ(refused("data /dev/sdb 64M nofail=yes"), "option 'nofail' takes no value");
+	CHECK_STREQ(refused("data /dev/sdb 64M initramfs=1"), "option 'initramfs' takes no value");
+	CHECK_STREQ(refused("data /dev/sdb 64M initramfs,noauto"),
+		    "initramfs and noauto: the initramfs starts every initramfs entry");
 	CHECK_STREQ(refused("data /dev/sdb 64M policy"), "option 'policy' needs a value");
 	CHECK_STREQ(refused("data /dev/sdb 64M policy="), "option 'policy' needs a value");
 	CHECK_STREQ(refused("data /dev/sdb 64M segment=lots"), "segment=lots is not a size");

@@ -70,7 +70,7 @@ def escape(name):
 
 # --- the expected units ------------------------------------------------------
 
-def stack_unit(tab, line, name, origin_path, nofail=False):
+def stack_unit(tab, line, name, origin_path, nofail=False, initramfs=False):
     inst = escape(name)
     dev_unit = escape_path(origin_path, "device")
     blockdev = escape_path(f"/dev/mapper/{name}", "target").replace("dev-", "blockdev@dev-", 1)
@@ -94,7 +94,8 @@ def stack_unit(tab, line, name, origin_path, nofail=False):
             "RemainAfterExit=yes\n"
             "TimeoutSec=2min\n"
             f"ExecStart=/usr/sbin/redcapctl start {name} --tab {tab}\n"
-            f"ExecStop=/usr/sbin/redcapctl stop {name}\n")
+            + (f"ExecStart=/usr/sbin/redcapctl upgrade {name} --tab {tab}\n" if initramfs else
+               f"ExecStop=/usr/sbin/redcapctl stop {name}\n"))
 
 
 def model_unit(tab, line, name, nomodel=False):
@@ -123,10 +124,11 @@ def model_unit(tab, line, name, nomodel=False):
             + model * f"ExecStop=/usr/sbin/redcapctl model save --if-present {name}\n")
 
 
-def entry_tree(tab, line, name, origin_path, nofail=False, noauto=False, nomodel=False):
+def entry_tree(tab, line, name, origin_path, nofail=False, noauto=False, nomodel=False,
+               initramfs=False):
     """What one entry without device timeout makes."""
     i = escape(name)
-    t = {f"redcap@{i}.service": stack_unit(tab, line, name, origin_path, nofail),
+    t = {f"redcap@{i}.service": stack_unit(tab, line, name, origin_path, nofail, initramfs),
          escape_path(f"/dev/mapper/{name}", "device") + ".requires/" + f"redcap@{i}.service":
              f"-> ../redcap@{i}.service"}
     if not noauto:
@@ -285,6 +287,17 @@ def test_noauto_is_not_wanted_by_redcap_target(tmp_path):
     # A mount of /dev/mapper/archive still pulls it in.
     assert t["dev-mapper-archive.device.requires/redcap@archive.service"] == \
         "-> ../redcap@archive.service"
+
+
+def test_an_initramfs_entry_is_upgraded_and_never_stopped(tmp_path):
+    """The initramfs built the stack (linear without the module): the unit
+    swaps the cache in, and leaves the stack under the root to the end."""
+    tab = str(tmp_path / "redcaptab")
+    r, out = generate(tmp_path, "root /dev/disk/by-id/ata-A-part2 256M initramfs\n")
+    assert (r.returncode, r.stderr) == (0, "")
+    t = tree(out)
+    assert t == entry_tree(tab, 1, "root", "/dev/disk/by-id/ata-A-part2", initramfs=True)
+    assert "ExecStop" not in t["redcap@root.service"]
 
 
 def test_nomodel_keeps_its_hot_set_only(tmp_path):
@@ -495,6 +508,7 @@ srv PARTUUID=7c3a9d1e-02 256M nofail
 scratch PARTLABEL=my/label 64M nomodel,policy=always
 archive /dev/md/archive 2G noauto,write_policy=update
 a+b.c_d /dev/mapper/vg0-lv 64M on-fail=linear,x-systemd.device-timeout=infinity
+root /dev/disk/by-id/ata-A-part2 128M initramfs
 """
 
 
@@ -512,9 +526,9 @@ def test_systemd_analyze_verify_passes_without_warnings(tmp_path):
         assert name != "redcap-model-save@.service" or "ExecStart=/usr/sbin/redcapctl " in text
         (static / name).write_text(text.replace("/usr/sbin/redcapctl", true))
     units = sorted(n for n in os.listdir(out) if os.path.isfile(out / n))
-    assert len(units) == 10
+    assert len(units) == 12
     instances = [f"redcap-model-save@{escape(n)}.{kind}" for n in ("db-1", "srv", "archive",
-                                                                    "a+b.c_d")
+                                                                    "a+b.c_d", "root")
                  for kind in ("timer", "service")]
     env = dict(os.environ, SYSTEMD_UNIT_PATH=f"{out}:{static}:{SYSTEM_UNITS}",
                SYSTEMD_LOG_LEVEL="info")

@@ -112,6 +112,10 @@ def test_help_and_no_arguments():
     (["list", "--json=1"], "list: unknown option '--json=1'"),
     (["start"], "start: missing operand"),
     (["start", "--all", "x"], "start: unexpected operand 'x'"),
+    (["start", "--initramfs", "x"], "start: unexpected operand 'x'"),
+    (["start", "--all", "--initramfs"], "start: --initramfs or --all, not both"),
+    (["stop", "--initramfs"], "stop: unknown option '--initramfs'"),
+    (["upgrade", "--initramfs"], "upgrade: unknown option '--initramfs'"),
     (["stop", "x", "--tab"], "stop: option '--tab' needs a value"),
     (["stop", "bad/name"], "stop: name 'bad/name': use letters, digits and + _ . - "
                            "(not first: - or .)"),
@@ -120,6 +124,30 @@ def test_help_and_no_arguments():
 def test_usage_errors_exit_2_before_touching_anything(args, err):
     r = rctl(*args)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"redcapctl: {err}\n" + TRY)
+
+
+def test_start_initramfs_without_an_initramfs_entry_asks_nothing_of_device_mapper(tmp_path):
+    # No device-mapper here: anything that asked it would fail.
+    tab = tmp_path / "redcaptab"
+    tab.write_text("data /dev/disk/by-id/ata-A 64M on-fail=linear\n"
+                   "bad line here\n")
+    env = dict(os.environ, SYSTEMD_PROC_CMDLINE="quiet")
+    r = subprocess.run([RCTL, "start", "--initramfs", "--tab", str(tab)], env=env,
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        1, "", f"redcapctl: {tab}: line 2: origin 'line' is not a /dev path, PARTUUID= or "
+               "PARTLABEL=\n")
+    r = subprocess.run([RCTL, "start", "--initramfs", "--tab", str(tmp_path / "none")],
+                       env=env, capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    # redcap=0 on the kernel command line: the initramfs starts nothing.
+    tab.write_text("root /dev/disk/by-id/ata-A 64M initramfs\n")
+    env["SYSTEMD_PROC_CMDLINE"] = "root=/dev/mapper/root redcap=0 redcap=maybe"
+    r = subprocess.run([RCTL, "start", "--initramfs", "--tab", str(tab)], env=env,
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0, "redcap=0 on the kernel command line: no stack started\n",
+        "redcapctl: warning: kernel command line: 'redcap=maybe' is not a boolean; ignored\n")
 
 
 # --- the JSON schema -------------------------------------------------------
@@ -240,6 +268,8 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
         "usr/share/doc/redcap/redcap.rst",
         "usr/share/doc/redcap/redcapctl.schema.json",
         "usr/share/doc/redcap/vdisk.rst",
+        "usr/share/initramfs-tools/hooks/redcap",
+        "usr/share/initramfs-tools/scripts/local-top/redcap",
         "usr/share/man/man5/redcaptab.5",
         "usr/share/man/man8/redcap-generator.8",
         "usr/share/man/man8/redcapctl.8",
@@ -252,6 +282,11 @@ def test_install_tools_puts_everything_in_place_and_uninstall_takes_it_away(tmp_
         (tmp_path / "lib/systemd/system/redcap-model-save@.service").read_text()
     assert "ExecStart=/usr/sbin/redcapctl stats --all --format prometheus --out " in \
         (tmp_path / "lib/systemd/system/redcap-metrics.service").read_text()
+    # The initramfs hook copies them from where they were installed.
+    hook = (tmp_path / "usr/share/initramfs-tools/hooks/redcap").read_text()
+    assert "\nREDCAPCTL=/usr/sbin/redcapctl\nUDEVDIR=/lib/udev\n" in hook
+    for f in ("hooks/redcap", "scripts/local-top/redcap"):
+        assert os.access(tmp_path / "usr/share/initramfs-tools" / f, os.X_OK), f
     assert (tmp_path / "var/lib/redcap").is_dir()
     r = subprocess.run([str(tmp_path / "usr/sbin/redcapctl"), "--help"], capture_output=True,
                        text=True)

@@ -10,6 +10,7 @@
 #   3 the module refused, linear 4 a kernel upgrade (DKMS)
 #   5 systemd-analyze verify, udevadm test   6 a bad redcaptab line
 #   7 a warm cache after a reboot (HDC's hot set saved and prefilled)
+#   8 the root filesystem on redcap (the initramfs builds its stack)
 # A step ends when its checks are done; redcap-boottest then powers off
 # (which stops the stacks: the shutdown is part of what the next boot sees).
 set -u
@@ -197,6 +198,72 @@ wait_pinned() {
 	done
 }
 
+# 8: the root filesystem on redcap.  The image's root is ext4 on the whole
+# disk (serial redcaproot); the stack "root" over it, built by the
+# initramfs, shows the same filesystem.
+ROOT_ORIGIN=/dev/disk/by-id/virtio-redcaproot
+ROOT_SUM=/root/rootdata.sha256
+initramfs_has() { # KERNEL: its initramfs holds what the hook adds
+	local ls
+	ls=$(lsinitramfs "/boot/initrd.img-$1")
+	printf '%s\n' "$ls" | grep -E 'redcap|dm-vdisk|local-top'
+	for f in "lib/modules/$1/updates/dkms/dm-redcap.ko" "lib/modules/$1/updates/dkms/dm-vdisk.ko" \
+		sbin/redcapctl etc/redcaptab scripts/local-top/redcap lib/udev/redcap-udev \
+		lib/udev/rules.d/59-redcap-member.rules; do
+		printf '%s\n' "$ls" | grep -Eq "(^|/)$f(\.[a-z]+)?\$" || { echo "missing: $f"; return 1; }
+	done
+}
+# An initramfs entry for the root, the root's fstab line on the stack, the
+# initramfs rebuilt, data on the root, and the kernel and initramfs for the
+# run to boot with root=/dev/mapper/root.
+setup_root() {
+	echo "root $ROOT_ORIGIN 64M initramfs" >>/etc/redcaptab
+	sed -i 's|^LABEL=redcaproot / |/dev/mapper/root / |' /etc/fstab
+	check 8 "setup: redcapctl check accepts the table" redcapctl check
+	check 8 "setup: update-initramfs -u -k $K61" update-initramfs -u -k "$K61" || return 1
+	check 8 "setup: the initramfs has the modules, redcapctl, the table, the script" \
+		initramfs_has "$K61" || return 1
+	dd if=/dev/urandom of=/root/rootdata.bin bs=1M count=8 status=none
+	sha256sum /root/rootdata.bin >"$ROOT_SUM"
+	sync
+	cp "/boot/vmlinuz-$K61" "/boot/initrd.img-$K61" "$OUT/"
+}
+root_through_stack() {
+	findmnt -n -o SOURCE,TARGET,FSTYPE /
+	[[ $(readlink -f "$(findmnt -n -o SOURCE /)") == $(readlink -f /dev/mapper/root) ]]
+}
+root_data_intact() { sha256sum -c "$ROOT_SUM"; }
+root_reads_hit() { # the root stack serves a second read of the same blocks from RAM
+	local before after
+	# Every miss filled for the probe: the default policy may pass these by.
+	redcapctl set root policy=always
+	dmsetup message root 0 reset_stats
+	dd if=/dev/mapper/root of=/dev/null bs=128k count=32 skip=4000 iflag=direct status=none
+	before=$(dmsetup message root 0 stats | sed -n 's/^read_hits=//p')
+	dd if=/dev/mapper/root of=/dev/null bs=128k count=32 skip=4000 iflag=direct status=none
+	after=$(dmsetup message root 0 stats | sed -n 's/^read_hits=//p')
+	redcapctl set root policy=adaptive+caware
+	echo "read_hits $before after the first pass, $after after the second (32 reads)"
+	((after - before >= 32))
+}
+root_checks() { # KERNEL
+	check 8 "running $1 with root=/dev/mapper/root" \
+		sh -c "uname -r; cat /proc/cmdline; [ \"\$(uname -r)\" = $1 ] && grep -q 'root=/dev/mapper/root' /proc/cmdline"
+	check 8 "the initramfs built the root stack (journalctl -k -t redcap-initramfs)" \
+		journal_has "redcap-initramfs: root: /dev/mapper/root over " -b -k
+	check 8 "/ is mounted from /dev/mapper/root" root_through_stack
+	check 8 "the root stack is redcap over its model layer over the disk" \
+		sh -c "dmsetup table root; dmsetup table root-vd; dmsetup table root | grep -q ' redcap ' &&
+			dmsetup table root-vd | grep -q ' vdisk '"
+	check 8 "redcap@root.service is active, and left the stack as it was" \
+		sh -c "systemctl status --no-pager -n 6 redcap@root.service; systemctl is-active redcap@root.service &&
+			journalctl -b --no-pager -u redcap@root.service | grep -F 'root: already running'"
+	check 8 "redcap-model@root.service is active" unit_active redcap-model@root.service
+	check 8 "the root stack caches: a second read hits" root_reads_hit
+	check 8 "the data on the root reads back" root_data_intact
+	check 8 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+}
+
 case $STEP in
 s1a)	# 1: a new entry, ext4 on it, data; the shutdown saves the model.
 	state=$(wait_booted)
@@ -325,9 +392,14 @@ s3b)	# 3: the module refused.
 		sh -c "redcapctl upgrade $NAME && findmnt -n $MNT"
 	check 3 "... now active or inactive, data intact" active_and_intact
 	;;
-s4a)	# 4: the stack on 6.1, then bookworm's 6.12 kernel installed.
+s4a)	# 4 and 8: the data stack, and the root filesystem on redcap from the next boot.
 	state=$(wait_booted)
 	setup_stack 4 "" defaults
+	setup_root
+	;;
+s4b)	# 8 on 6.1: the root on redcap; then 4: bookworm's 6.12 installed.
+	state=$(wait_booted)
+	root_checks "$K61"
 	check 4 "running $(uname -r), redcap from DKMS" \
 		sh -c "dkms status; modinfo -n dm_redcap"
 	say "installing linux-image-$K612 and its headers (DKMS builds redcap for it)"
@@ -341,9 +413,11 @@ s4a)	# 4: the stack on 6.1, then bookworm's 6.12 kernel installed.
 	check 4 "DKMS built and installed redcap for $K612" \
 		sh -c "dkms status redcap; dkms status redcap -k $K612 | grep -q ': installed' &&
 			find /lib/modules/$K612 -name 'dm-redcap.ko*' -o -name 'dm-vdisk.ko*' | grep -c . | grep -qx 2"
+	check 8 "the initramfs of $K612 has the DKMS-built modules (the kernel upgrade ran the hook)" \
+		initramfs_has "$K612"
 	cp "/boot/vmlinuz-$K612" "/boot/initrd.img-$K612" "$OUT/"
 	;;
-s4b)	# 4: booted into 6.12.
+s4c)	# 4 and 8: booted into 6.12, the root on redcap.
 	state=$(wait_booted)
 	check 4 "running $K612" sh -c "uname -r; [ \"\$(uname -r)\" = $K612 ]"
 	check 4 "dm_redcap and dm_vdisk loaded from DKMS's build" \
@@ -354,6 +428,35 @@ s4b)	# 4: booted into 6.12.
 	check 4 "$MNT is mounted from /dev/mapper/$NAME" mounted_through_stack
 	check 4 "the data reads back" data_intact
 	check 4 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
+	root_checks "$K612"
+	check 8 "this boot loaded the root stack's model saved by the last shutdown" \
+		journal_has "model loaded from /var/lib/redcap/root.vdisk" -b -u redcap-model@root.service
+	# Next: an initramfs without dm-redcap, as after a DKMS build that failed.
+	ko=$(modinfo -k "$K612" -n dm_redcap)
+	mv "$ko" /root/dm-redcap.ko.away && depmod "$K612"
+	update-initramfs -u -k "$K612" >"$OUT/update-initramfs.log" 2>&1
+	echo "update-initramfs exit $?" >>"$OUT/update-initramfs.log"
+	mv /root/dm-redcap.ko.away "$ko" && depmod "$K612"
+	check 8 "setup: update-initramfs without dm-redcap warns and names the remedy" \
+		sh -c "cat $OUT/update-initramfs.log; grep -q 'update-initramfs exit 0' $OUT/update-initramfs.log &&
+			grep -F 'W: redcap: dm-redcap is not built for kernel $K612' $OUT/update-initramfs.log"
+	check 8 "setup: that initramfs has redcapctl and the table, not dm-redcap" \
+		sh -c "lsinitramfs /boot/initrd.img-$K612 >/tmp/ls; grep -E 'redcapctl|redcaptab|dm-redcap|dm-vdisk' /tmp/ls;
+			grep -q 'sbin/redcapctl\$' /tmp/ls && ! grep -q 'dm-redcap.ko' /tmp/ls"
+	# (/boot keeps it: this image boots no more after the next boot.)
+	cp "/boot/vmlinuz-$K612" "/boot/initrd.img-$K612" "$OUT/"
+	;;
+s4d)	# 8: the initramfs without the module: the root mounts linear, the cache comes later.
+	state=$(wait_booted)
+	check 8 "the initramfs started the root stack linear (journalctl -k -t redcap-initramfs)" \
+		journal_has "redcap-initramfs: .*root: dm-redcap: .*linear device" -b -k
+	check 8 "/ is mounted from /dev/mapper/root" root_through_stack
+	check 8 "redcap@root.service swapped the cache in under the mounted root" \
+		sh -c "systemctl status --no-pager -n 8 redcap@root.service; systemctl is-active redcap@root.service &&
+			dmsetup table root | tee /dev/stderr | grep -q ' redcap ' &&
+			journalctl -b --no-pager -u redcap@root.service | grep -E 'root: .*cache'"
+	check 8 "the data on the root reads back" root_data_intact
+	check 8 "the boot finished: $state" sh -c "[ '$state' = running ] || { cat $OUT/failed-units; false; }"
 	;;
 s7a)	# 7: a load with a hot set; HDC chooses it; the shutdown saves it.
 	state=$(wait_booted)
