@@ -2759,6 +2759,41 @@ out:
 	mnt_unref_table(tb);
 }
 
+/*
+ * The initramfs builds its entries from the copy of the table that
+ * update-initramfs put in it: one older than the table may miss a change.
+ * $REDCAP_INITRD names the image (the tests'); else the running kernel's.
+ */
+static void check_initramfs(const struct tab *t)
+{
+	const char *env = getenv("REDCAP_INITRD");
+	struct stat tab_st, img_st;
+	char img[PATH_MAX];
+	struct utsname u;
+	size_t j;
+
+	for (j = 0; j < t->nr && !t->e[j].initramfs; j++)
+		;
+	if (j == t->nr)
+		return;
+	uname(&u);
+	snprintf(img, sizeof(img), "%s", env ? env : "");
+	if (!env)
+		snprintf(img, sizeof(img), "/boot/initrd.img-%s", u.release);
+	if (stat(img, &img_st)) {
+		report(PROBLEM, "%s: %s, with an initramfs entry (%s): update-initramfs -u",
+		       img, strerror(errno), t->e[j].name);
+	} else if (!stat(t->path, &tab_st) &&
+		   (tab_st.st_mtim.tv_sec > img_st.st_mtim.tv_sec ||
+		    (tab_st.st_mtim.tv_sec == img_st.st_mtim.tv_sec &&
+		     tab_st.st_mtim.tv_nsec > img_st.st_mtim.tv_nsec))) {
+		report(WARNING, "%s: older than %s, whose initramfs entries it builds from its "
+		       "own copy: update-initramfs -u", img, t->path);
+	} else {
+		report(OK, "%s: newer than %s, for its initramfs entries", img, t->path);
+	}
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -2835,6 +2870,7 @@ static int cmd_check(int argc, char **argv)
 		}
 	}
 	check_fstab(opts.fstab, &t, o, found);
+	check_initramfs(&t);
 	free(o);
 	free(found);
 	free(t.e);

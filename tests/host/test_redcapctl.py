@@ -150,6 +150,30 @@ def test_start_initramfs_without_an_initramfs_entry_asks_nothing_of_device_mappe
         "redcapctl: warning: kernel command line: 'redcap=maybe' is not a boolean; ignored\n")
 
 
+def test_check_says_when_the_initramfs_is_older_than_the_table(tmp_path):
+    tab, img = tmp_path / "redcaptab", tmp_path / "initrd.img"
+    tab.write_text("data /dev/disk/by-id/ata-A 64M\n")
+    img.write_text("")
+
+    def lines():
+        r = subprocess.run([RCTL, "check", "--tab", str(tab), "--fstab", "/dev/null"],
+                           env=dict(os.environ, REDCAP_INITRD=str(img)),
+                           capture_output=True, text=True)
+        return [line for line in r.stdout.splitlines() if str(img) in line]
+
+    assert lines() == []            # no initramfs entry: no word of it
+    tab.write_text("root /dev/disk/by-id/ata-A-part2 64M initramfs\n")
+    os.utime(img, (1e9, 1e9))
+    assert lines() == [f"warning  {img}: older than {tab}, whose initramfs entries it builds "
+                       "from its own copy: update-initramfs -u"]
+    os.utime(img, None)
+    os.utime(tab, (1e9, 1e9))
+    assert lines() == [f"ok       {img}: newer than {tab}, for its initramfs entries"]
+    img.unlink()
+    assert lines() == [f"problem  {img}: No such file or directory, with an initramfs entry "
+                       "(root): update-initramfs -u"]
+
+
 # --- the JSON schema -------------------------------------------------------
 
 STATUS = {

@@ -388,7 +388,7 @@ def test_every_option_of_the_parser_is_in_redcaptab_5():
     terms = [plain(line).split("=")[0] for line in definition_terms(body)]
     table = option_table()
     assert table == ["segment", "policy", "write_policy", "estimator", "nomodel", "nofail",
-                     "noauto", "on-fail", "readahead", "x-systemd.device-timeout"]
+                     "noauto", "initramfs", "on-fail", "readahead", "x-systemd.device-timeout"]
     assert terms == table[:-1] + ["key", "x-systemd.device-timeout", "x-anything"]
     # key=N: every tunable of the target, by name
     tunables = re.findall(r'\[RC_TUN_\w+\] = \{ "(\w+)"',
@@ -426,7 +426,7 @@ def test_the_example_file_of_redcaptab_5_is_good(tmp_path):
     example = literal_after(section(rst, "EXAMPLES"))
     assert example[0].startswith("# /etc/redcaptab")
     ok, bad = check_tab(tmp_path, example)
-    assert (ok, bad) == ([f"ok       {tmp_path / 'redcaptab'}: 5 entries, every line good"], [])
+    assert (ok, bad) == ([f"ok       {tmp_path / 'redcaptab'}: 6 entries, every line good"], [])
 
 
 def test_the_bad_lines_of_redcaptab_5_say_what_the_parser_says(tmp_path):
