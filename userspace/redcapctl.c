@@ -2527,9 +2527,11 @@ static int start_initramfs(const struct tab_opts *o)
 		status = 1;
 	for (size_t j = 0; j < t.nr; j++) {
 		e = &t.e[j];
-		if (e->initramfs &&
-		    entry_start(e, e->device_timeout[0] ? e->device_timeout_us :
-				INITRAMFS_ORIGIN_WAIT_US))
+		uint64_t wait_us = e->device_timeout[0] ? e->device_timeout_us :
+				   INITRAMFS_ORIGIN_WAIT_US;
+
+		/* x-systemd.device-timeout=0 waits for ever, as infinity does. */
+		if (e->initramfs && entry_start(e, wait_us ? wait_us : UINT64_MAX))
 			status = 1;
 	}
 	free(t.e);

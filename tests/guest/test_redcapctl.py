@@ -842,3 +842,61 @@ def test_a_missing_module_is_named_on_fail_linear_degrades_and_upgrade_swaps_bac
     r = rctl("upgrade", lin, "--tab", str(tab))
     assert (r.returncode, r.stderr) == (1, f"redcapctl: {lin}: not running (redcapctl start "
                                            "builds it)\n")
+
+
+def test_start_initramfs_waits_for_its_origins_only(dmname, loop64, loop128, cleanup, tmp_path):
+    """What the initramfs runs: the initramfs entries only, each origin
+    waited for up to its device timeout (the disk may come late there)."""
+    a, b, c = dmname(), dmname(), dmname()
+    cleanup.extend([a, b, c])
+    late = f"/dev/redcap-test-late-{a}"
+    tab = tmp_path / "redcaptab"
+    tab.write_text(f"{a} {late} 4M initramfs,x-systemd.device-timeout=2min\n"
+                   f"{b} {loop128} 4M\n"
+                   f"{c} /dev/disk/by-id/redcap-no-such-disk 4M initramfs,"
+                   "x-systemd.device-timeout=1s\n")
+    p = subprocess.Popen([RCTL, "start", "--initramfs", "--tab", str(tab)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stdout.readline()          # it says so once, then waits
+        assert first == f"{a}: waiting up to 120 s for origin {late}\n"
+        os.symlink(loop64, late)
+        out, err = p.communicate(timeout=300)
+    finally:
+        p.kill()
+        if os.path.lexists(late):
+            os.unlink(late)
+    assert p.returncode == 1
+    assert out == (f"{a}: /dev/mapper/{a} over {late} (model layer measuring it), cache 4 MiB "
+                   "(32 x 128 KiB), policy adaptive+caware, read-ahead 1 MiB\n"
+                   f"{c}: waiting up to 1 s for origin /dev/disk/by-id/redcap-no-such-disk\n")
+    assert err == f"redcapctl: {c}: origin /dev/disk/by-id/redcap-no-such-disk: not found\n"
+    assert table(a).startswith(f"0 131072 redcap {dmtest.dm_major_minor(f'/dev/mapper/{a}-vd')} ")
+    assert not {b, c} & dm_devices()
+    # Run again (a second initramfs script, say): a no-op for the running one.
+    tab.write_text(f"{a} {loop64} 4M initramfs\n")
+    r = rctl("start", "--initramfs", "--tab", str(tab))
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"{a}: already running\n", "")
+    ok("stop", a)
+
+
+def test_an_initramfs_entry_without_its_module_starts_linear(dmname, loop64, cleanup, tmp_path,
+                                                              modules_unloaded):
+    """initramfs implies on-fail=linear: the root mounts without the module."""
+    name = dmname()
+    cleanup.append(name)
+    rel = os.uname().release
+    tab = tmp_path / "redcaptab"
+    tab.write_text(f"{name} {loop64} 4M initramfs\n")
+    r = rctl("start", "--initramfs", "--tab", str(tab))
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0, f"{name}: /dev/mapper/{name} over {loop64}, linear (no cache), read-ahead 1 MiB\n",
+        f"redcapctl: warning: {name}: dm-redcap: not built for kernel {rel} (no dm-redcap module "
+        f"in /lib/modules/{rel}; install redcap for this kernel): starting it as a linear "
+        "device, without cache (on-fail=linear)\n")
+    assert table(name) == f"0 131072 linear {dmtest.dm_major_minor(loop64)} 0"
+    modules_unloaded()
+    # What its unit runs once the root is mounted: the cache swapped in.
+    assert ok("upgrade", name, "--tab", str(tab)).stdout.startswith(
+        f"{name}: /dev/mapper/{name} over {loop64} (model layer measuring it)")
+    ok("stop", name)
