@@ -210,7 +210,9 @@ initramfs_has() { # KERNEL: its initramfs holds what the hook adds
 	for f in "lib/modules/$1/updates/dkms/dm-redcap.ko" "lib/modules/$1/updates/dkms/dm-vdisk.ko" \
 		sbin/redcapctl etc/redcaptab scripts/local-top/redcap lib/udev/redcap-udev \
 		lib/udev/rules.d/59-redcap-member.rules; do
-		printf '%s\n' "$ls" | grep -Eq "(^|/)$f(\.[a-z]+)?\$" || { echo "missing: $f"; return 1; }
+		# (under /usr or not; a module compressed or not)
+		printf '%s\n' "$ls" | sed -E 's|^usr/||; s/\.(xz|zst|gz)$//' | grep -Fxq "$f" ||
+			{ echo "missing: $f"; return 1; }
 	done
 }
 # An initramfs entry for the root, the root's fstab line on the stack, the
