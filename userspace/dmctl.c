@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <libdevmapper.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 
 const char *progname = "dmctl";
 const char *usage_text = "";
+static void (*help_fn)(const char *cmd);
 
 /* train's progress line is on a tty and not ended yet */
 bool progress_line;
@@ -76,6 +78,15 @@ void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
 void *xmalloc(size_t size)
 {
 	void *p = malloc(size ? size : 1);
@@ -119,9 +130,6 @@ bool take(const char **p, const char *lit)
 	*p += n;
 	return true;
 }
-
-
-
 void dev_resolve(const char *arg, struct dev *d)
 {
 	struct stat st;
@@ -240,9 +248,260 @@ char *dm_message(const struct dev *d, const char *msg)
 	return answer;
 }
 
-/* --- stats: key=value lines ---------------------------------------------- */
+/* --- device-mapper tasks through libdevmapper, with udev synchronisation -- */
 
-/* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+char dm_why[320];
+int dm_errno;
+
+const char *dm_task_error(struct dm_task *dmt)
+{
+	dm_errno = dmt ? dm_task_get_errno(dmt) : 0;
+	snprintf(dm_why, sizeof(dm_why), "%s", dmt ? dm_task_why(dmt) :
+		 *dm_last_error() ? dm_last_error() : "cannot talk to device-mapper");
+	return dm_why;
+}
+
+struct dm_task *dm_task_new(int type, const char *name)
+{
+	struct dm_task *dmt;
+
+	dm_log_clear();
+	if (!dm_available()) {
+		snprintf(dm_why, sizeof(dm_why),
+			 "device-mapper is not available (no /dev/mapper/control; modprobe dm-mod)");
+		return NULL;
+	}
+	dmt = dm_task_create(type);
+	if (!dmt) {
+		dm_task_error(NULL);
+		return NULL;
+	}
+	if (name && !dm_task_set_name(dmt, name)) {
+		dm_task_error(dmt);
+		dm_task_destroy(dmt);
+		return NULL;
+	}
+	return dmt;
+}
+
+/* 0 and @di filled (di->exists false if there is no such device), or -1 and dm_why. */
+int dm_info_get(const char *name, struct devinfo *di)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_INFO, name);
+	struct dm_info info;
+	const char *uuid;
+	int r = -1;
+
+	memset(di, 0, sizeof(*di));
+	if (!dmt)
+		return -1;
+	if (!dm_task_run(dmt) || !dm_task_get_info(dmt, &info)) {
+		dm_task_error(dmt);
+		goto out;
+	}
+	di->exists = info.exists;
+	if (info.exists) {
+		di->major = info.major;
+		di->minor = info.minor;
+		di->open_count = (unsigned int)info.open_count;
+		di->suspended = info.suspended;
+		uuid = dm_task_get_uuid(dmt);
+		snprintf(di->uuid, sizeof(di->uuid), "%s", uuid ? uuid : "");
+	}
+	r = 0;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * The first target of @name's table (DM_DEVICE_TABLE) or status
+ * (DM_DEVICE_STATUS): its length, type and parameters (malloc'd).
+ */
+int dm_target_get(int type, const char *name, uint64_t *len, char **ttype, char **params)
+{
+	struct dm_task *dmt = dm_task_new(type, name);
+	uint64_t start, length;
+	char *tt = NULL, *p = NULL;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if (!dm_task_run(dmt)) {
+		dm_task_error(dmt);
+		goto out;
+	}
+	dm_get_next_target(dmt, NULL, &start, &length, &tt, &p);
+	if (!tt) {
+		snprintf(dm_why, sizeof(dm_why), "no table loaded");
+		goto out;
+	}
+	*len = length;
+	*ttype = xstrdup(tt);
+	*params = xstrdup(p ? p : "");
+	r = 0;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * Create @name with one target and resume it, waiting for udev; its
+ * read-ahead @ra_sectors, or the kernel's with DM_READ_AHEAD_AUTO.
+ */
+int dm_create_dev(const char *name, const char *uuid, uint64_t sectors,
+			 const char *ttype, const char *params, uint16_t udev_flags,
+			 uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_CREATE, name);
+	uint32_t cookie = 0;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if (!dm_task_set_uuid(dmt, uuid) || !dm_task_add_target(dmt, 0, sectors, ttype, params) ||
+	    (ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
+	    !dm_task_set_cookie(dmt, &cookie, udev_flags) || !dm_task_run(dmt))
+		dm_task_error(dmt);
+	else
+		r = 0;
+	dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return r;
+}
+
+int dm_remove_dev(const char *name)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_REMOVE, name);
+	uint32_t cookie = 0;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	/* udev's own probe of a device may still hold it open for a moment. */
+	if (!dm_task_retry_remove(dmt) || !dm_task_set_cookie(dmt, &cookie, 0) ||
+	    !dm_task_run(dmt))
+		dm_task_error(dmt);
+	else
+		r = 0;
+	dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/* @type on @name; a resume (@with_cookie) sets read-ahead @ra_sectors too. */
+int dm_simple(int type, const char *name, bool with_cookie, uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(type, name);
+	uint32_t cookie = 0;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if ((ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
+	    (with_cookie && !dm_task_set_cookie(dmt, &cookie, 0)) || !dm_task_run(dmt))
+		dm_task_error(dmt);
+	else
+		r = 0;
+	if (with_cookie)
+		dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * Replace @name's table live: load, suspend, resume with read-ahead
+ * @ra_sectors (a new table resets it to the kernel's); the old table is gone.
+ */
+int dm_swap_table(const char *name, uint64_t sectors, const char *ttype,
+			 const char *params, uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_RELOAD, name);
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if (!dm_task_add_target(dmt, 0, sectors, ttype, params) || !dm_task_run(dmt)) {
+		dm_task_error(dmt);
+		dm_task_destroy(dmt);
+		return -1;
+	}
+	dm_task_destroy(dmt);
+	if (dm_simple(DM_DEVICE_SUSPEND, name, false, DM_READ_AHEAD_AUTO)) {
+		char why[sizeof(dm_why)];
+
+		memcpy(why, dm_why, sizeof(why));
+		dm_simple(DM_DEVICE_CLEAR, name, false, DM_READ_AHEAD_AUTO);
+		memcpy(dm_why, why, sizeof(why));
+		return -1;
+	}
+	r = dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
+	return r;
+}
+
+/* Whether the kernel has target type @ttype now; its version in @version. */
+bool dm_has_target(const char *ttype, char *version, size_t len)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_LIST_VERSIONS, NULL);
+	struct dm_versions *v, *last;
+	bool found = false;
+
+	if (!dmt)
+		return false;
+	if (dm_task_run(dmt)) {
+		v = dm_task_get_versions(dmt);
+		do {
+			last = v;
+			if (!strcmp(v->name, ttype)) {
+				found = true;
+				if (version)
+					snprintf(version, len, "%u.%u.%u", v->version[0],
+						 v->version[1], v->version[2]);
+			}
+			v = (struct dm_versions *)((char *)v + v->next);
+		} while (last != v && !found);
+	}
+	dm_task_destroy(dmt);
+	return found;
+}
+
+/* --- command lines ------------------------------------------------------- */
+
+const char *cmd_name;
+
+int dmctl_parse_opts(int argc, char **argv, const struct option *longopts,
+		     void (*opt)(int c, const char *arg, void *ctx), void *ctx)
+{
+	int c;
+
+	cmd_name = argv[0];
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			help_fn(argv[0]);
+			exit(0);
+		}
+		/* A short option by its letter; a long one as written (--json=1). */
+		if (c == '?' && optopt && strncmp(argv[optind - 1], "--", 2))
+			usage_error("%s: unknown option '-%c'", argv[0], optopt);
+		if (c == '?')
+			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+		if (c == ':')
+			usage_error("%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+		opt(c, optarg, ctx);
+	}
+	return optind;
+}
+
+void dmctl_operands(int argc, char **argv, int first, int min, int max)
+{
+	if (argc - first < min)
+		usage_error("%s: missing operand", argv[0]);
+	if (argc - first > max)
+		usage_error("%s: unexpected operand '%s'", argv[0], argv[first + max]);
+}
+
 double now_s(void)
 {
 	struct timespec ts;
@@ -320,10 +579,11 @@ uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
 }
 
 /* libdevmapper logs through dm_log(): its errors become ours to print. */
-void dmctl_init(const char *prog, const char *usage)
+void dmctl_init(const char *prog, const char *usage, void (*help)(const char *cmd))
 {
 	progname = prog;
 	usage_text = usage;
+	help_fn = help;
 	dm_log_with_errno_init(dm_log);
 }
 

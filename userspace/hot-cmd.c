@@ -227,13 +227,13 @@ int redcapctl_hot(int argc, char **argv)
 	int i, r;
 
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help"))
-		redcapctl_parse_opts(argc, argv, opts, hot_opt, &if_present);
+		dmctl_parse_opts(argc, argv, opts, hot_opt, &if_present);
 	if (strcmp(verb, "save") && strcmp(verb, "load"))
 		usage_error(*verb ? "hot: unknown verb '%s' (save, load)" :
 			    "hot: missing verb (save, load)%s", verb);
 	argv[1] = argv[0];	/* "hot save NAME": parse from "save" */
-	i = redcapctl_parse_opts(argc - 1, argv + 1, opts, hot_opt, &if_present) + 1;
-	redcapctl_operands(argc, argv, i, 1, 2);
+	i = dmctl_parse_opts(argc - 1, argv + 1, opts, hot_opt, &if_present) + 1;
+	dmctl_operands(argc, argv, i, 1, 2);
 	/* --if-present, for the boot units: a linear stack, or no file yet. */
 	r = redcapctl_cache_get(argv[i], if_present, &c);
 	if (r)

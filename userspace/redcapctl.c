@@ -123,15 +123,6 @@ static const char redcapctl_help[] =
 "\n"
 "Exit status: 0 success, 1 error, 2 usage error.  See redcapctl(8).\n";
 
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
 /* "64 MiB", "128 KiB", "1.5 GiB": for people; JSON has the bytes. */
 static const char *fmt_size(uint64_t bytes, char *buf, size_t len)
 {
@@ -148,231 +139,6 @@ static const char *fmt_size(uint64_t bytes, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", v, units[u]);
 	return buf;
-}
-
-/* --- device-mapper through libdevmapper ---------------------------------- */
-
-static char dm_why[320];
-static int dm_errno;	/* the ioctl's errno when the last task failed, or 0 */
-
-/* Why the task @dmt failed to run (NULL: it could not be made), in dm_why. */
-static const char *task_error(struct dm_task *dmt)
-{
-	dm_errno = dmt ? dm_task_get_errno(dmt) : 0;
-	snprintf(dm_why, sizeof(dm_why), "%s", dmt ? dm_task_why(dmt) :
-		 *dm_last_error() ? dm_last_error() : "cannot talk to device-mapper");
-	return dm_why;
-}
-
-static struct dm_task *task(int type, const char *name)
-{
-	struct dm_task *dmt;
-
-	dm_log_clear();
-	if (!dm_available()) {
-		snprintf(dm_why, sizeof(dm_why),
-			 "device-mapper is not available (no /dev/mapper/control; modprobe dm-mod)");
-		return NULL;
-	}
-	dmt = dm_task_create(type);
-	if (!dmt) {
-		task_error(NULL);
-		return NULL;
-	}
-	if (name && !dm_task_set_name(dmt, name)) {
-		task_error(dmt);
-		dm_task_destroy(dmt);
-		return NULL;
-	}
-	return dmt;
-}
-
-struct devinfo {
-	bool exists;
-	unsigned int major, minor, open_count;
-	bool suspended;
-	char uuid[DM_UUID_LEN];
-};
-
-/* 0 and @di filled (di->exists false if there is no such device), or -1 and dm_why. */
-static int dm_info_get(const char *name, struct devinfo *di)
-{
-	struct dm_task *dmt = task(DM_DEVICE_INFO, name);
-	struct dm_info info;
-	const char *uuid;
-	int r = -1;
-
-	memset(di, 0, sizeof(*di));
-	if (!dmt)
-		return -1;
-	if (!dm_task_run(dmt) || !dm_task_get_info(dmt, &info)) {
-		task_error(dmt);
-		goto out;
-	}
-	di->exists = info.exists;
-	if (info.exists) {
-		di->major = info.major;
-		di->minor = info.minor;
-		di->open_count = (unsigned int)info.open_count;
-		di->suspended = info.suspended;
-		uuid = dm_task_get_uuid(dmt);
-		snprintf(di->uuid, sizeof(di->uuid), "%s", uuid ? uuid : "");
-	}
-	r = 0;
-out:
-	dm_task_destroy(dmt);
-	return r;
-}
-
-/*
- * The first target of @name's table (DM_DEVICE_TABLE) or status
- * (DM_DEVICE_STATUS): its length, type and parameters (malloc'd).
- */
-static int dm_target_get(int type, const char *name, uint64_t *len, char **ttype, char **params)
-{
-	struct dm_task *dmt = task(type, name);
-	uint64_t start, length;
-	char *tt = NULL, *p = NULL;
-	int r = -1;
-
-	if (!dmt)
-		return -1;
-	if (!dm_task_run(dmt)) {
-		task_error(dmt);
-		goto out;
-	}
-	dm_get_next_target(dmt, NULL, &start, &length, &tt, &p);
-	if (!tt) {
-		snprintf(dm_why, sizeof(dm_why), "no table loaded");
-		goto out;
-	}
-	*len = length;
-	*ttype = xstrdup(tt);
-	*params = xstrdup(p ? p : "");
-	r = 0;
-out:
-	dm_task_destroy(dmt);
-	return r;
-}
-
-/*
- * Create @name with one target and resume it, waiting for udev; its
- * read-ahead @ra_sectors, or the kernel's with DM_READ_AHEAD_AUTO.
- */
-static int dm_create_dev(const char *name, const char *uuid, uint64_t sectors,
-			 const char *ttype, const char *params, uint16_t udev_flags,
-			 uint32_t ra_sectors)
-{
-	struct dm_task *dmt = task(DM_DEVICE_CREATE, name);
-	uint32_t cookie = 0;
-	int r = -1;
-
-	if (!dmt)
-		return -1;
-	if (!dm_task_set_uuid(dmt, uuid) || !dm_task_add_target(dmt, 0, sectors, ttype, params) ||
-	    (ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
-	    !dm_task_set_cookie(dmt, &cookie, udev_flags) || !dm_task_run(dmt))
-		task_error(dmt);
-	else
-		r = 0;
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return r;
-}
-
-static int dm_remove_dev(const char *name)
-{
-	struct dm_task *dmt = task(DM_DEVICE_REMOVE, name);
-	uint32_t cookie = 0;
-	int r = -1;
-
-	if (!dmt)
-		return -1;
-	/* udev's own probe of a device may still hold it open for a moment. */
-	if (!dm_task_retry_remove(dmt) || !dm_task_set_cookie(dmt, &cookie, 0) ||
-	    !dm_task_run(dmt))
-		task_error(dmt);
-	else
-		r = 0;
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return r;
-}
-
-/* @type on @name; a resume (@with_cookie) sets read-ahead @ra_sectors too. */
-static int dm_simple(int type, const char *name, bool with_cookie, uint32_t ra_sectors)
-{
-	struct dm_task *dmt = task(type, name);
-	uint32_t cookie = 0;
-	int r = -1;
-
-	if (!dmt)
-		return -1;
-	if ((ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
-	    (with_cookie && !dm_task_set_cookie(dmt, &cookie, 0)) || !dm_task_run(dmt))
-		task_error(dmt);
-	else
-		r = 0;
-	if (with_cookie)
-		dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return r;
-}
-
-/*
- * Replace @name's table live: load, suspend, resume with read-ahead
- * @ra_sectors (a new table resets it to the kernel's); the old table is gone.
- */
-static int dm_swap_table(const char *name, uint64_t sectors, const char *ttype,
-			 const char *params, uint32_t ra_sectors)
-{
-	struct dm_task *dmt = task(DM_DEVICE_RELOAD, name);
-	int r = -1;
-
-	if (!dmt)
-		return -1;
-	if (!dm_task_add_target(dmt, 0, sectors, ttype, params) || !dm_task_run(dmt)) {
-		task_error(dmt);
-		dm_task_destroy(dmt);
-		return -1;
-	}
-	dm_task_destroy(dmt);
-	if (dm_simple(DM_DEVICE_SUSPEND, name, false, DM_READ_AHEAD_AUTO)) {
-		char why[sizeof(dm_why)];
-
-		memcpy(why, dm_why, sizeof(why));
-		dm_simple(DM_DEVICE_CLEAR, name, false, DM_READ_AHEAD_AUTO);
-		memcpy(dm_why, why, sizeof(why));
-		return -1;
-	}
-	r = dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
-	return r;
-}
-
-/* Whether the kernel has target type @ttype now; its version in @version. */
-static bool dm_has_target(const char *ttype, char *version, size_t len)
-{
-	struct dm_task *dmt = task(DM_DEVICE_LIST_VERSIONS, NULL);
-	struct dm_versions *v, *last;
-	bool found = false;
-
-	if (!dmt)
-		return false;
-	if (dm_task_run(dmt)) {
-		v = dm_task_get_versions(dmt);
-		do {
-			last = v;
-			if (!strcmp(v->name, ttype)) {
-				found = true;
-				if (version)
-					snprintf(version, len, "%u.%u.%u", v->version[0],
-						 v->version[1], v->version[2]);
-			}
-			v = (struct dm_versions *)((char *)v + v->next);
-		} while (last != v && !found);
-	}
-	dm_task_destroy(dmt);
-	return found;
 }
 
 /* --- modules ------------------------------------------------------------- */
@@ -1380,43 +1146,6 @@ static int stack_remove(const char *name, bool keep)
 
 /* --- command lines ------------------------------------------------------- */
 
-static const char *cmd_name;
-
-/* getopt_long over a command's options: returns the index of its first operand. */
-int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
-			 void (*opt)(int c, const char *arg, void *ctx), void *ctx)
-{
-	int c;
-
-	cmd_name = argv[0];
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(redcapctl_usage, stdout);
-			fputs(redcapctl_help, stdout);
-			exit(0);
-		}
-		/* A short option by its letter; a long one as written (--json=1). */
-		if (c == '?' && optopt && strncmp(argv[optind - 1], "--", 2))
-			usage_error("%s: unknown option '-%c'", argv[0], optopt);
-		if (c == '?')
-			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
-		if (c == ':')
-			usage_error("%s: option '%s' needs a value", argv[0], argv[optind - 1]);
-		opt(c, optarg, ctx);
-	}
-	return optind;
-}
-
-void redcapctl_operands(int argc, char **argv, int first, int min, int max)
-{
-	if (argc - first < min)
-		usage_error("%s: missing operand", argv[0]);
-	if (argc - first > max)
-		usage_error("%s: unexpected operand '%s'", argv[0], argv[first + max]);
-}
-
 static const struct option help_only[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -1519,10 +1248,10 @@ static int cmd_create(int argc, char **argv)
 		.policy = -1, .write_policy = -1, .estimator = -1,
 		.readahead_bytes = RCTAB_READAHEAD_AUTO,
 	};
-	int i = redcapctl_parse_opts(argc, argv, longopts, create_opt, &s);
+	int i = dmctl_parse_opts(argc, argv, longopts, create_opt, &s);
 	const char *origin;
 
-	redcapctl_operands(argc, argv, i, 2, 2);
+	dmctl_operands(argc, argv, i, 2, 2);
 	name_check(argv[i]);
 	s.name = argv[i];
 	origin = argv[i + 1];
@@ -1550,9 +1279,9 @@ static int cmd_remove(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool keep = false;
-	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &keep);
+	int i = dmctl_parse_opts(argc, argv, longopts, bool_opt, &keep);
 
-	redcapctl_operands(argc, argv, i, 1, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	return stack_remove(argv[i], keep) ? 1 : 0;
 }
 
@@ -1564,7 +1293,7 @@ static int strcmp_ptr(const void *a, const void *b)
 /* The names of our stacks (not their model layers), sorted; NULL-terminated. */
 static char **stack_names(void)
 {
-	struct dm_task *dmt = task(DM_DEVICE_LIST, NULL);
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_LIST, NULL);
 	struct dm_names *n;
 	char **names = NULL;
 	size_t nr = 0;
@@ -1572,7 +1301,7 @@ static char **stack_names(void)
 	struct devinfo di;
 
 	if (!dmt || !dm_task_run(dmt))
-		die("list: %s", dmt ? task_error(dmt) : dm_why);
+		die("list: %s", dmt ? dm_task_error(dmt) : dm_why);
 	n = dm_task_get_names(dmt);
 	names = xmalloc(sizeof(*names));
 	if (n && n->dev) {
@@ -1608,12 +1337,12 @@ static int cmd_list(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &json), status = 0;
+	int i = dmctl_parse_opts(argc, argv, longopts, bool_opt, &json), status = 0;
 	json_object *all = json_object_new_array(), *o;
 	char **names, ram[32], seg[32];
 	struct stack k;
 
-	redcapctl_operands(argc, argv, i, 0, 0);
+	dmctl_operands(argc, argv, i, 0, 0);
 	names = stack_names();
 	for (char **n = names; *n; n++) {
 		if (stack_load(*n, &k)) {
@@ -1661,10 +1390,10 @@ static int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = redcapctl_parse_opts(argc, argv, longopts, bool_opt, &json);
+	int i = dmctl_parse_opts(argc, argv, longopts, bool_opt, &json);
 	struct stack k;
 
-	redcapctl_operands(argc, argv, i, 1, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	if (stack_load(argv[i], &k))
 		return 1;
 	if (json)
@@ -2081,7 +1810,7 @@ static int cmd_stats(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct stats_opts o = { .format = -1, .interval = 1.0 };
-	int i = redcapctl_parse_opts(argc, argv, longopts, stats_opt, &o);
+	int i = dmctl_parse_opts(argc, argv, longopts, stats_opt, &o);
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	struct history h = { .n = 0 };
 	struct sample a, b;
@@ -2099,7 +1828,7 @@ static int cmd_stats(int argc, char **argv)
 	} else if (o.watch) {
 		usage_error("stats: --watch does not go with --format prometheus");
 	}
-	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	dmctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (o.format == STATS_PROMETHEUS)
 		return stats_prometheus(o.all ? NULL : argv[i], o.out);
 	json = o.json || o.format == STATS_JSON;
@@ -2176,12 +1905,12 @@ static bool is_tunable(const char *key)
 
 static int cmd_set(int argc, char **argv)
 {
-	int i = redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL), nr;
+	int i = dmctl_parse_opts(argc, argv, help_only, no_opts, NULL), nr;
 	char *(*words)[3], buf[256], *key;
 	struct stack k;
 	struct rc_msg m;
 
-	redcapctl_operands(argc, argv, i, 2, INT_MAX);
+	dmctl_operands(argc, argv, i, 2, INT_MAX);
 	nr = argc - i - 1;
 	words = xmalloc((size_t)nr * sizeof(*words));
 	/* Every pair is checked with the target's own parser before any is sent. */
@@ -2239,12 +1968,12 @@ static int cmd_set(int argc, char **argv)
 
 static int cmd_simple_message(int argc, char **argv, const char *msg)
 {
-	int i = redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = dmctl_parse_opts(argc, argv, help_only, no_opts, NULL);
 	struct stack k;
 	const char *why;
 	char *answer;
 
-	redcapctl_operands(argc, argv, i, 1, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	if (cache_load(argv[i], &k))
 		return 1;
 	why = dm_send(&k.dev, msg, &answer);
@@ -2285,23 +2014,23 @@ static int cmd_model(int argc, char **argv)
 	int i, r = 0;
 
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		redcapctl_parse_opts(argc, argv, help_only, no_opts, NULL);
+		dmctl_parse_opts(argc, argv, help_only, no_opts, NULL);
 	}
 	if (strcmp(verb, "save") && strcmp(verb, "load") && strcmp(verb, "train"))
 		usage_error(*verb ? "model: unknown verb '%s' (save, load, train)" :
 			    "model: missing verb (save, load, train)%s", verb);
 	argv[1] = argv[0];	/* "model save NAME": parse from "save" */
 	if (!strcmp(verb, "train")) {
-		i = redcapctl_parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
-		redcapctl_operands(argc, argv, i, 1, 1);
+		i = dmctl_parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
+		dmctl_operands(argc, argv, i, 1, 1);
 	} else {
 		/*
 		 * --if-present, for the boot units: no file yet (before the first
 		 * save), a stack started linear or made without a model layer, is
 		 * nothing to do, not an error.
 		 */
-		i = redcapctl_parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
-		redcapctl_operands(argc, argv, i, 1, 2);
+		i = dmctl_parse_opts(argc - 1, argv + 1, model_opts, bool_opt, &if_present) + 1;
+		dmctl_operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
 		return 1;
@@ -2539,7 +2268,7 @@ static int start_initramfs(const struct tab_opts *o)
 static int cmd_start_stop(int argc, char **argv, bool start)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = redcapctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = dmctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
 	struct tab t;
 
@@ -2547,10 +2276,10 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 		usage_error(start ? "start: --initramfs or --all, not both" :
 			    "stop: unknown option '--initramfs'");
 	if (o.initramfs) {
-		redcapctl_operands(argc, argv, i, 0, 0);
+		dmctl_operands(argc, argv, i, 0, 0);
 		return start_initramfs(&o);
 	}
-	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	dmctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
 	/* Stopping one stack needs no table: it may have left the file already. */
@@ -2597,7 +2326,7 @@ static int cmd_start_stop(int argc, char **argv, bool start)
 static int cmd_upgrade(int argc, char **argv)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = redcapctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = dmctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
 	struct devinfo di;
 	struct spec s;
@@ -2606,7 +2335,7 @@ static int cmd_upgrade(int argc, char **argv)
 
 	if (o.initramfs)
 		usage_error("upgrade: unknown option '--initramfs'");
-	redcapctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
+	dmctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);
 	tab_read(&t, o.tab, o.all, !o.all);
@@ -2803,14 +2532,14 @@ static int cmd_check(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct tab_opts opts = { .tab = DEFAULT_TAB, .fstab = "/etc/fstab" };
-	int i = redcapctl_parse_opts(argc, argv, longopts, tab_opt, &opts);
+	int i = dmctl_parse_opts(argc, argv, longopts, tab_opt, &opts);
 	char why[PATH_MAX + 64], use[PATH_MAX];
 	struct devinfo di;
 	struct origin *o;
 	struct tab t;
 	bool *found;
 
-	redcapctl_operands(argc, argv, i, 0, 0);
+	dmctl_operands(argc, argv, i, 0, 0);
 	if (dm_available())
 		report(OK, "device-mapper: available");
 	else
@@ -2881,6 +2610,14 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
+/* -h, --help: every command's. */
+static void help(const char *cmd)
+{
+	(void)cmd;
+	fputs(redcapctl_usage, stdout);
+	fputs(redcapctl_help, stdout);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct dmctl_cmd cmds[] = {
@@ -2894,14 +2631,13 @@ int main(int argc, char **argv)
 	};
 
 	/* A usage error prints its reason and where to read more, not all commands. */
-	dmctl_init("redcapctl", try_help);
+	dmctl_init("redcapctl", try_help, help);
 	if (argc < 2) {
 		fputs(redcapctl_usage, stderr);
 		return 2;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(redcapctl_usage, stdout);
-		fputs(redcapctl_help, stdout);
+		help(NULL);
 		return 0;
 	}
 	atexit(vdt_cleanup);

@@ -12,20 +12,8 @@
 
 #include "dmctl.h"
 
-struct option;
-
 /* redcapctl hot save|load NAME ...: argv[0] is "hot".  The exit status. */
 int redcapctl_hot(int argc, char **argv);
-
-/*
- * redcapctl's parser of a command's options (redcapctl.c): each option
- * through @opt, --help and the errors as for every command; returns the
- * index of the first operand.
- */
-int redcapctl_parse_opts(int argc, char **argv, const struct option *longopts,
-			 void (*opt)(int c, const char *arg, void *ctx), void *ctx);
-/* A usage error unless argv[@first..] holds @min to @max operands. */
-void redcapctl_operands(int argc, char **argv, int first, int min, int max);
 
 /* What a stack with its cache is, for the commands that message it. */
 struct redcapctl_cache {

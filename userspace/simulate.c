@@ -345,7 +345,7 @@ int redcapctl_simulate(int argc, char **argv)
 	struct trace t = { 0 }, warm = { 0 };
 	int i, first;
 
-	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
+	first = dmctl_parse_opts(argc, argv, opts, sim_opt, &a);
 	if (first != argc)
 		usage_error("simulate: unexpected '%s'", argv[first]);
 	if (!a.path)
