@@ -494,6 +494,25 @@ int dmctl_parse_opts(int argc, char **argv, const struct option *longopts,
 	return optind;
 }
 
+const struct option dmctl_help_only[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+void dmctl_no_opts(int c, const char *arg, void *ctx)
+{
+	(void)c;
+	(void)arg;
+	(void)ctx;
+}
+
+void dmctl_flag_opt(int c, const char *arg, void *ctx)
+{
+	(void)c;
+	(void)arg;
+	*(bool *)ctx = true;
+}
+
 void dmctl_operands(int argc, char **argv, int first, int min, int max)
 {
 	if (argc - first < min)

@@ -3,6 +3,7 @@
 #ifndef DMCTL_H
 #define DMCTL_H
 
+#include <getopt.h>
 #include <limits.h>
 #include <linux/dm-ioctl.h>
 #include <stdbool.h>
@@ -11,7 +12,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct option;
 
 #define MAX_STATS	256	/* key=value lines in a stats answer */
 
@@ -131,6 +131,11 @@ int dmctl_parse_opts(int argc, char **argv, const struct option *longopts,
 		     void (*opt)(int c, const char *arg, void *ctx), void *ctx);
 /* The command being parsed (argv[0] of dmctl_parse_opts()), for messages. */
 extern const char *cmd_name;
+/* The options of a command that has none but --help. */
+extern const struct option dmctl_help_only[];
+/* dmctl_parse_opts()'s @opt for no option, and for one flag: *(bool *)@ctx set. */
+void dmctl_no_opts(int c, const char *arg, void *ctx);
+void dmctl_flag_opt(int c, const char *arg, void *ctx);
 /* A usage error unless argv[@first..] holds @min to @max operands. */
 void dmctl_operands(int argc, char **argv, int first, int min, int max);
 

@@ -316,7 +316,7 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	}
 }
 
-int redcapctl_simulate(int argc, char **argv)
+int cmd_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, 't' },

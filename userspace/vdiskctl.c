@@ -63,25 +63,6 @@ static void help(const char *cmd)
 	fputs(help_text, stdout);
 }
 
-static void no_opts(int c, const char *arg, void *ctx)
-{
-	(void)c;
-	(void)arg;
-	(void)ctx;
-}
-
-static const struct option help_only[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
-
-static void stats_opt(int c, const char *arg, void *ctx)
-{
-	(void)arg;
-	if (c == 'j')
-		*(bool *)ctx = true;
-}
-
 /*
  * A stats value as JSON: an integer (-?(0|[1-9][0-9]*), within int64 or
  * uint64) as a number, anything else as a string.
@@ -112,7 +93,7 @@ static int cmd_stats(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = dmctl_parse_opts(argc, argv, longopts, stats_opt, &json);
+	int i = dmctl_parse_opts(argc, argv, longopts, dmctl_flag_opt, &json);
 	struct json_object *obj, *val;
 	struct stats st;
 	struct dev d;
@@ -148,7 +129,7 @@ static int cmd_stats(int argc, char **argv)
 /* A command whose operands are a device and a file. */
 static int dev_file_cmd(int argc, char **argv, void (*fn)(const struct dev *d, const char *file))
 {
-	int i = dmctl_parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
 	struct dev d;
 
 	dmctl_operands(argc, argv, i, 2, 2);
@@ -169,7 +150,7 @@ static int cmd_load(int argc, char **argv)
 
 static int cmd_check_file(int argc, char **argv)
 {
-	int i = dmctl_parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
 
 	dmctl_operands(argc, argv, i, 1, 1);
 	vdt_check_file(argv[i]);
