@@ -542,9 +542,14 @@ int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
-	if (argv[1][0] == '-')
-		usage_error("unknown option '%s'", argv[1]);
-	usage_error("unknown command '%s'", argv[1]);
+	dmctl_unknown(argv[1]);
+}
+
+void dmctl_unknown(const char *word)
+{
+	if (word[0] == '-')
+		usage_error("unknown option '%s'", word);
+	usage_error("unknown command '%s'", word);
 }
 
 void answer_get(const struct dev *d, const char *msg, struct stats *st)

@@ -150,6 +150,8 @@ struct dmctl_cmd {
  * its exit status; a usage error if there is none of that name.
  */
 int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n);
+/* The usage error of a first word that names no command (or no option) of the tool. */
+void dmctl_unknown(const char *word) __attribute__((noreturn));
 
 struct stats {
 	char *text;

@@ -208,11 +208,6 @@ static void hot_load(const struct redcapctl_cache *c, const char *file)
 
 int cmd_hot(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "if-present", no_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *verb = argc > 1 ? argv[1] : "";
 	struct redcapctl_cache c;
 	bool if_present = false;
@@ -220,12 +215,12 @@ int cmd_hot(int argc, char **argv)
 	int i, r;
 
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help"))
-		dmctl_parse_opts(argc, argv, opts, dmctl_flag_opt, &if_present);
+		dmctl_parse_opts(argc, argv, if_present_options, dmctl_flag_opt, &if_present);
 	if (strcmp(verb, "save") && strcmp(verb, "load"))
 		usage_error(*verb ? "hot: unknown verb '%s' (save, load)" :
 			    "hot: missing verb (save, load)%s", verb);
 	argv[1] = argv[0];	/* "hot save NAME": parse from "save" */
-	i = dmctl_parse_opts(argc - 1, argv + 1, opts, dmctl_flag_opt, &if_present) + 1;
+	i = dmctl_parse_opts(argc - 1, argv + 1, if_present_options, dmctl_flag_opt, &if_present) + 1;
 	dmctl_operands(argc, argv, i, 1, 2);
 	/* --if-present, for the boot units: a linear stack, or no file yet. */
 	r = redcapctl_cache_get(argv[i], if_present, &c);

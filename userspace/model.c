@@ -20,13 +20,15 @@
 
 /* --- model: vdiskctl's table commands on NAME-vd ------------------------- */
 
+/* model save|load's options, and hot's. */
+const struct option if_present_options[] = {
+	{ "if-present", no_argument, NULL, 'i' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_model(int argc, char **argv)
 {
-	static const struct option model_opts[] = {
-		{ "if-present", no_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct vdt_train t = VDT_TRAIN_DEFAULTS;
 	const char *verb = argc > 1 ? argv[1] : "";
 	bool if_present = false;
@@ -50,7 +52,7 @@ int cmd_model(int argc, char **argv)
 		 * save), a stack started linear or made without a model layer, is
 		 * nothing to do, not an error.
 		 */
-		i = dmctl_parse_opts(argc - 1, argv + 1, model_opts, dmctl_flag_opt, &if_present) + 1;
+		i = dmctl_parse_opts(argc - 1, argv + 1, if_present_options, dmctl_flag_opt, &if_present) + 1;
 		dmctl_operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))

@@ -44,6 +44,11 @@ int cmd_model(int argc, char **argv);		/* model.c */
 int cmd_hot(int argc, char **argv);		/* hot-cmd.c */
 int cmd_simulate(int argc, char **argv);	/* simulate.c */
 
+/* Their options, for getopt_long and for the command table (redcapctl.c). */
+extern const struct option create_options[], remove_options[], list_options[],
+	stats_options[], start_options[], tab_options[], check_options[],
+	if_present_options[], simulate_options[];
+
 /* --- stacks.c: origins and stacks ---------------------------------------- */
 
 struct origin {
@@ -138,7 +143,6 @@ struct tab_opts {
 	const char *tab, *fstab;
 };
 
-extern const struct option tab_longopts[];
 void tab_opt(int c, const char *arg, void *ctx);
 /*
  * Read the table file; its bad lines are printed (as warnings with

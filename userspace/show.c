@@ -257,15 +257,17 @@ static void stack_print(const struct stack *k)
 	json_object_put(o);
 }
 
+/* list's and status' options. */
+const struct option list_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_list(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	bool json = false;
-	int i = dmctl_parse_opts(argc, argv, longopts, dmctl_flag_opt, &json), status = 0;
+	int i = dmctl_parse_opts(argc, argv, list_options, dmctl_flag_opt, &json), status = 0;
 	json_object *all = json_object_new_array(), *o;
 	char **names, ram[32], seg[32];
 	struct stack k;
@@ -312,13 +314,8 @@ int cmd_list(int argc, char **argv)
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	bool json = false;
-	int i = dmctl_parse_opts(argc, argv, longopts, dmctl_flag_opt, &json);
+	int i = dmctl_parse_opts(argc, argv, list_options, dmctl_flag_opt, &json);
 	struct stack k;
 
 	dmctl_operands(argc, argv, i, 1, 1);
@@ -726,19 +723,21 @@ static void stats_opt(int c, const char *arg, void *ctx)
 		usage_error("stats: --watch=%s: seconds from 0.1 to 3600", arg);
 }
 
+/* stats' options. */
+const struct option stats_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "watch", optional_argument, NULL, 'w' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "out", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_stats(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "watch", optional_argument, NULL, 'w' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct stats_opts o = { .format = -1, .interval = 1.0 };
-	int i = dmctl_parse_opts(argc, argv, longopts, stats_opt, &o);
+	int i = dmctl_parse_opts(argc, argv, stats_options, stats_opt, &o);
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	struct history h = { .n = 0 };
 	struct sample a, b;

@@ -848,25 +848,27 @@ static void create_opt(int c, const char *arg, void *ctx)
 	}
 }
 
+/* create's options (the command table's, redcapctl.c). */
+const struct option create_options[] = {
+	{ "ram", required_argument, NULL, 'r' },
+	{ "segment", required_argument, NULL, 's' },
+	{ "policy", required_argument, NULL, 'p' },
+	{ "write-policy", required_argument, NULL, 'w' },
+	{ "estimator", required_argument, NULL, 'e' },
+	{ "no-model", no_argument, NULL, 'n' },
+	{ "readahead", required_argument, NULL, 'a' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_create(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "ram", required_argument, NULL, 'r' },
-		{ "segment", required_argument, NULL, 's' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "write-policy", required_argument, NULL, 'w' },
-		{ "estimator", required_argument, NULL, 'e' },
-		{ "no-model", no_argument, NULL, 'n' },
-		{ "readahead", required_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spec s = {
 		.ram_bytes = DEFAULT_RAM, .ram_str = "64M", .segment_bytes = RCTAB_DEFAULT_SEGMENT,
 		.policy = -1, .write_policy = -1, .estimator = -1,
 		.readahead_bytes = RCTAB_READAHEAD_AUTO,
 	};
-	int i = dmctl_parse_opts(argc, argv, longopts, create_opt, &s);
+	int i = dmctl_parse_opts(argc, argv, create_options, create_opt, &s);
 	const char *origin;
 
 	dmctl_operands(argc, argv, i, 2, 2);
@@ -889,15 +891,17 @@ int cmd_create(int argc, char **argv)
 	return stack_create(&s) ? 1 : 0;
 }
 
+/* remove's options. */
+const struct option remove_options[] = {
+	{ "keep-device", no_argument, NULL, 'k' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_remove(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "keep-device", no_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	bool keep = false;
-	int i = dmctl_parse_opts(argc, argv, longopts, dmctl_flag_opt, &keep);
+	int i = dmctl_parse_opts(argc, argv, remove_options, dmctl_flag_opt, &keep);
 
 	dmctl_operands(argc, argv, i, 1, 1);
 	return stack_remove(argv[i], keep) ? 1 : 0;
@@ -954,15 +958,13 @@ char **stack_names(void)
 int cmd_upgrade(int argc, char **argv)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = dmctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = dmctl_parse_opts(argc, argv, tab_options, tab_opt, &o), status = 0;
 	const struct rctab_entry *e;
 	struct devinfo di;
 	struct spec s;
 	char ram[32];
 	struct tab t;
 
-	if (o.initramfs)
-		usage_error("upgrade: unknown option '--initramfs'");
 	dmctl_operands(argc, argv, i, o.all ? 0 : 1, o.all ? 0 : 1);
 	if (!o.all)
 		name_check(argv[i]);

@@ -166,9 +166,17 @@ void tab_opt(int c, const char *arg, void *ctx)
 		o->fstab = arg;
 }
 
-const struct option tab_longopts[] = {
+/* start's options; stop's and upgrade's, the table's entries by name or all of them. */
+const struct option start_options[] = {
 	{ "all", no_argument, NULL, 'a' },
 	{ "initramfs", no_argument, NULL, 'i' },
+	{ "tab", required_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+const struct option tab_options[] = {
+	{ "all", no_argument, NULL, 'a' },
 	{ "tab", required_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -211,13 +219,13 @@ static int start_initramfs(const struct tab_opts *o)
 static int cmd_start_stop(int argc, char **argv, bool start)
 {
 	struct tab_opts o = { .tab = DEFAULT_TAB };
-	int i = dmctl_parse_opts(argc, argv, tab_longopts, tab_opt, &o), status = 0;
+	int i = dmctl_parse_opts(argc, argv, start ? start_options : tab_options, tab_opt, &o);
 	const struct rctab_entry *e;
+	int status = 0;
 	struct tab t;
 
-	if (o.initramfs && (!start || o.all))
-		usage_error(start ? "start: --initramfs or --all, not both" :
-			    "stop: unknown option '--initramfs'");
+	if (o.initramfs && o.all)
+		usage_error("start: --initramfs or --all, not both");
 	if (o.initramfs) {
 		dmctl_operands(argc, argv, i, 0, 0);
 		return start_initramfs(&o);
@@ -424,16 +432,18 @@ static void check_initramfs(const struct tab *t)
 	}
 }
 
+/* check's options. */
+const struct option check_options[] = {
+	{ "tab", required_argument, NULL, 't' },
+	{ "fstab", required_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int cmd_check(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "tab", required_argument, NULL, 't' },
-		{ "fstab", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct tab_opts opts = { .tab = DEFAULT_TAB, .fstab = "/etc/fstab" };
-	int i = dmctl_parse_opts(argc, argv, longopts, tab_opt, &opts);
+	int i = dmctl_parse_opts(argc, argv, check_options, tab_opt, &opts);
 	char why[PATH_MAX + 64], use[PATH_MAX];
 	struct devinfo di;
 	struct origin *o;
