@@ -39,9 +39,20 @@ struct command {
 	int (*fn)(int argc, char **argv);
 	/* What it does, a line of the help and its continuations after "\n". */
 	const char *help;
+	/* Or, where the words are the target's (set's keys), what makes them. */
+	const char *(*help_fn)(void);
 	/* In the help of all commands, said on the line of the command before it. */
 	bool joined;
 };
+
+/* The help's text starts in this column and ends before the 80th. */
+#define HELP_INDENT	15
+#define HELP_WIDTH	(79 - HELP_INDENT)
+
+static const char *set_help(void)
+{
+	return set_keys(HELP_WIDTH);
+}
 
 static const char start_stop_help[] =
 	"the stacks of " DEFAULT_TAB " (redcaptab(5)): one by name, or\n"
@@ -99,8 +110,7 @@ static const struct command commands[] = {
 		.synopsis = { "NAME KEY=VALUE..." },
 		.options = { dmctl_help_only },
 		.fn = cmd_set,
-		.help = "policy, write_policy, estimator, window, margin, decay_ms,\n"
-			"budget_share, budget_cap_ms, prefetch, hdc, hot_period",
+		.help_fn = set_help,
 	},
 	{
 		.name = "drop-cache",
@@ -256,11 +266,11 @@ static void usage(FILE *f)
 /* @c's help under @label, its continuation lines under the first. */
 static void help_of(const struct command *c, const char *label)
 {
-	printf("  %-12s ", label);
-	for (const char *p = c->help; *p; p++) {
+	printf("  %-*s ", HELP_INDENT - 3, label);
+	for (const char *p = c->help ? c->help : c->help_fn(); *p; p++) {
 		putchar(*p);
 		if (*p == '\n')
-			printf("%15s", "");
+			printf("%*s", HELP_INDENT, "");
 	}
 }
 
@@ -288,7 +298,7 @@ static void help(const char *cmd)
 			continue;
 		snprintf(label, sizeof(label), "%s", c->name);
 		/* Commands of one help share a line: "start, stop". */
-		for (; i + 1 < NR_COMMANDS && commands[i + 1].help == c->help; i++)
+		for (; c->help && i + 1 < NR_COMMANDS && commands[i + 1].help == c->help; i++)
 			snprintf(label + strlen(label), sizeof(label) - strlen(label), ", %s",
 				 commands[i + 1].name);
 		help_of(c, label);

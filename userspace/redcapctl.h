@@ -44,6 +44,12 @@ int cmd_model(int argc, char **argv);		/* model.c */
 int cmd_hot(int argc, char **argv);		/* hot-cmd.c */
 int cmd_simulate(int argc, char **argv);	/* simulate.c */
 
+/*
+ * set's keys, from the target's tables (rc-args.c), ", " between them;
+ * lines of @width characters at most, "\n" between them (0: one line).
+ */
+const char *set_keys(size_t width);
+
 /* Their options, for getopt_long and for the command table (redcapctl.c). */
 extern const struct option create_options[], remove_options[], list_options[],
 	stats_options[], start_options[], tab_options[], check_options[],

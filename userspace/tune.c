@@ -15,55 +15,81 @@
 #include "rc-policy.h"
 #include "redcapctl.h"
 
-/* --- set, drop-cache, reset-stats ---------------------------------------- */
-
-/* A stack that has a cache: 0, or -1 printed. */
-static int cache_load(const char *name, struct stack *k)
+/* A stack that has a cache: 0, or -1 printed; 1, said, if it has none and @linear_ok. */
+static int cache_load(const char *name, bool linear_ok, struct stack *k)
 {
 	if (stack_load(name, k))
 		return -1;
-	if (!is_redcap(k)) {
-		stack_free(k);
-		return fail("%s: a linear device without cache (once the redcap module loads, "
-			    "redcapctl upgrade swaps the cache in)", name);
+	if (is_redcap(k))
+		return 0;
+	stack_free(k);
+	if (linear_ok) {
+		printf("%s: a linear device without cache: nothing to do\n", name);
+		return 1;
 	}
-	return 0;
+	return fail("%s: a linear device without cache (once the redcap module loads, "
+		    "redcapctl upgrade swaps the cache in)", name);
 }
 
 int redcapctl_cache_get(const char *name, bool linear_ok, struct redcapctl_cache *c)
 {
 	struct stack k;
+	int r = cache_load(name, linear_ok, &k);
 
-	if (stack_load(name, &k))
-		return -1;
-	if (!is_redcap(&k) && linear_ok) {
-		printf("%s: a linear device without cache: nothing to do\n", name);
-		stack_free(&k);
-		return 1;
-	}
-	if (!is_redcap(&k)) {
-		stack_free(&k);
-		return fail("%s: a linear device without cache (once the redcap module loads, "
-			    "redcapctl upgrade swaps the cache in)", name);
-	}
+	if (r)
+		return r;
 	*c = (struct redcapctl_cache){ .dev = k.dev, .origin = k.origin, .sectors = k.sectors,
 				       .seg_sectors = k.seg_sectors };
 	stack_free(&k);
 	return 0;
 }
 
-#define SET_KEYS	"policy, write_policy, estimator, window, margin, decay_ms, " \
-			"budget_share, budget_cap_ms, prefetch, hdc, hot_period"
+/*
+ * set's keys, as the target has them (rc-args.c): the messages that take
+ * a value of their own, then the tunables of its "set" message.
+ */
+static const enum rc_msg_verb value_msgs[] = {
+	RC_MSG_POLICY, RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR,
+};
 
-/* A key of the target's "set" message. */
-static bool is_tunable(const char *key)
+#define NR_VALUE_MSGS	(sizeof(value_msgs) / sizeof(value_msgs[0]))
+#define NR_KEYS		(NR_VALUE_MSGS + RC_TUN_NR)
+
+static const char *key_name(size_t i)
 {
-	int k;
+	return i < NR_VALUE_MSGS ? rc_msg_name(value_msgs[i]) :
+	       rc_tunable_name((enum rc_tunable)(i - NR_VALUE_MSGS));
+}
 
-	for (k = 0; k < RC_TUN_NR; k++)
-		if (!strcmp(key, rc_tunable_name((enum rc_tunable)k)))
-			return true;
-	return false;
+const char *set_keys(size_t width)
+{
+	static char buf[512];
+	size_t len = 0, line = 0;
+
+	for (size_t i = 0; i < NR_KEYS; i++) {
+		const char *sep = i + 1 < NR_KEYS ? "," : "";
+		size_t n = strlen(key_name(i)) + strlen(sep);
+
+		if (i && width && line + 1 + n > width) {
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "\n");
+			line = 0;
+		} else if (i) {
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, " ");
+			line++;
+		}
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", key_name(i), sep);
+		line += n;
+	}
+	return buf;
+}
+
+/* The key @key, exactly as the target names it: its index in set_keys(), or -1. */
+static int set_key(const char *key)
+{
+	for (size_t i = 0; i < NR_KEYS; i++)
+		if (!strcmp(key, key_name(i)))
+			return (int)i;
+	return -1;
 }
 
 int cmd_set(int argc, char **argv)
@@ -81,6 +107,7 @@ int cmd_set(int argc, char **argv)
 		char *kv = argv[i + 1 + j], *val = strchr(kv, '=');
 		unsigned int n;
 		const char *err;
+		int c;
 
 		if (!val || val == kv || !val[1])
 			usage_error("set: '%s' is not KEY=VALUE", kv);
@@ -88,18 +115,18 @@ int cmd_set(int argc, char **argv)
 		if (!key)
 			die("out of memory");
 		val++;
-		if (!strcmp(key, "policy") || !strcmp(key, "write_policy") ||
-		    !strcmp(key, "estimator")) {
+		c = set_key(key);
+		if (c < 0)
+			usage_error("set: unknown key '%s' (%s)", key, set_keys(0));
+		if ((size_t)c < NR_VALUE_MSGS) {
 			words[j][0] = key;
 			words[j][1] = val;
 			n = 2;
-		} else if (is_tunable(key)) {
-			words[j][0] = "set";
+		} else {
+			words[j][0] = (char *)rc_msg_name(RC_MSG_SET);
 			words[j][1] = key;
 			words[j][2] = val;
 			n = 3;
-		} else {
-			usage_error("set: unknown key '%s' (" SET_KEYS ")", key);
 		}
 		err = rc_parse_message(n, words[j], &m, buf, sizeof(buf));
 		if (err) {
@@ -111,10 +138,10 @@ int cmd_set(int argc, char **argv)
 		if (n == 2)
 			words[j][2] = NULL;
 	}
-	if (cache_load(argv[i], &k))
+	if (cache_load(argv[i], false, &k))
 		return 1;
 	for (int j = 0; j < nr; j++) {
-		if (!strcmp(words[j][0], "estimator") && !k.has_vd &&
+		if (!strcmp(words[j][0], rc_msg_name(RC_MSG_ESTIMATOR)) && !k.has_vd &&
 		    rc_estimator_parse(words[j][1]) == RC_EST_VDISK)
 			die("%s: estimator=vdisk needs the model layer, which this stack has not "
 			    "(created with --no-model)", argv[i]);
@@ -129,7 +156,7 @@ int cmd_set(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_simple_message(int argc, char **argv, const char *msg)
+static int cmd_simple_message(int argc, char **argv, enum rc_msg_verb msg)
 {
 	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
 	struct stack k;
@@ -137,9 +164,9 @@ static int cmd_simple_message(int argc, char **argv, const char *msg)
 	char *answer;
 
 	dmctl_operands(argc, argv, i, 1, 1);
-	if (cache_load(argv[i], &k))
+	if (cache_load(argv[i], false, &k))
 		return 1;
-	why = dm_send(&k.dev, msg, &answer);
+	why = dm_send(&k.dev, rc_msg_name(msg), &answer);
 	stack_free(&k);
 	if (why) {
 		fail("%s: %s: %s", argv[i], argv[0], !strcmp(why, strerror(EBUSY)) ?
@@ -152,10 +179,10 @@ static int cmd_simple_message(int argc, char **argv, const char *msg)
 
 int cmd_drop_cache(int argc, char **argv)
 {
-	return cmd_simple_message(argc, argv, "drop_cache");
+	return cmd_simple_message(argc, argv, RC_MSG_DROP_CACHE);
 }
 
 int cmd_reset_stats(int argc, char **argv)
 {
-	return cmd_simple_message(argc, argv, "reset_stats");
+	return cmd_simple_message(argc, argv, RC_MSG_RESET_STATS);
 }

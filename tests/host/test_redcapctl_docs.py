@@ -658,10 +658,17 @@ def test_a_key_is_offered_without_a_space_after_it():
     assert complete("redcapctl stats x --watch")[1] == []
 
 
+def set_keys_of_the_code():
+    """The keys redcapctl set takes, as its error about an unknown key lists them."""
+    r = subprocess.run([REDCAPCTL, "set", "x", "nokey=1"], capture_output=True, text=True)
+    m = re.fullmatch(r"redcapctl: set: unknown key 'nokey' \((.*)\)\n", r.stderr.splitlines(True)[0])
+    assert r.returncode == 2 and m, r.stderr
+    return m.group(1).split(", ")
+
+
 def test_the_set_keys_and_values_are_the_codes():
     src = sources()
-    macro = re.search(r'#define SET_KEYS\s+((?:"[^"]*"\s*\\?\s*)+)', src).group(1)
-    keys = "".join(re.findall(r'"([^"]*)"', macro)).split(", ")
+    keys = set_keys_of_the_code()
     policies = re.search(r'#define POLICIES\s+"one of ([^"]+)"', src).group(1).split(", ")
     # the tunables named in the usage text are the target's, in its order
     args = read(os.path.join(TOP, "dm-redcap", "rc-args.c"))
