@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dmctl.h"
+#include "kv.h"
 
 #define DM_LOG_LEVEL_ERR	3	/* libdevmapper's _LOG_ERR */
 
@@ -346,97 +347,81 @@ out:
 }
 
 /*
- * Create @name with one target and resume it, waiting for udev; its
- * read-ahead @ra_sectors, or the kernel's with DM_READ_AHEAD_AUTO.
+ * Run @dmt, whose setup went well if @ready, waiting for udev's work on it
+ * with @udev_flags (none: -1), and destroy it.  0, or -1 with dm_why.
  */
-int dm_create_dev(const char *name, const char *uuid, uint64_t sectors,
-			 const char *ttype, const char *params, uint16_t udev_flags,
-			 uint32_t ra_sectors)
+static int task_finish(struct dm_task *dmt, bool ready, int udev_flags)
 {
-	struct dm_task *dmt = dm_task_new(DM_DEVICE_CREATE, name);
 	uint32_t cookie = 0;
 	int r = -1;
 
-	if (!dmt)
-		return -1;
-	if (!dm_task_set_uuid(dmt, uuid) || !dm_task_add_target(dmt, 0, sectors, ttype, params) ||
-	    (ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
-	    !dm_task_set_cookie(dmt, &cookie, udev_flags) || !dm_task_run(dmt))
+	if (!ready || (udev_flags >= 0 && !dm_task_set_cookie(dmt, &cookie, (uint16_t)udev_flags)) ||
+	    !dm_task_run(dmt))
 		dm_task_error(dmt);
 	else
 		r = 0;
-	dm_udev_wait(cookie);
+	if (udev_flags >= 0)
+		dm_udev_wait(cookie);
 	dm_task_destroy(dmt);
 	return r;
+}
+
+/* A read-ahead of @ra_sectors for the device @dmt makes or resumes, unless DM_READ_AHEAD_AUTO. */
+static bool task_read_ahead(struct dm_task *dmt, uint32_t ra_sectors)
+{
+	return ra_sectors == DM_READ_AHEAD_AUTO || dm_task_set_read_ahead(dmt, ra_sectors, 0);
+}
+
+int dm_create_dev(const char *name, const char *uuid, uint64_t sectors, const char *ttype,
+		  const char *params, uint16_t udev_flags, uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_CREATE, name);
+
+	if (!dmt)
+		return -1;
+	return task_finish(dmt, dm_task_set_uuid(dmt, uuid) &&
+			   dm_task_add_target(dmt, 0, sectors, ttype, params) &&
+			   task_read_ahead(dmt, ra_sectors), udev_flags);
 }
 
 int dm_remove_dev(const char *name)
 {
 	struct dm_task *dmt = dm_task_new(DM_DEVICE_REMOVE, name);
-	uint32_t cookie = 0;
-	int r = -1;
 
 	if (!dmt)
 		return -1;
 	/* udev's own probe of a device may still hold it open for a moment. */
-	if (!dm_task_retry_remove(dmt) || !dm_task_set_cookie(dmt, &cookie, 0) ||
-	    !dm_task_run(dmt))
-		dm_task_error(dmt);
-	else
-		r = 0;
-	dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return r;
+	return task_finish(dmt, dm_task_retry_remove(dmt), 0);
 }
 
-/* @type on @name; a resume (@with_cookie) sets read-ahead @ra_sectors too. */
 int dm_simple(int type, const char *name, bool with_cookie, uint32_t ra_sectors)
 {
 	struct dm_task *dmt = dm_task_new(type, name);
-	uint32_t cookie = 0;
-	int r = -1;
 
 	if (!dmt)
 		return -1;
-	if ((ra_sectors != DM_READ_AHEAD_AUTO && !dm_task_set_read_ahead(dmt, ra_sectors, 0)) ||
-	    (with_cookie && !dm_task_set_cookie(dmt, &cookie, 0)) || !dm_task_run(dmt))
-		dm_task_error(dmt);
-	else
-		r = 0;
-	if (with_cookie)
-		dm_udev_wait(cookie);
-	dm_task_destroy(dmt);
-	return r;
+	return task_finish(dmt, task_read_ahead(dmt, ra_sectors), with_cookie ? 0 : -1);
 }
 
 /*
  * Replace @name's table live: load, suspend, resume with read-ahead
  * @ra_sectors (a new table resets it to the kernel's); the old table is gone.
  */
-int dm_swap_table(const char *name, uint64_t sectors, const char *ttype,
-			 const char *params, uint32_t ra_sectors)
+int dm_swap_table(const char *name, uint64_t sectors, const char *ttype, const char *params,
+		  uint32_t ra_sectors)
 {
 	struct dm_task *dmt = dm_task_new(DM_DEVICE_RELOAD, name);
-	int r = -1;
+	char why[sizeof(dm_why)];
 
-	if (!dmt)
+	if (!dmt || task_finish(dmt, dm_task_add_target(dmt, 0, sectors, ttype, params), -1))
 		return -1;
-	if (!dm_task_add_target(dmt, 0, sectors, ttype, params) || !dm_task_run(dmt)) {
-		dm_task_error(dmt);
-		dm_task_destroy(dmt);
-		return -1;
-	}
-	dm_task_destroy(dmt);
 	if (dm_simple(DM_DEVICE_SUSPEND, name, false, DM_READ_AHEAD_AUTO)) {
-		char why[sizeof(dm_why)];
-
 		memcpy(why, dm_why, sizeof(why));
 		dm_simple(DM_DEVICE_CLEAR, name, false, DM_READ_AHEAD_AUTO);
 		memcpy(dm_why, why, sizeof(why));
 		return -1;
 	}
-	r = dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
-	return r;
+	return dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
 }
 
 /* Whether the kernel has target type @ttype now; its version in @version. */
@@ -554,25 +539,19 @@ void dmctl_unknown(const char *word)
 
 void answer_get(const struct dev *d, const char *msg, struct stats *st)
 {
-	char *line, *next, *eq;
+	char *text, *key, *val;
+	int r;
 
 	st->text = dm_message(d, msg);
 	st->msg = msg;
 	st->n = 0;
-	for (line = st->text; *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq || eq == line)
-			die("%s: bad answer to '%s': '%.60s' is not key=value", d->arg, msg, line);
+	for (text = st->text; (r = kv_next(&text, &key, &val));) {
+		if (r < 0)
+			die("%s: bad answer to '%s': '%.60s' is not key=value", d->arg, msg, key);
 		if (st->n == MAX_STATS)
 			die("%s: bad answer to '%s': more than %d lines", d->arg, msg, MAX_STATS);
-		*eq = '\0';
-		st->kv[st->n].key = line;
-		st->kv[st->n].val = eq + 1;
+		st->kv[st->n].key = key;
+		st->kv[st->n].val = val;
 		st->n++;
 	}
 }

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "kv.h"
 #include "metrics.h"
 #include "rc-args.h"
 
@@ -206,32 +207,26 @@ static enum number number(const char *s, bool *negative, uint64_t *v)
 
 int metrics_parse(struct metrics_stack *m, char *text, char *why, size_t len)
 {
-	char *line, *next, *eq;
+	char *line, *val;
 	struct metrics_kv *kv;
+	int r;
 
 	m->kind = METRICS_CACHE;
 	m->n = 0;
-	for (line = text; *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq || eq == line)
+	while ((r = kv_next(&text, &line, &val))) {
+		if (r < 0)
 			return why_set(why, len, "bad answer to 'stats': '%.60s' is not key=value",
 				       line);
 		if (m->n == METRICS_MAX_KEYS)
 			return why_set(why, len, "bad answer to 'stats': more than %d lines",
 				       METRICS_MAX_KEYS);
-		*eq = '\0';
 		for (int i = 0; i < m->n; i++)
 			if (!strcmp(m->kv[i].key, line))
 				return why_set(why, len, "bad answer to 'stats': %.60s= twice", line);
 		kv = &m->kv[m->n++];
 		memset(kv, 0, sizeof(*kv));
 		kv->key = line;
-		kv->val = eq + 1;
+		kv->val = val;
 		kv_metric(kv);
 		if (!kv->metric[0])
 			continue;

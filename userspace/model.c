@@ -27,24 +27,57 @@ const struct option if_present_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+int verb_parse(int argc, char **argv, const char *const *verbs, const struct option *longopts,
+	       void (*opt)(int c, const char *arg, void *ctx), void *ctx)
+{
+	const char *verb = argc > 1 ? argv[1] : "";
+	char list[64] = "";
+	size_t v;
+	int i;
+
+	if (!strcmp(verb, "-h") || !strcmp(verb, "--help"))
+		dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
+	for (v = 0; verbs[v] && strcmp(verb, verbs[v]); v++)
+		;
+	if (!verbs[v]) {
+		for (v = 0; verbs[v]; v++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 v ? ", " : "", verbs[v]);
+		if (*verb)
+			usage_error("%s: unknown verb '%s' (%s)", argv[0], verb, list);
+		usage_error("%s: missing verb (%s)", argv[0], list);
+	}
+	/* "model save NAME": parse from "save", as "model" for the messages. */
+	argv[1] = argv[0];
+	i = dmctl_parse_opts(argc - 1, argv + 1, longopts, opt, ctx) + 1;
+	argv[1] = (char *)verb;
+	return i;
+}
+
+void verb_file(int argc, char **argv, int i, const char *dir, const char *ext, char *file,
+	       size_t len)
+{
+	if (argc - i == 2) {
+		snprintf(file, len, "%s", argv[i + 1]);
+		return;
+	}
+	snprintf(file, len, "%s/%s.%s", dir, argv[i], ext);
+	if (!strcmp(argv[1], "save") && mkdir(dir, 0755) && errno != EEXIST)
+		die("%s save: %s: %s", argv[0], dir, strerror(errno));
+}
+
 int cmd_model(int argc, char **argv)
 {
 	struct vdt_train t = VDT_TRAIN_DEFAULTS;
+	static const char *const verbs[] = { "save", "load", "train", NULL };
 	const char *verb = argc > 1 ? argv[1] : "";
 	bool if_present = false;
 	char file[PATH_MAX];
 	struct stack k;
 	int i, r = 0;
 
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
-	}
-	if (strcmp(verb, "save") && strcmp(verb, "load") && strcmp(verb, "train"))
-		usage_error(*verb ? "model: unknown verb '%s' (save, load, train)" :
-			    "model: missing verb (save, load, train)%s", verb);
-	argv[1] = argv[0];	/* "model save NAME": parse from "save" */
 	if (!strcmp(verb, "train")) {
-		i = dmctl_parse_opts(argc - 1, argv + 1, vdt_train_options, vdt_train_opt, &t) + 1;
+		i = verb_parse(argc, argv, verbs, vdt_train_options, vdt_train_opt, &t);
 		dmctl_operands(argc, argv, i, 1, 1);
 	} else {
 		/*
@@ -52,7 +85,7 @@ int cmd_model(int argc, char **argv)
 		 * save), a stack started linear or made without a model layer, is
 		 * nothing to do, not an error.
 		 */
-		i = dmctl_parse_opts(argc - 1, argv + 1, if_present_options, dmctl_flag_opt, &if_present) + 1;
+		i = verb_parse(argc, argv, verbs, if_present_options, dmctl_flag_opt, &if_present);
 		dmctl_operands(argc, argv, i, 1, 2);
 	}
 	if (stack_load(argv[i], &k))
@@ -69,13 +102,8 @@ int cmd_model(int argc, char **argv)
 		stack_free(&k);
 		return 1;
 	}
-	if (argc - i == 2)
-		snprintf(file, sizeof(file), "%s", argv[i + 1]);
-	else
-		snprintf(file, sizeof(file), MODEL_DIR "/%s.vdisk", argv[i]);
+	verb_file(argc, argv, i, MODEL_DIR, "vdisk", file, sizeof(file));
 	if (!strcmp(verb, "save")) {
-		if (argc - i == 1 && mkdir(MODEL_DIR, 0755) && errno != EEXIST)
-			die("model save: %s: %s", MODEL_DIR, strerror(errno));
 		vdt_save(&k.vdev, file);
 		printf("%s: model saved to %s\n", argv[i], file);
 	} else if (!strcmp(verb, "load")) {

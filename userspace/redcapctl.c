@@ -36,7 +36,7 @@ struct command {
 	const char *synopsis[2];
 	/* The options of each usage line, the ones its handler parses. */
 	const struct option *options[2];
-	int (*fn)(int argc, char **argv);
+	command_fn *fn;
 	/* What it does, a line of the help and its continuations after "\n". */
 	const char *help;
 	/* Or, where the words are the target's (set's keys), what makes them. */

@@ -28,21 +28,15 @@
  * The commands, argv[0] their name (for model and hot, the verb follows):
  * each returns its exit status, or exits with a usage error.
  */
-int cmd_create(int argc, char **argv);		/* stacks.c */
-int cmd_remove(int argc, char **argv);
-int cmd_upgrade(int argc, char **argv);
-int cmd_list(int argc, char **argv);		/* show.c */
-int cmd_status(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_set(int argc, char **argv);		/* tune.c */
-int cmd_drop_cache(int argc, char **argv);
-int cmd_reset_stats(int argc, char **argv);
-int cmd_start(int argc, char **argv);		/* tab.c */
-int cmd_stop(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_model(int argc, char **argv);		/* model.c */
-int cmd_hot(int argc, char **argv);		/* hot-cmd.c */
-int cmd_simulate(int argc, char **argv);	/* simulate.c */
+typedef int command_fn(int argc, char **argv);
+
+command_fn cmd_create, cmd_remove, cmd_upgrade;		/* stacks.c */
+command_fn cmd_list, cmd_status, cmd_stats;		/* show.c */
+command_fn cmd_set, cmd_drop_cache, cmd_reset_stats;	/* tune.c */
+command_fn cmd_start, cmd_stop, cmd_check;		/* tab.c */
+command_fn cmd_model;					/* model.c */
+command_fn cmd_hot;					/* hot-cmd.c */
+command_fn cmd_simulate;				/* simulate.c */
 
 /*
  * set's keys, from the target's tables (rc-args.c), ", " between them;
@@ -133,6 +127,22 @@ void stack_free(struct stack *k);
 bool is_redcap(const struct stack *k);
 /* The names of our stacks (not their model layers), sorted; NULL-terminated. */
 char **stack_names(void);
+
+/* --- model.c: the commands of verbs on a stack's file (model, hot) ------- */
+
+/*
+ * "CMD VERB NAME ..." (argv[0] CMD), VERB one of @verbs (NULL-ended):
+ * its options parsed with @longopts and @opt; the index of NAME.  -h or
+ * --help for VERB is CMD's help; another word a usage error.
+ */
+int verb_parse(int argc, char **argv, const char *const *verbs, const struct option *longopts,
+	       void (*opt)(int c, const char *arg, void *ctx), void *ctx);
+/*
+ * The file of "CMD save|load NAME [FILE]", argv[@i] NAME: FILE, or
+ * @dir/NAME.@ext, @dir made for a save to it.
+ */
+void verb_file(int argc, char **argv, int i, const char *dir, const char *ext, char *file,
+	       size_t len);
 
 /* --- tab.c: the table file ----------------------------------------------- */
 
