@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * redcapctl list, status, stats: a stack's statistics read into a model,
- * and its views: text for people, JSON, and Prometheus' text (metrics.c).
+ * redcapctl list, status, stats: a stack's statistics read into the model
+ * of show.h, which its views print: text (show-text.c), JSON
+ * (show-json.c), and Prometheus' text (metrics.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include "dmctl.h"
 #include "metrics.h"
 #include "redcapctl.h"
+#include "show.h"
 
 static uint64_t sv(const struct stack *k, const char *key)
 {
@@ -40,11 +42,6 @@ static double hit_ratio(uint64_t hits, uint64_t reads)
 {
 	return reads ? (double)hits / (double)reads : 0.0;
 }
-
-/* The reads sent to the origin, by why. */
-struct bypass {
-	uint64_t inactive, busy, caware, budget, held, nomem, joined, write;
-};
 
 static void bypass_split(const struct stack *k, struct bypass *b)
 {
@@ -85,176 +82,61 @@ static void state_reason(const struct stack *k, char *buf, size_t len)
 			 cache_ms, disk_ms, ss(k, "estimator"), sv(k, "margin"));
 }
 
-static json_object *jstr(const char *s)
+/*
+ * The model of stack @k for list and status, read once from its answers;
+ * a bad answer exits.  Its strings point into @k, which must outlive it.
+ */
+static void stack_stats(const struct stack *k, struct stack_stats *s)
 {
-	return s ? json_object_new_string(s) : NULL;
-}
+	uint64_t seg_bytes = (uint64_t)k->seg_sectors << 9;
+	const struct dev *v = &k->vdev;
 
-static json_object *ju64(uint64_t v)
-{
-	return json_object_new_uint64(v);
-}
-
-/* A number printed with @fmt ("%.4f"), not json-c's 17 digits. */
-static json_object *jdouble(double v, const char *fmt)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), fmt, v);
-	return json_object_new_double_s(v, buf);
-}
-
-/* status's object: the schema is docs/redcapctl.schema.json. */
-static json_object *stack_json(const struct stack *k)
-{
-	json_object *o = json_object_new_object(), *b, *m;
-	char buf[512];
-	struct bypass bp;
-	uint64_t reads, hits;
-
-	json_object_object_add(o, "schema", json_object_new_int(SCHEMA_VERSION));
-	json_object_object_add(o, "name", jstr(k->name));
-	snprintf(buf, sizeof(buf), "/dev/mapper/%s", k->name);
-	json_object_object_add(o, "device", jstr(buf));
-	json_object_object_add(o, "origin", jstr(k->origin_path));
-	json_object_object_add(o, "size_bytes", ju64(k->sectors << 9));
-	json_object_object_add(o, "read_ahead_bytes", ju64(k->ra_bytes));
-	if (!is_redcap(k)) {
-		json_object_object_add(o, "state", jstr("linear"));
-		json_object_object_add(o, "state_reason",
-				       jstr("a linear device over the origin, without cache"));
-		return o;
-	}
-	json_object_object_add(o, "segment_bytes", ju64((uint64_t)k->seg_sectors << 9));
-	json_object_object_add(o, "segments", ju64(k->nr_segs));
-	json_object_object_add(o, "ram_bytes", ju64((uint64_t)k->seg_sectors * k->nr_segs << 9));
-	json_object_object_add(o, "segments_valid", ju64(sv(k, "segments_valid")));
-	json_object_object_add(o, "segments_filling", ju64(sv(k, "segments_filling")));
-	json_object_object_add(o, "ram_used_bytes",
-			       ju64(sv(k, "segments_valid") * ((uint64_t)k->seg_sectors << 9)));
-	json_object_object_add(o, "policy", jstr(ss(k, "policy")));
-	json_object_object_add(o, "write_policy", jstr(ss(k, "write_policy")));
-	json_object_object_add(o, "estimator", jstr(ss(k, "estimator")));
-	json_object_object_add(o, "state", jstr(ss(k, "state")));
-	state_reason(k, buf, sizeof(buf));
-	json_object_object_add(o, "state_reason", jstr(buf));
-	json_object_object_add(o, "last_cache_time_us", ju64(sv(k, "last_cache_time_us")));
-	json_object_object_add(o, "last_est_disk_time_us", ju64(sv(k, "last_est_disk_time_us")));
-	reads = sv(k, "reads");
-	hits = sv(k, "read_hits") + sv(k, "read_hits_waited");
-	json_object_object_add(o, "reads", ju64(reads));
-	json_object_object_add(o, "read_hits", ju64(sv(k, "read_hits")));
-	json_object_object_add(o, "read_hits_waited", ju64(sv(k, "read_hits_waited")));
-	json_object_object_add(o, "read_misses", ju64(sv(k, "read_misses")));
-	json_object_object_add(o, "read_bypassed", ju64(sv(k, "read_bypassed")));
-	bypass_split(k, &bp);
-	b = json_object_new_object();
-	json_object_object_add(b, "inactive", ju64(bp.inactive));
-	json_object_object_add(b, "busy", ju64(bp.busy));
-	json_object_object_add(b, "caware", ju64(bp.caware));
-	json_object_object_add(b, "budget", ju64(bp.budget));
-	json_object_object_add(b, "held", ju64(bp.held));
-	json_object_object_add(b, "nomem", ju64(bp.nomem));
-	json_object_object_add(b, "joined", ju64(bp.joined));
-	json_object_object_add(b, "write", ju64(bp.write));
-	json_object_object_add(o, "read_bypassed_by_reason", b);
-	json_object_object_add(o, "read_resent", ju64(sv(k, "read_resent")));
-	json_object_object_add(o, "hit_ratio", jdouble(hit_ratio(hits, reads), "%.6g"));
-	json_object_object_add(o, "fill_ios", ju64(sv(k, "fill_ios")));
-	json_object_object_add(o, "fill_bytes", ju64(sv(k, "fill_sectors") << 9));
-	json_object_object_add(o, "fill_errors", ju64(sv(k, "fill_errors")));
-	json_object_object_add(o, "writes", ju64(sv(k, "writes")));
-	json_object_object_add(o, "invalidations", ju64(sv(k, "invalidations")));
-	json_object_object_add(o, "switches", ju64(sv(k, "switches")));
-	json_object_object_add(o, "windows", ju64(sv(k, "windows")));
-	if (!k->has_vd) {
-		json_object_object_add(o, "model", NULL);
-		return o;
-	}
-	m = json_object_new_object();
-	json_object_object_add(m, "device", jstr(k->vname));
-	json_object_object_add(m, "mode", jstr(stats_str(&k->vdev, &k->vst, "mode")));
-	json_object_object_add(m, "learning", json_object_new_boolean(
-		!strcmp(stats_str(&k->vdev, &k->vst, "train"), "on")));
-	json_object_object_add(m, "cells_filled",
-			       ju64(stats_u64(&k->vdev, &k->vst, "cells_filled", 0, UINT64_MAX)));
-	json_object_object_add(m, "read_samples",
-			       ju64(stats_u64(&k->vdev, &k->vst, "read_samples", 0, UINT64_MAX)));
-	json_object_object_add(m, "write_samples",
-			       ju64(stats_u64(&k->vdev, &k->vst, "write_samples", 0, UINT64_MAX)));
-	json_object_object_add(o, "model", m);
-	return o;
-}
-
-static void json_print(json_object *o)
-{
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-					    JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
-static uint64_t jget(json_object *o, const char *key)
-{
-	json_object *v = json_object_object_get(o, key);
-
-	return v ? json_object_get_uint64(v) : 0;
-}
-
-static const char *jgets(json_object *o, const char *key)
-{
-	json_object *v = json_object_object_get(o, key);
-
-	return v ? json_object_get_string(v) : "";
-}
-
-static void stack_print(const struct stack *k)
-{
-	json_object *o = stack_json(k), *b, *m;
-	char a[32], c[32], d[32];
-
-	printf("%s: /dev/mapper/%s\n", k->name, k->name);
-	printf("  origin:     %s\n", k->origin_path);
-	printf("  read-ahead: %s\n", fmt_size(k->ra_bytes, a, sizeof(a)));
-	if (!is_redcap(k)) {
-		printf("  state:      linear: %s\n", jgets(o, "state_reason"));
-		json_object_put(o);
+	*s = (struct stack_stats){
+		.name = k->name, .origin = k->origin_path, .size_bytes = k->sectors << 9,
+		.read_ahead_bytes = k->ra_bytes, .linear = !is_redcap(k),
+	};
+	if (s->linear) {
+		snprintf(s->state_reason, sizeof(s->state_reason),
+			 "a linear device over the origin, without cache");
 		return;
 	}
-	printf("  cache:      %s = %u x %s; %" PRIu64 " segments hold data (%s), %" PRIu64
-	       " filling\n", fmt_size(jget(o, "ram_bytes"), a, sizeof(a)), k->nr_segs,
-	       fmt_size(jget(o, "segment_bytes"), c, sizeof(c)), jget(o, "segments_valid"),
-	       fmt_size(jget(o, "ram_used_bytes"), d, sizeof(d)), jget(o, "segments_filling"));
-	printf("  policy:     %s, write policy %s, estimator %s\n", jgets(o, "policy"),
-	       jgets(o, "write_policy"), jgets(o, "estimator"));
-	printf("  state:      %s: %s\n", jgets(o, "state"), jgets(o, "state_reason"));
-	printf("  reads:      %" PRIu64 ": %" PRIu64 " hits, %" PRIu64 " hits after a wait, %"
-	       PRIu64 " misses, %" PRIu64 " bypassed, %" PRIu64 " resent\n", jget(o, "reads"),
-	       jget(o, "read_hits"), jget(o, "read_hits_waited"), jget(o, "read_misses"),
-	       jget(o, "read_bypassed"), jget(o, "read_resent"));
-	b = json_object_object_get(o, "read_bypassed_by_reason");
-	printf("  bypassed:   inactive %" PRIu64 ", busy %" PRIu64 ", C-Aware %" PRIu64
-	       ", budget %" PRIu64 ", suspending %" PRIu64 ", no memory %" PRIu64
-	       ", joined %" PRIu64 ", write in flight %" PRIu64 "\n",
-	       jget(b, "inactive"), jget(b, "busy"), jget(b, "caware"), jget(b, "budget"),
-	       jget(b, "held"), jget(b, "nomem"), jget(b, "joined"), jget(b, "write"));
-	printf("  hit ratio:  %.1f %%\n",
-	       100.0 * json_object_get_double(json_object_object_get(o, "hit_ratio")));
-	printf("  fills:      %" PRIu64 " (%s), %" PRIu64 " failed\n", jget(o, "fill_ios"),
-	       fmt_size(jget(o, "fill_bytes"), a, sizeof(a)), jget(o, "fill_errors"));
-	printf("  writes:     %" PRIu64 ", %" PRIu64 " cached segments invalidated\n",
-	       jget(o, "writes"), jget(o, "invalidations"));
-	printf("  switches:   %" PRIu64 " in %" PRIu64 " windows\n", jget(o, "switches"),
-	       jget(o, "windows"));
-	m = json_object_object_get(o, "model");
-	if (m)
-		printf("  model:      %s, %s, learning %s, %" PRIu64 " cells filled, %" PRIu64
-		       " reads and %" PRIu64 " writes timed\n", jgets(m, "device"),
-		       jgets(m, "mode"),
-		       json_object_get_boolean(json_object_object_get(m, "learning")) ? "on" : "off",
-		       jget(m, "cells_filled"), jget(m, "read_samples"), jget(m, "write_samples"));
-	else
-		printf("  model:      none (created with --no-model)\n");
-	json_object_put(o);
+	s->segment_bytes = seg_bytes;
+	s->segments = k->nr_segs;
+	s->ram_bytes = seg_bytes * k->nr_segs;
+	s->segments_valid = sv(k, "segments_valid");
+	s->segments_filling = sv(k, "segments_filling");
+	s->ram_used_bytes = s->segments_valid * seg_bytes;
+	s->policy = ss(k, "policy");
+	s->write_policy = ss(k, "write_policy");
+	s->estimator = ss(k, "estimator");
+	s->state = ss(k, "state");
+	state_reason(k, s->state_reason, sizeof(s->state_reason));
+	s->last_cache_time_us = sv(k, "last_cache_time_us");
+	s->last_est_disk_time_us = sv(k, "last_est_disk_time_us");
+	s->reads = sv(k, "reads");
+	s->read_hits = sv(k, "read_hits");
+	s->read_hits_waited = sv(k, "read_hits_waited");
+	s->read_misses = sv(k, "read_misses");
+	s->read_bypassed = sv(k, "read_bypassed");
+	bypass_split(k, &s->bypassed);
+	s->read_resent = sv(k, "read_resent");
+	s->hit_ratio = hit_ratio(s->read_hits + s->read_hits_waited, s->reads);
+	s->fill_ios = sv(k, "fill_ios");
+	s->fill_bytes = sv(k, "fill_sectors") << 9;
+	s->fill_errors = sv(k, "fill_errors");
+	s->writes = sv(k, "writes");
+	s->invalidations = sv(k, "invalidations");
+	s->switches = sv(k, "switches");
+	s->windows = sv(k, "windows");
+	s->has_model = k->has_vd;
+	if (!k->has_vd)
+		return;
+	s->model_device = k->vname;
+	s->model_mode = stats_str(v, &k->vst, "mode");
+	s->model_learning = !strcmp(stats_str(v, &k->vst, "train"), "on");
+	s->model_cells_filled = stats_u64(v, &k->vst, "cells_filled", 0, UINT64_MAX);
+	s->model_read_samples = stats_u64(v, &k->vst, "read_samples", 0, UINT64_MAX);
+	s->model_write_samples = stats_u64(v, &k->vst, "write_samples", 0, UINT64_MAX);
 }
 
 /* list's and status' options. */
@@ -268,47 +150,36 @@ int cmd_list(int argc, char **argv)
 {
 	bool json = false;
 	int i = dmctl_parse_opts(argc, argv, list_options, dmctl_flag_opt, &json), status = 0;
-	json_object *all = json_object_new_array(), *o;
-	char **names, ram[32], seg[32];
-	struct stack k;
+	char **names, **n;
+	struct stack_stats *s;
+	struct stack *k;
+	size_t nr = 0;
 
 	dmctl_operands(argc, argv, i, 0, 0);
 	names = stack_names();
-	for (char **n = names; *n; n++) {
-		if (stack_load(*n, &k)) {
+	for (n = names; *n; n++)
+		;
+	k = xmalloc((size_t)(n - names) * sizeof(*k));
+	s = xmalloc((size_t)(n - names) * sizeof(*s));
+	for (n = names; *n; n++) {
+		if (stack_load(*n, &k[nr])) {
 			status = 1;
 			continue;
 		}
-		json_object_array_add(all, stack_json(&k));
-		stack_free(&k);
+		stack_stats(&k[nr], &s[nr]);
+		nr++;
 	}
-	if (json) {
-		o = json_object_new_object();
-		json_object_object_add(o, "schema", json_object_new_int(SCHEMA_VERSION));
-		json_object_object_add(o, "stacks", all);
-		json_print(o);
-	} else {
-		if (json_object_array_length(all))
-			printf("%-16s %-20s %-9s %-8s %-16s %-8s %s\n", "NAME", "ORIGIN", "CACHE",
-			       "SEGMENT", "POLICY", "STATE", "HITS");
-		for (size_t j = 0; j < json_object_array_length(all); j++) {
-			o = json_object_array_get_idx(all, j);
-			if (!strcmp(jgets(o, "state"), "linear")) {
-				printf("%-16s %-20s %-9s %-8s %-16s %-8s %s\n", jgets(o, "name"),
-				       jgets(o, "origin"), "-", "-", "-", "linear", "-");
-				continue;
-			}
-			printf("%-16s %-20s %-9s %-8s %-16s %-8s %.1f%%\n", jgets(o, "name"),
-			       jgets(o, "origin"), fmt_size(jget(o, "ram_bytes"), ram, sizeof(ram)),
-			       fmt_size(jget(o, "segment_bytes"), seg, sizeof(seg)),
-			       jgets(o, "policy"), jgets(o, "state"), 100.0 *
-			       json_object_get_double(json_object_object_get(o, "hit_ratio")));
-		}
-		json_object_put(all);
-	}
-	for (char **n = names; *n; n++)
+	if (json)
+		json_print(list_json(s, nr), false);
+	else
+		list_text(s, nr);
+	for (i = 0; i < (int)nr; i++)
+		stack_free(&k[i]);
+	for (n = names; *n; n++)
 		free(*n);
 	free(names);
+	free(k);
+	free(s);
 	return status;
 }
 
@@ -316,29 +187,22 @@ int cmd_status(int argc, char **argv)
 {
 	bool json = false;
 	int i = dmctl_parse_opts(argc, argv, list_options, dmctl_flag_opt, &json);
+	struct stack_stats s;
 	struct stack k;
 
 	dmctl_operands(argc, argv, i, 1, 1);
 	if (stack_load(argv[i], &k))
 		return 1;
+	stack_stats(&k, &s);
 	if (json)
-		json_print(stack_json(&k));
+		json_print(stack_json(&s), false);
 	else
-		stack_print(&k);
+		stack_text(&s);
 	stack_free(&k);
 	return 0;
 }
 
 /* --- stats: rates -------------------------------------------------------- */
-
-struct sample {
-	double t;
-	uint64_t reads, hits, misses, bypassed, fill_sectors;
-	uint64_t cache_us, disk_us;	/* the judged windows' two sides */
-	struct bypass bp;
-	char state[16], policy[24];
-	uint32_t valid, segments;
-};
 
 static void sample_take(const char *name, struct sample *s)
 {
@@ -370,22 +234,6 @@ static double rate(uint64_t a, uint64_t b, double dt)
 	return (double)(b >= a ? b - a : b) / dt;
 }
 
-static json_object *jrate(double v)
-{
-	return jdouble(v, "%.1f");
-}
-
-/*
- * --watch's history, for a person: the hit ratio and the disk time saved
- * (the bare disk's estimated time less the cache's, in seconds a second)
- * of the last SPARK_N intervals, oldest first.  NAN: no reads.
- */
-#define SPARK_N		60
-struct history {
-	double hit[SPARK_N], saved[SPARK_N];
-	int n;
-};
-
 static void history_add(struct history *h, double hit, double saved)
 {
 	if (h->n == SPARK_N) {
@@ -397,126 +245,30 @@ static void history_add(struct history *h, double hit, double saved)
 	h->saved[h->n++] = saved;
 }
 
-/*
- * @v (@n values) as a sparkline of eighth blocks, 0 to @hi: the lowest
- * block for 0 or less, a space for NAN.
- */
-static void sparkline(const double *v, int n, double hi)
+/* The rates of stats between samples @a and @b (which @r points to). */
+static void rates_of(const char *name, const struct sample *a, const struct sample *b,
+		     struct rates *r)
 {
-	static const char *const blocks[] = { "\u2581", "\u2582", "\u2583", "\u2584",
-					      "\u2585", "\u2586", "\u2587", "\u2588" };
-	static const char ascii[] = "_.-~=+*#";	/* a terminal without UTF-8 */
-	static int utf8 = -1;
-
-	if (utf8 < 0) {
-		setlocale(LC_CTYPE, "");
-		utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
-	}
-	for (int i = 0; i < n; i++) {
-		int b = hi > 0 && v[i] > 0 ? (int)(v[i] / hi * 8) : 0;
-
-		b = b > 7 ? 7 : b;
-		if (isnan(v[i]))
-			putchar(' ');
-		else if (utf8)
-			fputs(blocks[b], stdout);
-		else
-			putchar(ascii[b]);
-	}
-}
-
-static void history_show(const struct history *h, double interval)
-{
-	double lo = INFINITY, hi = -INFINITY, peak = 0, sum = 0;
-
-	for (int i = 0; i < h->n; i++) {
-		if (!isnan(h->hit[i])) {
-			lo = fmin(lo, h->hit[i]);
-			hi = fmax(hi, h->hit[i]);
-		}
-		peak = fmax(peak, h->saved[i]);
-		sum += h->saved[i] * interval;
-	}
-	printf("  hit ratio   ");
-	sparkline(h->hit, h->n, 1.0);
-	if (lo <= hi)
-		printf("%*s  %.1f to %.1f %%", SPARK_N - h->n, "", 100 * lo, 100 * hi);
-	else
-		printf("%*s  no reads", SPARK_N - h->n, "");
-	printf("\n  disk saved  ");
-	sparkline(h->saved, h->n, peak);
-	printf("%*s  %.2f s in all, at most %.2f s a second\n", SPARK_N - h->n, "", sum, peak);
-	printf("              (the last %g s)\n", h->n * interval);
-}
-
-static void stats_show(const char *name, const struct sample *a, const struct sample *b,
-		       bool json, bool watch, double interval, const struct history *h)
-{
-	double dt = b->t - a->t, reads = rate(a->reads, b->reads, dt);
-	double hits = rate(a->hits, b->hits, dt);
+	double dt = b->t - a->t;
 	const struct bypass *p = &a->bp, *q = &b->bp;
-	json_object *o, *r;
-	char clock[16];
-	time_t t = time(NULL);
 
-	if (json) {
-		o = json_object_new_object();
-		json_object_object_add(o, "schema", json_object_new_int(SCHEMA_VERSION));
-		json_object_object_add(o, "name", jstr(name));
-		json_object_object_add(o, "interval_s", jdouble(dt, "%.3f"));
-		json_object_object_add(o, "state", jstr(b->state));
-		json_object_object_add(o, "policy", jstr(b->policy));
-		json_object_object_add(o, "reads", ju64(b->reads));
-		json_object_object_add(o, "reads_per_s", jrate(reads));
-		json_object_object_add(o, "hits_per_s", jrate(hits));
-		json_object_object_add(o, "misses_per_s", jrate(rate(a->misses, b->misses, dt)));
-		json_object_object_add(o, "bypassed_per_s", jrate(rate(a->bypassed, b->bypassed, dt)));
-		r = json_object_new_object();
-		json_object_object_add(r, "inactive", jrate(rate(p->inactive, q->inactive, dt)));
-		json_object_object_add(r, "busy", jrate(rate(p->busy, q->busy, dt)));
-		json_object_object_add(r, "caware", jrate(rate(p->caware, q->caware, dt)));
-		json_object_object_add(r, "budget", jrate(rate(p->budget, q->budget, dt)));
-		json_object_object_add(r, "held", jrate(rate(p->held, q->held, dt)));
-		json_object_object_add(r, "nomem", jrate(rate(p->nomem, q->nomem, dt)));
-		json_object_object_add(r, "joined", jrate(rate(p->joined, q->joined, dt)));
-		json_object_object_add(r, "write", jrate(rate(p->write, q->write, dt)));
-		json_object_object_add(o, "bypassed_per_s_by_reason", r);
-		json_object_object_add(o, "fill_mib_per_s",
-				       jrate(rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB));
-		json_object_object_add(o, "hit_ratio", jdouble(reads > 0 ? hits / reads : 0.0,
-							       "%.6g"));
-		/* --watch: one object per line (JSON Lines), for a pipe. */
-		puts(json_object_to_json_string_ext(o, watch ? JSON_C_TO_STRING_PLAIN :
-						    JSON_C_TO_STRING_PRETTY));
-		json_object_put(o);
-		fflush(stdout);
-		return;
-	}
-	strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&t));
-	if (watch && isatty(STDOUT_FILENO))
-		fputs("\033[H\033[2J", stdout);	/* redraw in place */
-	printf("%s at %s: %s, policy %s, %u of %u segments hold data", name, clock, b->state,
-	       b->policy, b->valid, b->segments);
-	if (watch)
-		printf(" (every %g s; Ctrl-C stops)", interval);
-	printf("\n  reads/s     %10.1f   (%" PRIu64 " reads in all)\n", reads, b->reads);
-	printf("  hits/s      %10.1f   %.1f %% of the reads\n", hits,
-	       reads > 0 ? 100.0 * hits / reads : 0.0);
-	printf("  misses/s    %10.1f\n", rate(a->misses, b->misses, dt));
-	printf("  bypassed/s  %10.1f   inactive %.1f, busy %.1f, C-Aware %.1f, budget %.1f,"
-	       " suspending %.1f, no memory %.1f, joined %.1f,"
-	       " write in flight %.1f\n",
-	       rate(a->bypassed, b->bypassed, dt), rate(p->inactive, q->inactive, dt),
-	       rate(p->busy, q->busy, dt), rate(p->caware, q->caware, dt),
-	       rate(p->budget, q->budget, dt), rate(p->held, q->held, dt),
-	       rate(p->nomem, q->nomem, dt), rate(p->joined, q->joined, dt),
-	       rate(p->write, q->write, dt));
-	printf("  fill MiB/s  %10.1f\n", rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB);
-	if (watch)
-		history_show(h, interval);
-	if (watch && !isatty(STDOUT_FILENO))
-		putchar('\n');
-	fflush(stdout);
+	*r = (struct rates){
+		.name = name, .interval = dt, .now = b,
+		.reads = rate(a->reads, b->reads, dt), .hits = rate(a->hits, b->hits, dt),
+		.misses = rate(a->misses, b->misses, dt),
+		.bypassed = rate(a->bypassed, b->bypassed, dt),
+		.fill_mib = rate(a->fill_sectors, b->fill_sectors, dt) * 512 / MIB,
+		.bypassed_by = {
+			.inactive = rate(p->inactive, q->inactive, dt),
+			.busy = rate(p->busy, q->busy, dt),
+			.caware = rate(p->caware, q->caware, dt),
+			.budget = rate(p->budget, q->budget, dt),
+			.held = rate(p->held, q->held, dt),
+			.nomem = rate(p->nomem, q->nomem, dt),
+			.joined = rate(p->joined, q->joined, dt),
+			.write = rate(p->write, q->write, dt),
+		},
+	};
 }
 
 /* Sleep @s seconds; false if a signal came. */
@@ -741,6 +493,7 @@ int cmd_stats(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	struct history h = { .n = 0 };
 	struct sample a, b;
+	struct rates r;
 	bool json;
 
 	/* --json is --format json, as it was before --format. */
@@ -763,14 +516,15 @@ int cmd_stats(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sample_take(argv[i], &a);
 	while (pause_for(o.interval)) {
-		double dt, reads;
-
 		sample_take(argv[i], &b);
-		dt = b.t - a.t;
-		reads = rate(a.reads, b.reads, dt);
-		history_add(&h, reads > 0 ? rate(a.hits, b.hits, dt) / reads : NAN,
-			    (rate(a.disk_us, b.disk_us, dt) - rate(a.cache_us, b.cache_us, dt)) / 1e6);
-		stats_show(argv[i], &a, &b, json, o.watch, o.interval, &h);
+		rates_of(argv[i], &a, &b, &r);
+		history_add(&h, r.reads > 0 ? r.hits / r.reads : NAN,
+			    (rate(a.disk_us, b.disk_us, r.interval) -
+			     rate(a.cache_us, b.cache_us, r.interval)) / 1e6);
+		if (json)
+			json_print(rates_json(&r), o.watch);
+		else
+			rates_text(&r, o.watch, o.interval, &h);
 		if (!o.watch)
 			return 0;
 		a = b;

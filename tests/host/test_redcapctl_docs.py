@@ -26,8 +26,8 @@ COMPLETION = os.path.join(TOP, "udev", "redcapctl.bash-completion")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 # redcapctl's sources: main and its command table, a file per command family,
 # and what it shares with vdiskctl.
-SOURCES = ["redcapctl.c", "stacks.c", "show.c", "tune.c", "tab.c", "model.c", "hot-cmd.c",
-           "vdisk-tables.c", "dmctl.c"]
+SOURCES = ["redcapctl.c", "stacks.c", "show.c", "show-text.c", "show-json.c", "tune.c", "tab.c",
+           "model.c", "hot-cmd.c", "vdisk-tables.c", "dmctl.c"]
 
 
 @pytest.fixture(scope="module", autouse=True)
