@@ -82,6 +82,14 @@ static void state_reason(const struct stack *k, char *buf, size_t len)
 			 cache_ms, disk_ms, ss(k, "estimator"), sv(k, "margin"));
 }
 
+/* The model's counters that the target's stats answer has under their own names. */
+#define STACK_COUNTERS(X)							\
+	X(segments_valid) X(segments_filling) X(last_cache_time_us)		\
+	X(last_est_disk_time_us) X(reads) X(read_hits) X(read_hits_waited)	\
+	X(read_misses) X(read_bypassed) X(read_resent) X(fill_ios)		\
+	X(fill_errors) X(writes) X(invalidations) X(switches) X(windows)
+#define READ_COUNTER(key)	s->key = sv(k, #key);
+
 /*
  * The model of stack @k for list and status, read once from its answers;
  * a bad answer exits.  Its strings point into @k, which must outlive it.
@@ -103,31 +111,16 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->segment_bytes = seg_bytes;
 	s->segments = k->nr_segs;
 	s->ram_bytes = seg_bytes * k->nr_segs;
-	s->segments_valid = sv(k, "segments_valid");
-	s->segments_filling = sv(k, "segments_filling");
+	STACK_COUNTERS(READ_COUNTER)
 	s->ram_used_bytes = s->segments_valid * seg_bytes;
 	s->policy = ss(k, "policy");
 	s->write_policy = ss(k, "write_policy");
 	s->estimator = ss(k, "estimator");
 	s->state = ss(k, "state");
 	state_reason(k, s->state_reason, sizeof(s->state_reason));
-	s->last_cache_time_us = sv(k, "last_cache_time_us");
-	s->last_est_disk_time_us = sv(k, "last_est_disk_time_us");
-	s->reads = sv(k, "reads");
-	s->read_hits = sv(k, "read_hits");
-	s->read_hits_waited = sv(k, "read_hits_waited");
-	s->read_misses = sv(k, "read_misses");
-	s->read_bypassed = sv(k, "read_bypassed");
 	bypass_split(k, &s->bypassed);
-	s->read_resent = sv(k, "read_resent");
 	s->hit_ratio = hit_ratio(s->read_hits + s->read_hits_waited, s->reads);
-	s->fill_ios = sv(k, "fill_ios");
 	s->fill_bytes = sv(k, "fill_sectors") << 9;
-	s->fill_errors = sv(k, "fill_errors");
-	s->writes = sv(k, "writes");
-	s->invalidations = sv(k, "invalidations");
-	s->switches = sv(k, "switches");
-	s->windows = sv(k, "windows");
 	s->has_model = k->has_vd;
 	if (!k->has_vd)
 		return;
