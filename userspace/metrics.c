@@ -385,6 +385,16 @@ static bool any(const struct metrics_stack *s, size_t nr, enum metrics_kind kind
 	return false;
 }
 
+/* The start of a gauge @name's sample of @m, after its family's lines if *@header is not out yet. */
+static void put_gauge_start(FILE *f, bool *header, const char *name, const char *help,
+			    const struct metrics_stack *m)
+{
+	if (!*header)
+		put_family(f, name, METRICS_GAUGE, "%s", help);
+	*header = true;
+	put_start(f, name, m);
+}
+
 static void put_info(FILE *f, const struct metrics_stack *s, size_t nr)
 {
 	static const char * const labels[] = { "policy", "estimator", "write_policy" };
@@ -394,11 +404,8 @@ static void put_info(FILE *f, const struct metrics_stack *s, size_t nr)
 	for (size_t i = 0; i < nr; i++) {
 		if (s[i].kind != METRICS_CACHE)
 			continue;
-		if (!header)
-			put_family(f, PREFIX "info", METRICS_GAUGE, "The cache's policy, estimator "
-				   "and write policy (stats keys policy, estimator, write_policy)");
-		header = true;
-		put_start(f, PREFIX "info", &s[i]);
+		put_gauge_start(f, &header, PREFIX "info", "The cache's policy, estimator and "
+				"write policy (stats keys policy, estimator, write_policy)", &s[i]);
 		for (size_t l = 0; l < sizeof(labels) / sizeof(labels[0]); l++) {
 			v = text_of(&s[i], labels[l]);
 			if (v) {
@@ -419,11 +426,8 @@ static void put_active(FILE *f, const struct metrics_stack *s, size_t nr)
 		state = s[i].kind == METRICS_CACHE ? text_of(&s[i], "state") : NULL;
 		if (!state)
 			continue;
-		if (!header)
-			put_family(f, PREFIX "active", METRICS_GAUGE, "Whether the cache is active: "
-				   "1 if the stats key state is active, else 0");
-		header = true;
-		put_start(f, PREFIX "active", &s[i]);
+		put_gauge_start(f, &header, PREFIX "active", "Whether the cache is active: 1 if "
+				"the stats key state is active, else 0", &s[i]);
 		put_end(f, !strcmp(state, "active"));
 	}
 }
