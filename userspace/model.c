@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * redcapctl model save|load|train: vdiskctl's table commands
- * (vdisk-tables.c) on a stack's model layer, NAME-vd.
+ * (vdisk-tables.c) on a stack's model layer, NAME-vd; and the verbs and
+ * default files that model and hot (hot-cmd.c) share.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -18,7 +18,7 @@
 #include "redcapctl.h"
 #include "vdisk-tables.h"
 
-/* --- model: vdiskctl's table commands on NAME-vd ------------------------- */
+/* --- verbs on a stack's file: model save|load, hot save|load ------------- */
 
 /* model save|load's options, and hot's. */
 const struct option if_present_options[] = {
@@ -65,6 +65,8 @@ void verb_file(int argc, char **argv, int i, const char *dir, const char *ext, c
 	if (!strcmp(argv[1], "save") && mkdir(dir, 0755) && errno != EEXIST)
 		die("%s save: %s: %s", argv[0], dir, strerror(errno));
 }
+
+/* --- model: vdiskctl's table commands on NAME-vd ------------------------- */
 
 int cmd_model(int argc, char **argv)
 {
