@@ -22,10 +22,11 @@
 #include "vdisk-tables.h"
 
 /*
- * A command line of redcapctl, as lvm2's command-lines.in has them: the
- * usage, --help of every command and of each, and the check of the man
- * page's synopsis and of the bash completion against the usage
- * (tests/host/test_redcapctl_docs.py) all come from this one table.
+ * A command of redcapctl and its command lines, declared as lvm2's
+ * command-lines.in declares them: the usage, the help of all commands and
+ * of each, the dispatch, and (through the usage) the checks of the man
+ * page's synopsis and of the bash completion (tests/host/
+ * test_redcapctl_docs.py) all come from this one table.
  */
 struct command {
 	const char *name;

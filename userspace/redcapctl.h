@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * redcapctl's commands, one family a file (stacks.c, show.c, tune.c,
- * tab.c, model.c, hot-cmd.c, simulate.c), and what they share.
+ * redcapctl's commands, one family a file (stacks.c, show.c with its views
+ * in show.h, tune.c, tab.c, model.c, hot-cmd.c, simulate.c), what they
+ * share, and what redcapctl.c's command table takes from them.
  */
 #ifndef REDCAPCTL_H
 #define REDCAPCTL_H
