@@ -385,7 +385,7 @@ static bool any(const struct metrics_stack *s, size_t nr, enum metrics_kind kind
 	return false;
 }
 
-/* The start of a gauge @name's sample of @m, after its family's lines if *@header is not out yet. */
+/* The start of gauge @name's sample of @m; its family's lines first unless *@header says so. */
 static void put_gauge_start(FILE *f, bool *header, const char *name, const char *help,
 			    const struct metrics_stack *m)
 {
