@@ -120,6 +120,11 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	[RC_MSG_PREFILL] = { "prefill", 1, RC_PIN_MAX },
 };
 
+const char *rc_msg_name(enum rc_msg_verb verb)
+{
+	return verb < RC_MSG_NR ? rc_msgs[verb].verb : "?";
+}
+
 static const struct {
 	const char *key;
 	u32 min, max;

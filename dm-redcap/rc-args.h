@@ -44,6 +44,9 @@ enum rc_msg_verb {
 	RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN, RC_MSG_PREFILL, RC_MSG_NR,
 };
 
+/* The first word of message @verb ("policy", "drop_cache", ...). */
+const char *rc_msg_name(enum rc_msg_verb verb);
+
 /* The name of tunable @key ("window", ...: enum rc_tunable, rc-policy.h). */
 const char *rc_tunable_name(enum rc_tunable key);
 /* The tunable named @name (any case), or -1. */

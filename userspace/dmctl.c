@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <libdevmapper.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -19,11 +20,13 @@
 #include <unistd.h>
 
 #include "dmctl.h"
+#include "kv.h"
 
 #define DM_LOG_LEVEL_ERR	3	/* libdevmapper's _LOG_ERR */
 
 const char *progname = "dmctl";
 const char *usage_text = "";
+static void (*help_fn)(const char *cmd);
 
 /* train's progress line is on a tty and not ended yet */
 bool progress_line;
@@ -76,6 +79,15 @@ void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
 void *xmalloc(size_t size)
 {
 	void *p = malloc(size ? size : 1);
@@ -119,9 +131,6 @@ bool take(const char **p, const char *lit)
 	*p += n;
 	return true;
 }
-
-
-
 void dev_resolve(const char *arg, struct dev *d)
 {
 	struct stat st;
@@ -240,9 +249,263 @@ char *dm_message(const struct dev *d, const char *msg)
 	return answer;
 }
 
-/* --- stats: key=value lines ---------------------------------------------- */
+/* --- device-mapper tasks through libdevmapper, with udev synchronisation -- */
 
-/* Splits the answer to "stats" into key=value pairs; exits on a bad answer. */
+char dm_why[320];
+int dm_errno;
+
+const char *dm_task_error(struct dm_task *dmt)
+{
+	dm_errno = dmt ? dm_task_get_errno(dmt) : 0;
+	snprintf(dm_why, sizeof(dm_why), "%s", dmt ? dm_task_why(dmt) :
+		 *dm_last_error() ? dm_last_error() : "cannot talk to device-mapper");
+	return dm_why;
+}
+
+struct dm_task *dm_task_new(int type, const char *name)
+{
+	struct dm_task *dmt;
+
+	dm_log_clear();
+	if (!dm_available()) {
+		snprintf(dm_why, sizeof(dm_why),
+			 "device-mapper is not available (no /dev/mapper/control; modprobe dm-mod)");
+		return NULL;
+	}
+	dmt = dm_task_create(type);
+	if (!dmt) {
+		dm_task_error(NULL);
+		return NULL;
+	}
+	if (name && !dm_task_set_name(dmt, name)) {
+		dm_task_error(dmt);
+		dm_task_destroy(dmt);
+		return NULL;
+	}
+	return dmt;
+}
+
+/* 0 and @di filled (di->exists false if there is no such device), or -1 and dm_why. */
+int dm_info_get(const char *name, struct devinfo *di)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_INFO, name);
+	struct dm_info info;
+	const char *uuid;
+	int r = -1;
+
+	memset(di, 0, sizeof(*di));
+	if (!dmt)
+		return -1;
+	if (!dm_task_run(dmt) || !dm_task_get_info(dmt, &info)) {
+		dm_task_error(dmt);
+		goto out;
+	}
+	di->exists = info.exists;
+	if (info.exists) {
+		di->major = info.major;
+		di->minor = info.minor;
+		di->open_count = (unsigned int)info.open_count;
+		di->suspended = info.suspended;
+		uuid = dm_task_get_uuid(dmt);
+		snprintf(di->uuid, sizeof(di->uuid), "%s", uuid ? uuid : "");
+	}
+	r = 0;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * The first target of @name's table (DM_DEVICE_TABLE) or status
+ * (DM_DEVICE_STATUS): its length, type and parameters (malloc'd).
+ */
+int dm_target_get(int type, const char *name, uint64_t *len, char **ttype, char **params)
+{
+	struct dm_task *dmt = dm_task_new(type, name);
+	uint64_t start, length;
+	char *tt = NULL, *p = NULL;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if (!dm_task_run(dmt)) {
+		dm_task_error(dmt);
+		goto out;
+	}
+	dm_get_next_target(dmt, NULL, &start, &length, &tt, &p);
+	if (!tt) {
+		snprintf(dm_why, sizeof(dm_why), "no table loaded");
+		goto out;
+	}
+	*len = length;
+	*ttype = xstrdup(tt);
+	*params = xstrdup(p ? p : "");
+	r = 0;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/*
+ * Run @dmt, whose setup went well if @ready, waiting for udev's work on it
+ * with @udev_flags (none: -1), and destroy it.  0, or -1 with dm_why.
+ */
+static int task_finish(struct dm_task *dmt, bool ready, int udev_flags)
+{
+	uint32_t cookie = 0;
+	int r = -1;
+
+	if (!ready || (udev_flags >= 0 && !dm_task_set_cookie(dmt, &cookie, (uint16_t)udev_flags)) ||
+	    !dm_task_run(dmt))
+		dm_task_error(dmt);
+	else
+		r = 0;
+	if (udev_flags >= 0)
+		dm_udev_wait(cookie);
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/* A read-ahead of @ra_sectors for the device @dmt makes or resumes, unless DM_READ_AHEAD_AUTO. */
+static bool task_read_ahead(struct dm_task *dmt, uint32_t ra_sectors)
+{
+	return ra_sectors == DM_READ_AHEAD_AUTO || dm_task_set_read_ahead(dmt, ra_sectors, 0);
+}
+
+int dm_create_dev(const char *name, const char *uuid, uint64_t sectors, const char *ttype,
+		  const char *params, uint16_t udev_flags, uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_CREATE, name);
+
+	if (!dmt)
+		return -1;
+	return task_finish(dmt, dm_task_set_uuid(dmt, uuid) &&
+			   dm_task_add_target(dmt, 0, sectors, ttype, params) &&
+			   task_read_ahead(dmt, ra_sectors), udev_flags);
+}
+
+int dm_remove_dev(const char *name)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_REMOVE, name);
+
+	if (!dmt)
+		return -1;
+	/* udev's own probe of a device may still hold it open for a moment. */
+	return task_finish(dmt, dm_task_retry_remove(dmt), 0);
+}
+
+int dm_simple(int type, const char *name, bool with_cookie, uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(type, name);
+
+	if (!dmt)
+		return -1;
+	return task_finish(dmt, task_read_ahead(dmt, ra_sectors), with_cookie ? 0 : -1);
+}
+
+/*
+ * Replace @name's table live: load, suspend, resume with read-ahead
+ * @ra_sectors (a new table resets it to the kernel's); the old table is gone.
+ */
+int dm_swap_table(const char *name, uint64_t sectors, const char *ttype, const char *params,
+		  uint32_t ra_sectors)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_RELOAD, name);
+	char why[sizeof(dm_why)];
+
+	if (!dmt || task_finish(dmt, dm_task_add_target(dmt, 0, sectors, ttype, params), -1))
+		return -1;
+	if (dm_simple(DM_DEVICE_SUSPEND, name, false, DM_READ_AHEAD_AUTO)) {
+		memcpy(why, dm_why, sizeof(why));
+		dm_simple(DM_DEVICE_CLEAR, name, false, DM_READ_AHEAD_AUTO);
+		memcpy(dm_why, why, sizeof(why));
+		return -1;
+	}
+	return dm_simple(DM_DEVICE_RESUME, name, true, ra_sectors);
+}
+
+/* Whether the kernel has target type @ttype now; its version in @version. */
+bool dm_has_target(const char *ttype, char *version, size_t len)
+{
+	struct dm_task *dmt = dm_task_new(DM_DEVICE_LIST_VERSIONS, NULL);
+	struct dm_versions *v, *last;
+	bool found = false;
+
+	if (!dmt)
+		return false;
+	if (dm_task_run(dmt)) {
+		v = dm_task_get_versions(dmt);
+		do {
+			last = v;
+			if (!strcmp(v->name, ttype)) {
+				found = true;
+				if (version)
+					snprintf(version, len, "%u.%u.%u", v->version[0],
+						 v->version[1], v->version[2]);
+			}
+			v = (struct dm_versions *)((char *)v + v->next);
+		} while (last != v && !found);
+	}
+	dm_task_destroy(dmt);
+	return found;
+}
+
+/* --- command lines ------------------------------------------------------- */
+
+const char *cmd_name;
+
+int dmctl_parse_opts(int argc, char **argv, const struct option *longopts,
+		     void (*opt)(int c, const char *arg, void *ctx), void *ctx)
+{
+	int c;
+
+	cmd_name = argv[0];
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			help_fn(argv[0]);
+			exit(0);
+		}
+		/* A short option by its letter; a long one as written (--json=1). */
+		if (c == '?' && optopt && strncmp(argv[optind - 1], "--", 2))
+			usage_error("%s: unknown option '-%c'", argv[0], optopt);
+		if (c == '?')
+			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+		if (c == ':')
+			usage_error("%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+		opt(c, optarg, ctx);
+	}
+	return optind;
+}
+
+const struct option dmctl_help_only[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+void dmctl_no_opts(int c, const char *arg, void *ctx)
+{
+	(void)c;
+	(void)arg;
+	(void)ctx;
+}
+
+void dmctl_flag_opt(int c, const char *arg, void *ctx)
+{
+	(void)c;
+	(void)arg;
+	*(bool *)ctx = true;
+}
+
+void dmctl_operands(int argc, char **argv, int first, int min, int max)
+{
+	if (argc - first < min)
+		usage_error("%s: missing operand", argv[0]);
+	if (argc - first > max)
+		usage_error("%s: unexpected operand '%s'", argv[0], argv[first + max]);
+}
+
 double now_s(void)
 {
 	struct timespec ts;
@@ -264,32 +527,31 @@ int dmctl_dispatch(int argc, char **argv, const struct dmctl_cmd *cmds, size_t n
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
-	if (argv[1][0] == '-')
-		usage_error("unknown option '%s'", argv[1]);
-	usage_error("unknown command '%s'", argv[1]);
+	dmctl_unknown(argv[1]);
+}
+
+void dmctl_unknown(const char *word)
+{
+	if (word[0] == '-')
+		usage_error("unknown option '%s'", word);
+	usage_error("unknown command '%s'", word);
 }
 
 void answer_get(const struct dev *d, const char *msg, struct stats *st)
 {
-	char *line, *next, *eq;
+	char *text, *key, *val;
+	int r;
 
 	st->text = dm_message(d, msg);
 	st->msg = msg;
 	st->n = 0;
-	for (line = st->text; *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq || eq == line)
-			die("%s: bad answer to '%s': '%.60s' is not key=value", d->arg, msg, line);
+	for (text = st->text; (r = kv_next(&text, &key, &val));) {
+		if (r < 0)
+			die("%s: bad answer to '%s': '%.60s' is not key=value", d->arg, msg, key);
 		if (st->n == MAX_STATS)
 			die("%s: bad answer to '%s': more than %d lines", d->arg, msg, MAX_STATS);
-		*eq = '\0';
-		st->kv[st->n].key = line;
-		st->kv[st->n].val = eq + 1;
+		st->kv[st->n].key = key;
+		st->kv[st->n].val = val;
 		st->n++;
 	}
 }
@@ -320,10 +582,11 @@ uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,
 }
 
 /* libdevmapper logs through dm_log(): its errors become ours to print. */
-void dmctl_init(const char *prog, const char *usage)
+void dmctl_init(const char *prog, const char *usage, void (*help)(const char *cmd))
 {
 	progname = prog;
 	usage_text = usage;
+	help_fn = help;
 	dm_log_with_errno_init(dm_log);
 }
 

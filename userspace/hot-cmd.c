@@ -206,45 +206,22 @@ static void hot_load(const struct redcapctl_cache *c, const char *file)
 	free(h.seg);
 }
 
-static void hot_opt(int c, const char *arg, void *ctx)
+int cmd_hot(int argc, char **argv)
 {
-	(void)c;
-	(void)arg;
-	*(bool *)ctx = true;	/* --if-present */
-}
-
-int redcapctl_hot(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "if-present", no_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	static const char *const verbs[] = { "save", "load", NULL };
 	const char *verb = argc > 1 ? argv[1] : "";
 	struct redcapctl_cache c;
 	bool if_present = false;
 	char file[4096];
-	int i, r;
+	int i = verb_parse(argc, argv, verbs, if_present_options, dmctl_flag_opt, &if_present), r;
 
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help"))
-		redcapctl_parse_opts(argc, argv, opts, hot_opt, &if_present);
-	if (strcmp(verb, "save") && strcmp(verb, "load"))
-		usage_error(*verb ? "hot: unknown verb '%s' (save, load)" :
-			    "hot: missing verb (save, load)%s", verb);
-	argv[1] = argv[0];	/* "hot save NAME": parse from "save" */
-	i = redcapctl_parse_opts(argc - 1, argv + 1, opts, hot_opt, &if_present) + 1;
-	redcapctl_operands(argc, argv, i, 1, 2);
+	dmctl_operands(argc, argv, i, 1, 2);
 	/* --if-present, for the boot units: a linear stack, or no file yet. */
 	r = redcapctl_cache_get(argv[i], if_present, &c);
 	if (r)
 		return r < 0;
-	if (argc - i == 2)
-		snprintf(file, sizeof(file), "%s", argv[i + 1]);
-	else
-		snprintf(file, sizeof(file), HOT_DIR "/%s.hot", argv[i]);
+	verb_file(argc, argv, i, HOT_DIR, "hot", file, sizeof(file));
 	if (!strcmp(verb, "save")) {
-		if (argc - i == 1 && mkdir(HOT_DIR, 0755) && errno != EEXIST)
-			die("hot save: %s: %s", HOT_DIR, strerror(errno));
 		hot_save(&c, file);
 	} else if (if_present && access(file, F_OK) && errno == ENOENT) {
 		printf("%s: no saved hot set in %s: the cache warms from nothing\n", argv[i], file);

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "kv.h"
 #include "metrics.h"
 #include "rc-args.h"
 
@@ -206,32 +207,26 @@ static enum number number(const char *s, bool *negative, uint64_t *v)
 
 int metrics_parse(struct metrics_stack *m, char *text, char *why, size_t len)
 {
-	char *line, *next, *eq;
+	char *line, *val;
 	struct metrics_kv *kv;
+	int r;
 
 	m->kind = METRICS_CACHE;
 	m->n = 0;
-	for (line = text; *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq || eq == line)
+	while ((r = kv_next(&text, &line, &val))) {
+		if (r < 0)
 			return why_set(why, len, "bad answer to 'stats': '%.60s' is not key=value",
 				       line);
 		if (m->n == METRICS_MAX_KEYS)
 			return why_set(why, len, "bad answer to 'stats': more than %d lines",
 				       METRICS_MAX_KEYS);
-		*eq = '\0';
 		for (int i = 0; i < m->n; i++)
 			if (!strcmp(m->kv[i].key, line))
 				return why_set(why, len, "bad answer to 'stats': %.60s= twice", line);
 		kv = &m->kv[m->n++];
 		memset(kv, 0, sizeof(*kv));
 		kv->key = line;
-		kv->val = eq + 1;
+		kv->val = val;
 		kv_metric(kv);
 		if (!kv->metric[0])
 			continue;
@@ -390,6 +385,16 @@ static bool any(const struct metrics_stack *s, size_t nr, enum metrics_kind kind
 	return false;
 }
 
+/* The start of gauge @name's sample of @m; its family's lines first unless *@header says so. */
+static void put_gauge_start(FILE *f, bool *header, const char *name, const char *help,
+			    const struct metrics_stack *m)
+{
+	if (!*header)
+		put_family(f, name, METRICS_GAUGE, "%s", help);
+	*header = true;
+	put_start(f, name, m);
+}
+
 static void put_info(FILE *f, const struct metrics_stack *s, size_t nr)
 {
 	static const char * const labels[] = { "policy", "estimator", "write_policy" };
@@ -399,11 +404,8 @@ static void put_info(FILE *f, const struct metrics_stack *s, size_t nr)
 	for (size_t i = 0; i < nr; i++) {
 		if (s[i].kind != METRICS_CACHE)
 			continue;
-		if (!header)
-			put_family(f, PREFIX "info", METRICS_GAUGE, "The cache's policy, estimator "
-				   "and write policy (stats keys policy, estimator, write_policy)");
-		header = true;
-		put_start(f, PREFIX "info", &s[i]);
+		put_gauge_start(f, &header, PREFIX "info", "The cache's policy, estimator and "
+				"write policy (stats keys policy, estimator, write_policy)", &s[i]);
 		for (size_t l = 0; l < sizeof(labels) / sizeof(labels[0]); l++) {
 			v = text_of(&s[i], labels[l]);
 			if (v) {
@@ -424,11 +426,8 @@ static void put_active(FILE *f, const struct metrics_stack *s, size_t nr)
 		state = s[i].kind == METRICS_CACHE ? text_of(&s[i], "state") : NULL;
 		if (!state)
 			continue;
-		if (!header)
-			put_family(f, PREFIX "active", METRICS_GAUGE, "Whether the cache is active: "
-				   "1 if the stats key state is active, else 0");
-		header = true;
-		put_start(f, PREFIX "active", &s[i]);
+		put_gauge_start(f, &header, PREFIX "active", "Whether the cache is active: 1 if "
+				"the stats key state is active, else 0", &s[i]);
 		put_end(f, !strcmp(state, "active"));
 	}
 }

@@ -316,23 +316,25 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	}
 }
 
-int redcapctl_simulate(int argc, char **argv)
+/* simulate's options (the command table's, redcapctl.c). */
+const struct option simulate_options[] = {
+	{ "trace", required_argument, NULL, 't' },
+	{ "warm", required_argument, NULL, 'w' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "disk", required_argument, NULL, 'd' },
+	{ "model", required_argument, NULL, 'm' },
+	{ "save-model", required_argument, NULL, 's' },
+	{ "no-train", no_argument, NULL, 'n' },
+	{ "drive-cache", no_argument, NULL, 'D' },
+	{ "capacity", required_argument, NULL, 'C' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int cmd_simulate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "trace", required_argument, NULL, 't' },
-		{ "warm", required_argument, NULL, 'w' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "disk", required_argument, NULL, 'd' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "save-model", required_argument, NULL, 's' },
-		{ "no-train", no_argument, NULL, 'n' },
-		{ "drive-cache", no_argument, NULL, 'D' },
-		{ "capacity", required_argument, NULL, 'C' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
 	struct sim_args a = { .fmt = TRACE_FMT_BLKPARSE, .configs = configs };
@@ -345,7 +347,7 @@ int redcapctl_simulate(int argc, char **argv)
 	struct trace t = { 0 }, warm = { 0 };
 	int i, first;
 
-	first = redcapctl_parse_opts(argc, argv, opts, sim_opt, &a);
+	first = dmctl_parse_opts(argc, argv, simulate_options, sim_opt, &a);
 	if (first != argc)
 		usage_error("simulate: unexpected '%s'", argv[first]);
 	if (!a.path)

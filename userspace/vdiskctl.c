@@ -55,56 +55,12 @@ static const char help_text[] =
 
 /* --- commands ------------------------------------------------------------ */
 
-/* Options of a command: returns the index of its first operand; exits on a usage error. */
-static int parse_opts(int argc, char **argv, const struct option *longopts,
-		      void (*opt)(int c, const char *arg, void *ctx), void *ctx)
+/* -h, --help: every command's. */
+static void help(const char *cmd)
 {
-	int c;
-
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(usage_text, stdout);
-			fputs(help_text, stdout);
-			exit(0);
-		}
-		if (c == '?' && optopt)
-			usage_error("%s: unknown option '-%c'", argv[0], optopt);
-		if (c == '?')
-			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
-		if (c == ':')
-			usage_error("%s: option '%s' needs a value", argv[0], argv[optind - 1]);
-		opt(c, optarg, ctx);
-	}
-	return optind;
-}
-
-static void operands(int argc, char **argv, int first, int nr)
-{
-	if (argc - first < nr)
-		usage_error("%s: missing operand", argv[0]);
-	if (argc - first > nr)
-		usage_error("%s: unexpected operand '%s'", argv[0], argv[first + nr]);
-}
-
-static void no_opts(int c, const char *arg, void *ctx)
-{
-	(void)c;
-	(void)arg;
-	(void)ctx;
-}
-
-static const struct option help_only[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
-
-static void stats_opt(int c, const char *arg, void *ctx)
-{
-	(void)arg;
-	if (c == 'j')
-		*(bool *)ctx = true;
+	(void)cmd;
+	fputs(usage_text, stdout);
+	fputs(help_text, stdout);
 }
 
 /*
@@ -137,12 +93,12 @@ static int cmd_stats(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	bool json = false;
-	int i = parse_opts(argc, argv, longopts, stats_opt, &json);
+	int i = dmctl_parse_opts(argc, argv, longopts, dmctl_flag_opt, &json);
 	struct json_object *obj, *val;
 	struct stats st;
 	struct dev d;
 
-	operands(argc, argv, i, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	dev_resolve(argv[i], &d);
 	if (!json) {
 		char *text = dm_message(&d, "stats");
@@ -173,10 +129,10 @@ static int cmd_stats(int argc, char **argv)
 /* A command whose operands are a device and a file. */
 static int dev_file_cmd(int argc, char **argv, void (*fn)(const struct dev *d, const char *file))
 {
-	int i = parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
 	struct dev d;
 
-	operands(argc, argv, i, 2);
+	dmctl_operands(argc, argv, i, 2, 2);
 	dev_resolve(argv[i], &d);
 	fn(&d, argv[i + 1]);
 	return 0;
@@ -194,9 +150,9 @@ static int cmd_load(int argc, char **argv)
 
 static int cmd_check_file(int argc, char **argv)
 {
-	int i = parse_opts(argc, argv, help_only, no_opts, NULL);
+	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL);
 
-	operands(argc, argv, i, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	vdt_check_file(argv[i]);
 	return 0;
 }
@@ -204,10 +160,10 @@ static int cmd_check_file(int argc, char **argv)
 static int cmd_train(int argc, char **argv)
 {
 	struct vdt_train o = VDT_TRAIN_DEFAULTS;
-	int i = parse_opts(argc, argv, vdt_train_options, vdt_train_opt, &o);
+	int i = dmctl_parse_opts(argc, argv, vdt_train_options, vdt_train_opt, &o);
 	struct dev d;
 
-	operands(argc, argv, i, 1);
+	dmctl_operands(argc, argv, i, 1, 1);
 	dev_resolve(argv[i], &d);
 	return vdt_train(&d, &o);
 }
@@ -222,12 +178,11 @@ int main(int argc, char **argv)
 		{ "check-file", cmd_check_file },
 	};
 
-	dmctl_init("vdiskctl", vdiskctl_usage);
+	dmctl_init("vdiskctl", vdiskctl_usage, help);
 	if (argc < 2)
 		usage_error(NULL);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage_text, stdout);
-		fputs(help_text, stdout);
+		help(NULL);
 		return 0;
 	}
 	atexit(vdt_cleanup);

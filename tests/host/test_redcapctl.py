@@ -36,7 +36,81 @@ def test_help_and_no_arguments():
     r = rctl()
     assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("usage: redcapctl")
     r = rctl("status", "-h")
-    assert r.returncode == 0 and r.stdout == rctl("--help").stdout
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0, "usage: redcapctl status NAME [--json]\n\n"
+           "  status       geometry, policy, state and why, counters, model\n", "")
+
+
+COMMANDS = ["create", "remove", "list", "status", "stats", "set", "drop-cache", "reset-stats",
+            "model", "hot", "start", "stop", "upgrade", "check", "simulate"]
+
+
+def usage_of(cmd):
+    """The lines of 'redcapctl --help' that are @cmd's usage, each with its continuations,
+    the first as a usage of its own."""
+    lines, mine = [], False
+    for line in rctl("--help").stdout.splitlines():
+        if not line.startswith(("usage: ", " ")):
+            break
+        words = line.split()
+        if "redcapctl" in words[:2]:
+            mine = words[words.index("redcapctl") + 1] == cmd
+        if mine:
+            lines.append(line)
+    if lines:
+        lines[0] = "usage: " + lines[0].replace("usage: ", "", 1).lstrip()
+    return lines
+
+
+def help_paragraph(cmd):
+    """@cmd's lines in the help of all commands (start and stop share theirs)."""
+    text = rctl("--help").stdout
+    body = text.split("\n\n")[1].splitlines()
+    for i, line in enumerate(body):
+        if cmd in [w.strip(";:,") for w in line[:15].split()] or f";  {cmd}: " in line:
+            end = i + 1
+            while end < len(body) and body[end].startswith(" " * 15):
+                end += 1
+            return body[i:end]
+    raise AssertionError(cmd)
+
+
+def test_the_commands_are_those_of_the_usage():
+    assert [u for u in COMMANDS if usage_of(u)] == COMMANDS
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("opt", ["-h", "--help"])
+def test_help_of_a_command_is_its_usage_and_its_help_alone(cmd, opt):
+    """Its usage lines as 'redcapctl --help' has them, the first after "usage: ", then
+    its help under its own name; no other command's."""
+    r = rctl(cmd, opt)
+    assert (r.returncode, r.stderr) == (0, "")
+    usage = usage_of(cmd)
+    lines = r.stdout.splitlines()
+    assert lines[:len(usage)] == usage
+    assert lines[len(usage)] == ""
+    text = lines[len(usage) + 1:]
+    assert text[0].startswith(f"  {cmd:<12} ") and len(text[0]) > 15
+    assert all(line.startswith(" " * 15) for line in text[1:])
+    assert " ".join(" ".join(text).split()[1:]) in " ".join(" ".join(help_paragraph(cmd)).split())
+    assert not [line for line in lines if "redcapctl " in line and f"redcapctl {cmd} " not in line]
+
+
+@pytest.mark.parametrize("args", [["model", "save", "--help"], ["model", "train", "-h"],
+                                  ["model", "load", "x", "--help"], ["hot", "load", "-h"],
+                                  ["create", "x", "/dev/x", "--help"], ["stats", "--all", "-h"],
+                                  ["start", "--initramfs", "--help"]])
+def test_help_anywhere_in_a_command_line_is_that_commands(args):
+    r = rctl(*args)
+    assert (r.returncode, r.stdout, r.stderr) == (0, rctl(args[0], "--help").stdout, "")
+
+
+def test_help_of_a_command_runs_nothing_and_needs_no_operand():
+    """Help wins over a usage error of the same line: the user asked what to type."""
+    r = rctl("set", "--help", "x", "nokey")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout.startswith("usage: redcapctl set NAME KEY=VALUE...\n")
 
 
 @pytest.mark.parametrize("args, err", [

@@ -24,6 +24,10 @@ PAGES = {"redcapctl.8": os.path.join(MAN_DIR, "redcapctl.8.rst"),
 GENERATOR = os.path.join(TOP, "build", "udev", "redcap-generator")
 COMPLETION = os.path.join(TOP, "udev", "redcapctl.bash-completion")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
+# redcapctl's sources: main and its command table, a file per command family,
+# and what it shares with vdiskctl.
+SOURCES = ["redcapctl.c", "stacks.c", "show.c", "show-text.c", "show-json.c", "tune.c", "tab.c",
+           "model.c", "hot-cmd.c", "vdisk-tables.c", "dmctl.c"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -323,11 +327,15 @@ def literal_lines(path, titles):
     return lines
 
 
+def sources():
+    """The text of redcapctl's sources, one after the other."""
+    return "".join(read(os.path.join(TOP, "userspace", p)) for p in SOURCES)
+
+
 def printf_formats():
     """The string literals of redcapctl's sources with some text of their own, as
     regular expressions: each conversion matches any text."""
-    paths = ["redcapctl.c", "vdisk-tables.c", "dmctl.c", "hot-cmd.c"]
-    src = "".join(read(os.path.join(TOP, "userspace", p)) for p in paths)
+    src = sources()
     src = re.sub(r'"\s*PRI[a-z0-9]+\s*"', "u", src)
     src = re.sub(r'"\s*\n\s*"', "", src)
     src = re.sub(r'"\s*(MODEL_DIR|DEFAULT_TAB|SET_KEYS|VD_SUFFIX)\s*"', "%s", src)
@@ -344,7 +352,7 @@ def test_the_outputs_shown_are_printed_by_the_code():
     """Every line of output in the literal blocks of COMMANDS, OUTPUT and EXAMPLES is one
     of the code's formats; list's lines are in its columns."""
     formats = printf_formats()
-    src = read(os.path.join(TOP, "userspace", "redcapctl.c"))
+    src = sources()
     columns = re.search(r'printf\("(%-16s[^"]*)\\n", "NAME"', src).group(1)
     widths = [int(w) for w in re.findall(r"%-(\d+)s", columns)]
     not_output = ("#", "...", "UUID=", "/dev/mapper/srv  /srv", "0 131072 redcap ")
@@ -650,10 +658,17 @@ def test_a_key_is_offered_without_a_space_after_it():
     assert complete("redcapctl stats x --watch")[1] == []
 
 
+def set_keys_of_the_code():
+    """The keys redcapctl set takes, as its error about an unknown key lists them."""
+    r = subprocess.run([REDCAPCTL, "set", "x", "nokey=1"], capture_output=True, text=True)
+    m = re.fullmatch(r"redcapctl: set: unknown key 'nokey' \((.*)\)\n", r.stderr.splitlines(True)[0])
+    assert r.returncode == 2 and m, r.stderr
+    return m.group(1).split(", ")
+
+
 def test_the_set_keys_and_values_are_the_codes():
-    src = read(os.path.join(TOP, "userspace", "redcapctl.c"))
-    macro = re.search(r'#define SET_KEYS\s+((?:"[^"]*"\s*\\?\s*)+)', src).group(1)
-    keys = "".join(re.findall(r'"([^"]*)"', macro)).split(", ")
+    src = sources()
+    keys = set_keys_of_the_code()
     policies = re.search(r'#define POLICIES\s+"one of ([^"]+)"', src).group(1).split(", ")
     # the tunables named in the usage text are the target's, in its order
     args = read(os.path.join(TOP, "dm-redcap", "rc-args.c"))

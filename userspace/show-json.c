@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The JSON view of redcapctl's statistics (show.h): status', list's and
+ * stats' objects, whose schema is docs/redcapctl.schema.json.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+
+#include "redcapctl.h"
+#include "show.h"
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *ju64(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+/* A number printed with @fmt ("%.4f"), not json-c's 17 digits. */
+static json_object *jdouble(double v, const char *fmt)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), fmt, v);
+	return json_object_new_double_s(v, buf);
+}
+
+static json_object *jrate(double v)
+{
+	return jdouble(v, "%.1f");
+}
+
+static void add(json_object *o, const char *key, json_object *v)
+{
+	json_object_object_add(o, key, v);
+}
+
+static json_object *bypass_json(const struct bypass *b)
+{
+	json_object *o = json_object_new_object();
+
+	add(o, "inactive", ju64(b->inactive));
+	add(o, "busy", ju64(b->busy));
+	add(o, "caware", ju64(b->caware));
+	add(o, "budget", ju64(b->budget));
+	add(o, "held", ju64(b->held));
+	add(o, "nomem", ju64(b->nomem));
+	add(o, "joined", ju64(b->joined));
+	add(o, "write", ju64(b->write));
+	return o;
+}
+
+json_object *stack_json(const struct stack_stats *s)
+{
+	json_object *o = json_object_new_object(), *m;
+	char dev[DM_NAME_LEN + 16];
+
+	add(o, "schema", json_object_new_int(SCHEMA_VERSION));
+	add(o, "name", jstr(s->name));
+	snprintf(dev, sizeof(dev), "/dev/mapper/%s", s->name);
+	add(o, "device", jstr(dev));
+	add(o, "origin", jstr(s->origin));
+	add(o, "size_bytes", ju64(s->size_bytes));
+	add(o, "read_ahead_bytes", ju64(s->read_ahead_bytes));
+	if (s->linear) {
+		add(o, "state", jstr("linear"));
+		add(o, "state_reason", jstr(s->state_reason));
+		return o;
+	}
+	add(o, "segment_bytes", ju64(s->segment_bytes));
+	add(o, "segments", ju64(s->segments));
+	add(o, "ram_bytes", ju64(s->ram_bytes));
+	add(o, "segments_valid", ju64(s->segments_valid));
+	add(o, "segments_filling", ju64(s->segments_filling));
+	add(o, "ram_used_bytes", ju64(s->ram_used_bytes));
+	add(o, "policy", jstr(s->policy));
+	add(o, "write_policy", jstr(s->write_policy));
+	add(o, "estimator", jstr(s->estimator));
+	add(o, "state", jstr(s->state));
+	add(o, "state_reason", jstr(s->state_reason));
+	add(o, "last_cache_time_us", ju64(s->last_cache_time_us));
+	add(o, "last_est_disk_time_us", ju64(s->last_est_disk_time_us));
+	add(o, "reads", ju64(s->reads));
+	add(o, "read_hits", ju64(s->read_hits));
+	add(o, "read_hits_waited", ju64(s->read_hits_waited));
+	add(o, "read_misses", ju64(s->read_misses));
+	add(o, "read_bypassed", ju64(s->read_bypassed));
+	add(o, "read_bypassed_by_reason", bypass_json(&s->bypassed));
+	add(o, "read_resent", ju64(s->read_resent));
+	add(o, "hit_ratio", jdouble(s->hit_ratio, "%.6g"));
+	add(o, "fill_ios", ju64(s->fill_ios));
+	add(o, "fill_bytes", ju64(s->fill_bytes));
+	add(o, "fill_errors", ju64(s->fill_errors));
+	add(o, "writes", ju64(s->writes));
+	add(o, "invalidations", ju64(s->invalidations));
+	add(o, "switches", ju64(s->switches));
+	add(o, "windows", ju64(s->windows));
+	if (!s->has_model) {
+		add(o, "model", NULL);
+		return o;
+	}
+	m = json_object_new_object();
+	add(m, "device", jstr(s->model_device));
+	add(m, "mode", jstr(s->model_mode));
+	add(m, "learning", json_object_new_boolean(s->model_learning));
+	add(m, "cells_filled", ju64(s->model_cells_filled));
+	add(m, "read_samples", ju64(s->model_read_samples));
+	add(m, "write_samples", ju64(s->model_write_samples));
+	add(o, "model", m);
+	return o;
+}
+
+json_object *list_json(const struct stack_stats *s, size_t n)
+{
+	json_object *o = json_object_new_object(), *all = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(all, stack_json(&s[i]));
+	add(o, "schema", json_object_new_int(SCHEMA_VERSION));
+	add(o, "stacks", all);
+	return o;
+}
+
+json_object *rates_json(const struct rates *r)
+{
+	json_object *o = json_object_new_object(), *b = json_object_new_object();
+
+	add(o, "schema", json_object_new_int(SCHEMA_VERSION));
+	add(o, "name", jstr(r->name));
+	add(o, "interval_s", jdouble(r->interval, "%.3f"));
+	add(o, "state", jstr(r->now->state));
+	add(o, "policy", jstr(r->now->policy));
+	add(o, "reads", ju64(r->now->reads));
+	add(o, "reads_per_s", jrate(r->reads));
+	add(o, "hits_per_s", jrate(r->hits));
+	add(o, "misses_per_s", jrate(r->misses));
+	add(o, "bypassed_per_s", jrate(r->bypassed));
+	add(b, "inactive", jrate(r->bypassed_by.inactive));
+	add(b, "busy", jrate(r->bypassed_by.busy));
+	add(b, "caware", jrate(r->bypassed_by.caware));
+	add(b, "budget", jrate(r->bypassed_by.budget));
+	add(b, "held", jrate(r->bypassed_by.held));
+	add(b, "nomem", jrate(r->bypassed_by.nomem));
+	add(b, "joined", jrate(r->bypassed_by.joined));
+	add(b, "write", jrate(r->bypassed_by.write));
+	add(o, "bypassed_per_s_by_reason", b);
+	add(o, "fill_mib_per_s", jrate(r->fill_mib));
+	add(o, "hit_ratio", jdouble(r->reads > 0 ? r->hits / r->reads : 0.0, "%.6g"));
+	return o;
+}
+
+void json_print(json_object *o, bool plain)
+{
+	puts(json_object_to_json_string_ext(o, (plain ? JSON_C_TO_STRING_PLAIN :
+						JSON_C_TO_STRING_PRETTY) |
+					    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	fflush(stdout);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * redcapctl's statistics, as casadm keeps them: a model that list, status
+ * and stats fill from the target's answers (show.c), and its views, text
+ * for people (show-text.c) and JSON (show-json.c); Prometheus' is metrics.c.
+ */
+#ifndef REDCAP_SHOW_H
+#define REDCAP_SHOW_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The reads sent to the origin, by why. */
+struct bypass {
+	uint64_t inactive, busy, caware, budget, held, nomem, joined, write;
+};
+
+/* A stack as list and status show it: its geometry, state and counters. */
+struct stack_stats {
+	const char *name, *origin;
+	uint64_t size_bytes, read_ahead_bytes;
+	bool linear;			/* a linear device without cache: none of the rest */
+	uint64_t segment_bytes, segments, ram_bytes, segments_valid, segments_filling;
+	uint64_t ram_used_bytes;
+	const char *policy, *write_policy, *estimator, *state;
+	char state_reason[256];		/* why the state, for people */
+	uint64_t last_cache_time_us, last_est_disk_time_us;
+	uint64_t reads, read_hits, read_hits_waited, read_misses, read_bypassed, read_resent;
+	struct bypass bypassed;
+	double hit_ratio;
+	uint64_t fill_ios, fill_bytes, fill_errors, writes, invalidations, switches, windows;
+	bool has_model;			/* the model layer NAME-vd, and: */
+	const char *model_device, *model_mode;
+	bool model_learning;
+	uint64_t model_cells_filled, model_read_samples, model_write_samples;
+};
+
+/* The counters of one stats sample, at time t. */
+struct sample {
+	double t;
+	uint64_t reads, hits, misses, bypassed, fill_sectors;
+	uint64_t cache_us, disk_us;	/* the judged windows' two sides */
+	struct bypass bp;
+	char state[16], policy[24];
+	uint32_t valid, segments;
+};
+
+/* stats: what changed from sample a to sample b, per second. */
+struct rates {
+	const char *name;
+	double interval;
+	const struct sample *now;	/* b: its state, totals and segments */
+	double reads, hits, misses, bypassed, fill_mib;
+	struct {
+		double inactive, busy, caware, budget, held, nomem, joined, write;
+	} bypassed_by;
+};
+
+/*
+ * --watch's history, for a person: the hit ratio and the disk time saved
+ * (the bare disk's estimated time less the cache's, in seconds a second)
+ * of the last SPARK_N intervals, oldest first.  NAN: no reads.
+ */
+#define SPARK_N		60
+struct history {
+	double hit[SPARK_N], saved[SPARK_N];
+	int n;
+};
+
+/* show-json.c: the objects of docs/redcapctl.schema.json. */
+json_object *stack_json(const struct stack_stats *s);
+json_object *list_json(const struct stack_stats *s, size_t n);
+json_object *rates_json(const struct rates *r);
+/* @o printed and put; @plain: on one line (stats --watch: JSON Lines). */
+void json_print(json_object *o, bool plain);
+
+/* show-text.c: for people. */
+void stack_text(const struct stack_stats *s);
+void list_text(const struct stack_stats *s, size_t n);
+/* @watch: redrawn on a terminal, every @interval s, with @h's sparklines. */
+void rates_text(const struct rates *r, bool watch, double interval, const struct history *h);
+
+#endif
