@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dmctl.h"
+#include "modsig.h"
 #include "redcapctl.h"
 #include "redcaptab.h"
 
@@ -304,6 +305,40 @@ static void check_line(enum verdict v, const char *fmt, ...)
 		problems++;
 }
 
+/*
+ * A module not loaded yet must load at the first start: on a kernel that
+ * loads signed modules only (Secure Boot), it must be signed.  The
+ * kernel's line first, once.
+ */
+static void check_signature(struct kmod_module *m, const char *mod)
+{
+	static const enum verdict verdicts[] = {
+		[MODSIG_OK] = OK, [MODSIG_WARNING] = WARNING, [MODSIG_PROBLEM] = PROBLEM,
+	};
+	static bool kernel_said;
+	static struct modsig_kernel k;
+	struct kmod_list *info = NULL, *l;
+	const char *signer = NULL;
+	enum modsig_verdict v;
+	char msg[512];
+
+	if (!kernel_said) {
+		modsig_kernel_read("", &k);
+		v = modsig_kernel_finding(&k, msg, sizeof(msg));
+		check_line(verdicts[v], "%s", msg);
+		kernel_said = true;
+	}
+	if (kmod_module_get_info(m, &info) >= 0) {
+		kmod_list_foreach(l, info) {
+			if (!strcmp(kmod_module_info_get_key(l), "signer"))
+				signer = kmod_module_info_get_value(l);
+		}
+	}
+	v = modsig_module_finding(mod, signer, &k, msg, sizeof(msg));
+	check_line(verdicts[v], "%s", msg);
+	kmod_module_info_free_list(info);
+}
+
 static void check_module(const char *ttype, const char *mod)
 {
 	struct kmod_list *list = NULL;
@@ -322,6 +357,8 @@ static void check_module(const char *ttype, const char *mod)
 		const char *path = kmod_module_get_path(m);
 
 		check_line(OK, "%s: %s, loaded at the first start", mod, path ? path : "built in");
+		if (path)
+			check_signature(m, mod);
 		kmod_module_unref(m);
 		kmod_module_unref_list(list);
 	} else {
