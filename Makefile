@@ -39,7 +39,7 @@ SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgenerator
 	2>/dev/null),/lib/systemd/system-generators)
 
 .PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-apps bench-sim clean \
-	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
+	install install-modules install-tools uninstall uninstall-tools deb lintian-trixie lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
 
 all: modules userspace man boot-tools
 
@@ -72,6 +72,11 @@ boot-tools:
 # clean copy of the work tree; fails on any lintian error.
 deb:
 	@$(TOP)/debian/make-deb
+
+# Trixie's lintian on build/deb's packages, in a cached trixie chroot (the
+# same packages install on bookworm and trixie: docs/boot.rst); errors fail.
+lintian-trixie:
+	@$(TOP)/debian/lintian-on trixie
 
 # The benchmark suite's reader: static, so that starting it in the guest
 # reads nothing from the host's filesystem.
