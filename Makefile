@@ -141,13 +141,16 @@ check-races: deps
 	@$(TOP)/tests/vm/debug-kernel
 	@$(TOP)/tests/check-debug $(RACE_TESTS)
 
-# redcap's Debian packages installed on a Debian bookworm image booted under
-# QEMU, systemd as PID 1 (issue 15): the stack across reboots, a missing
-# disk, the linear fallback, a kernel upgrade, the units and the udev rule.
-# The image is cached under REDCAP_CACHE/boot; results in build/boot/.
-# Not part of make check (README.md: how long it takes).
+# redcap's Debian packages installed on Debian bookworm and trixie images
+# booted under QEMU, systemd as PID 1 (issue 15, issue 50): the stack across
+# reboots, a missing disk, the linear fallback, a kernel upgrade, the units
+# and the udev rule; trixie's lintian on the packages.  The images are
+# cached under REDCAP_CACHE/boot; results in build/boot/.  BOOT_RELEASE=bookworm
+# or trixie boots one of them.  Not part of make check (README.md: how long
+# it takes).
+BOOT_RELEASE ?= all
 check-boot: deps
-	@$(TOP)/tests/boot/run
+	@$(TOP)/tests/boot/run --release $(BOOT_RELEASE)
 
 # The soak (issue 13) on the debug kernel: SOAK_MIN minutes, 60 by default.
 SOAK_MIN ?= 60
