@@ -41,7 +41,7 @@ SYSTEMDGENERATORDIR ?= $(or $(shell pkg-config --variable=systemdsystemgenerator
 INITRAMFSTOOLSDIR ?= /usr/share/initramfs-tools
 
 .PHONY: all deps modules userspace man boot-tools bench-tools test-tools rapiddisk host-tests check demo bench bench-apps bench-sim clean \
-	install install-modules install-tools uninstall uninstall-tools deb lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
+	install install-modules install-tools uninstall uninstall-tools deb lintian-trixie lockhold checkpatch sparse check-debug check-races check-boot soak fuzz
 
 all: modules userspace man boot-tools
 
@@ -74,6 +74,11 @@ boot-tools:
 # clean copy of the work tree; fails on any lintian error.
 deb:
 	@$(TOP)/debian/make-deb
+
+# Trixie's lintian on build/deb's packages, in a cached trixie chroot (the
+# same packages install on bookworm and trixie: docs/boot.rst); errors fail.
+lintian-trixie:
+	@$(TOP)/debian/lintian-on trixie
 
 # The benchmark suite's reader: static, so that starting it in the guest
 # reads nothing from the host's filesystem.
@@ -138,13 +143,16 @@ check-races: deps
 	@$(TOP)/tests/vm/debug-kernel
 	@$(TOP)/tests/check-debug $(RACE_TESTS)
 
-# redcap's Debian packages installed on a Debian bookworm image booted under
-# QEMU, systemd as PID 1 (issue 15): the stack across reboots, a missing
-# disk, the linear fallback, a kernel upgrade, the units and the udev rule.
-# The image is cached under REDCAP_CACHE/boot; results in build/boot/.
-# Not part of make check (README.md: how long it takes).
+# redcap's Debian packages installed on Debian bookworm and trixie images
+# booted under QEMU, systemd as PID 1 (issue 15, issue 50): the stack across
+# reboots, a missing disk, the linear fallback, a kernel upgrade, the units
+# and the udev rule; trixie's lintian on the packages.  The images are
+# cached under REDCAP_CACHE/boot; results in build/boot/.  BOOT_RELEASE=bookworm
+# or trixie boots one of them.  Not part of make check (README.md: how long
+# it takes).
+BOOT_RELEASE ?= all
 check-boot: deps
-	@$(TOP)/tests/boot/run
+	@$(TOP)/tests/boot/run --release $(BOOT_RELEASE)
 
 # The soak (issue 13) on the debug kernel: SOAK_MIN minutes, 60 by default.
 SOAK_MIN ?= 60
