@@ -11,6 +11,10 @@ int rc_write_policy_parse(const char *name)
 		return RC_WRITE_INVALIDATE;
 	if (rc_streq(name, "update"))
 		return RC_WRITE_UPDATE;
+	if (rc_streq(name, "back"))
+		return RC_WRITE_BACK;
+	if (rc_streq(name, "selective"))
+		return RC_WRITE_SELECTIVE;
 	return -1;
 }
 
@@ -137,6 +141,7 @@ static const struct {
 	[RC_TUN_PREFETCH] = { "prefetch", 0, RC_PREFETCH_MAX },
 	[RC_TUN_HDC] = { "hdc", 0, RC_HDC_MAX_SHARE },
 	[RC_TUN_HOT_PERIOD] = { "hot_period", 1, RC_HOT_PERIOD_MAX_S },
+	[RC_TUN_DIRTY] = { "dirty", 1, RC_DIRTY_MAX_SHARE },
 };
 
 const char *rc_tunable_name(enum rc_tunable key)

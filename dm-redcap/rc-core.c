@@ -135,6 +135,14 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	c->hot_period_s = RC_HOT_PERIOD_S;
 	c->hdc_share = RC_HDC_SHARE;
 	c->free_head = 0;
+	c->unit_shift = seg_shift > 9 ? seg_shift - 6 : 3;
+	if (c->unit_shift > seg_shift)
+		c->unit_shift = seg_shift;
+	c->unit_all = seg_shift - c->unit_shift >= 6 ? ~0ull :
+		      (1ull << (1u << (seg_shift - c->unit_shift))) - 1;
+	c->dirty_share = RC_DIRTY_SHARE;
+	c->dirty_head = RC_NONE;
+	c->dirty_tail = RC_NONE;
 	return 0;
 }
 
@@ -278,6 +286,8 @@ static void rc_free_push(struct rc_cache *c, u32 idx)
 	e->state = RC_FREE;
 	e->pins = 0;
 	e->updating = 0;
+	e->valid = 0;
+	e->dirty = 0;
 	e->prev = RC_NONE;
 	e->next = c->free_head;
 	e->on_list = 1;
@@ -296,6 +306,99 @@ static u32 rc_free_pop(struct rc_cache *c)
 	e->next = RC_NONE;
 	e->on_list = 0;
 	return idx;
+}
+
+/* --- the dirty list (the write cache), oldest at the tail -------------- */
+
+static u32 rc_popcount64(u64 x)
+{
+	u32 n = 0;
+
+	for (; x; x &= x - 1)
+		n++;
+	return n;
+}
+
+/*
+ * Dirty entry @idx goes on the dirty list: at its head, newest, or
+ * (@oldest: a failed write-back) at its tail, its dseq no later than the
+ * tail's, so that the list stays in dseq order for rc_wb_take().
+ */
+static void rc_dirty_add(struct rc_cache *c, u32 idx, bool oldest)
+{
+	struct rc_entry *e = &c->entries[idx];
+	u32 t = c->dirty_tail;
+
+	e->on_dirty = 1;
+	c->nr_dirty++;
+	if (!oldest) {
+		e->dseq = ++c->dirty_seq;
+		e->prev = RC_NONE;
+		e->next = c->dirty_head;
+		if (c->dirty_head != RC_NONE)
+			c->entries[c->dirty_head].prev = idx;
+		else
+			c->dirty_tail = idx;
+		c->dirty_head = idx;
+		return;
+	}
+	if (t != RC_NONE && (s32)(c->entries[t].dseq - e->dseq) < 0)
+		e->dseq = c->entries[t].dseq;
+	e->next = RC_NONE;
+	e->prev = t;
+	if (t != RC_NONE)
+		c->entries[t].next = idx;
+	else
+		c->dirty_head = idx;
+	c->dirty_tail = idx;
+}
+
+static void rc_dirty_del(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	if (e->prev != RC_NONE)
+		c->entries[e->prev].next = e->next;
+	else
+		c->dirty_head = e->next;
+	if (e->next != RC_NONE)
+		c->entries[e->next].prev = e->prev;
+	else
+		c->dirty_tail = e->prev;
+	e->prev = RC_NONE;
+	e->next = RC_NONE;
+	e->on_dirty = 0;
+	c->nr_dirty--;
+}
+
+/*
+ * Entry @idx leaves the index: its dirty units are dropped (a discard or
+ * write-zeroes over them), and a write of it in flight is an orphan the
+ * range waits for (rc_range_begin()).
+ */
+static void rc_dirty_drop(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	if (e->on_dirty)
+		rc_dirty_del(c, idx);
+	if (e->dirty) {		/* on the list, or a failed part of a write in flight */
+		c->dirty_units -= rc_popcount64(e->dirty);
+		c->ctr.dirty_dropped++;
+	}
+	e->dirty = 0;
+	if (e->wbusy)
+		c->wb_orphans++;
+}
+
+/*
+ * Whether VALID entry @e holds what the disk may not: dirty units, a
+ * write in flight, or only a part of its segment (a read of the rest
+ * needs the disk's data under its own).  Such an entry serves every read.
+ */
+static bool rc_holds_newer(const struct rc_cache *c, const struct rc_entry *e)
+{
+	return e->state == RC_VALID && (e->on_dirty || e->wbusy || e->valid != c->unit_all);
 }
 
 /* --- entry state changes ----------------------------------------------- */
@@ -320,6 +423,7 @@ static void rc_invalidate(struct rc_cache *c, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
 
+	rc_dirty_drop(c, idx);
 	rc_hash_del(c, idx);
 	c->nr_valid--;
 	if (e->pins) {
@@ -366,12 +470,11 @@ static u32 rc_take_entry(struct rc_cache *c)
 }
 
 /*
- * Make an entry FILLING for @seg, pinned by its fill, which will be stale
- * unless the bucket's write generation is still @wgen when it completes.
- * @ghost is @seg's GHOST entry or RC_NONE.  Returns RC_NONE if all are busy.
+ * An entry for @seg in @state, pinned once, in the index, every flag
+ * clear (@ghost: @seg's GHOST entry, or RC_NONE; @ahead: taken for a fill
+ * ahead, not for a segment asked for).  RC_NONE if all are busy.
  */
-static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc,
-			 bool ahead)
+static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state state, bool ahead)
 {
 	struct rc_entry *e;
 	u32 i;
@@ -389,21 +492,43 @@ static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool 
 	}
 	e = &c->entries[i];
 	e->seg = seg;
-	e->state = RC_FILLING;
+	e->state = state;
 	e->pins = 1;
 	e->updating = 0;
 	e->stale = 0;
-	e->walloc = walloc;
-	e->ahead = ahead;
+	e->walloc = 0;
+	e->ahead = 0;
 	e->gahead = 0;
-	e->pfill = ahead;
+	e->pfill = 0;
 	e->along = 0;
 	e->hdc = 0;
 	e->hfill = 0;
-	e->wgen = wgen;
+	e->valid = 0;
+	e->dirty = 0;
 	rc_hash_add(c, i);
-	c->nr_filling++;
 	c->nr_pinned++;
+	return i;
+}
+
+/*
+ * Make an entry FILLING for @seg, pinned by its fill, which will be stale
+ * unless the bucket's write generation is still @wgen when it completes.
+ * @ghost is @seg's GHOST entry or RC_NONE.  Returns RC_NONE if all are busy.
+ */
+static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc,
+			 bool ahead)
+{
+	u32 i = rc_take_for(c, seg, ghost, RC_FILLING, ahead);
+	struct rc_entry *e;
+
+	if (i == RC_NONE)
+		return RC_NONE;
+	e = &c->entries[i];
+	e->walloc = walloc;
+	e->ahead = ahead;
+	e->pfill = ahead;
+	e->wgen = wgen;
+	c->nr_filling++;
 	return i;
 }
 
@@ -442,7 +567,7 @@ static bool rc_caware_bypasses(struct rc_cache *c)
 static bool rc_serves(const struct rc_cache *c, u32 i, bool want)
 {
 	return i != RC_NONE && c->entries[i].state != RC_GHOST &&
-	       (rc_active(c) || c->entries[i].hdc || want);
+	       (rc_active(c) || c->entries[i].hdc || want || rc_holds_newer(c, &c->entries[i]));
 }
 
 /* Whether sorted @keep (@n) holds @seg. */
@@ -482,14 +607,26 @@ static bool rc_hdc_wants(const struct rc_cache *c, u64 seg)
 	       rc_hdc_kept(c->hdc_want, c->hdc_nwant, seg);
 }
 
-/* A read of cached entry @i: a hit (pinned), or a wait on its fill. */
-static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u32 *idx)
+/*
+ * A read of @sectors at @sector in cached entry @i: a hit (pinned), a wait
+ * on its fill, or a merge with the disk's data where the entry holds only
+ * part of what is read (pinned).
+ */
+static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u64 sector, u32 sectors,
+					  u32 *idx)
 {
+	struct rc_entry *e = &c->entries[i];
+
 	*idx = i;
-	rc_ahead_end(c, &c->entries[i], true);
-	if (c->entries[i].state == RC_FILLING)
+	rc_ahead_end(c, e, true);
+	if (e->state == RC_FILLING)
 		return RC_READ_WAIT;
 	rc_pin(c, i);
+	if (rc_units(c, sector, sectors, false) & ~e->valid) {
+		c->ctr.read_bypassed++;
+		c->ctr.read_bypassed_partial++;
+		return RC_READ_MERGE;
+	}
 	c->ctr.read_hits++;
 	c->ctr.hdc_hits += c->entries[i].hdc;
 	return RC_READ_HIT;
@@ -623,7 +760,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		return rc_read_simulate(c, st, seg, i);
 
 	if (rc_serves(c, i, want)) {
-		act = rc_read_cached(c, i, idx);
+		act = rc_read_cached(c, i, sector, sectors, idx);
 		if (want && !c->entries[i].hdc)
 			rc_hdc_take(c, i);
 		return act;
@@ -1052,7 +1189,7 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 	}
 	if (pc[0].sim != RC_SIM_NONE) {
 		rc_price_simulated(c, p, now, pc, n, segs, nsegs, cvd_ns, cvd_ok);
-	} else if (plan->act == RC_READ_BYPASS) {
+	} else if (plan->act == RC_READ_BYPASS || plan->act == RC_READ_MERGE) {
 		bypass_ok = p->price(p->ctx, RC_VD_CACHE, pc[0].sector, plan->sectors, now,
 				     &bypass_ns);
 	}
@@ -1270,6 +1407,7 @@ enum rc_fill_action rc_fill_done(struct rc_cache *c, u32 idx, int error,
 	if (walloc)
 		c->ctr.write_allocs++;
 	e->state = RC_VALID;
+	e->valid = c->unit_all;
 	c->nr_valid++;
 	return RC_FILL_SERVE;
 }
@@ -1371,10 +1509,10 @@ void rc_unpin(struct rc_cache *c, u32 idx)
 		return;
 	c->nr_pinned--;
 	e->updating = 0;
-	if (e->state == RC_VALID)
-		rc_list_put(c, idx);
-	else
+	if (e->state != RC_VALID)
 		rc_free_push(c, idx);
+	else if (!e->on_dirty)		/* a dirty one stays on the dirty list */
+		rc_list_put(c, idx);
 }
 
 static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
@@ -1517,6 +1655,239 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 	return true;
 }
 
+/* --- the write cache --------------------------------------------------- */
+
+u64 rc_units(const struct rc_cache *c, u64 sector, u32 sectors, bool whole)
+{
+	u64 seg_mask = (1ull << c->seg_shift) - 1, unit = 1ull << c->unit_shift;
+	u64 off = sector & seg_mask, end = off + sectors;
+	u64 u0, u1;
+
+	if (end > seg_mask + 1)
+		end = seg_mask + 1;
+	u0 = (whole ? off + unit - 1 : off) >> c->unit_shift;
+	u1 = (whole ? end : end + unit - 1) >> c->unit_shift;
+	if (u1 <= u0)
+		return 0;
+	return (u1 - u0 >= 64 ? ~0ull : (1ull << (u1 - u0)) - 1) << u0;
+}
+
+/* A new entry, VALID with no unit yet, pinned, for a write to @seg (GHOST @ghost or RC_NONE). */
+static u32 rc_wc_take(struct rc_cache *c, u64 seg, u32 ghost)
+{
+	u32 i = rc_take_for(c, seg, ghost, RC_VALID, false);
+
+	if (i != RC_NONE)
+		c->nr_valid++;
+	return i;
+}
+
+enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool through,
+			      u32 *idx)
+{
+	u64 seg = sector >> c->seg_shift;
+	u64 touched = rc_units(c, sector, sectors, false);
+	u64 covered = rc_units(c, sector, sectors, true);
+	bool cache = rc_write_caches(c) && !through && !c->fills_held;
+	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
+	struct rc_entry *e = i != RC_NONE ? &c->entries[i] : NULL;
+
+	if (e && e->state == RC_VALID) {
+		*idx = i;
+		if (e->wbusy)
+			return RC_WC_WAIT;
+		c->ctr.writes++;
+		c->ctr.write_sectors += sectors;
+		rc_pin(c, i);
+		if (cache && !(touched & ~covered & ~e->valid) &&
+		    (e->on_dirty || c->nr_dirty < rc_dirty_max(c))) {
+			c->ctr.write_cached++;
+			return RC_WC_CACHE;
+		}
+		e->wbusy = 1;
+		c->nr_wbusy++;
+		c->ctr.write_through++;
+		return RC_WC_THROUGH;
+	}
+	/* A fill in flight is made stale by the ordinary path. */
+	if (cache && (!e || e->state == RC_GHOST) && !(touched & ~covered) &&
+	    c->nr_dirty < rc_dirty_max(c) && !c->wb_inflight[b] && !c->range_inflight) {
+		i = rc_wc_take(c, seg, e ? i : RC_NONE);
+		if (i != RC_NONE) {
+			c->ctr.writes++;
+			c->ctr.write_sectors += sectors;
+			c->ctr.write_cached++;
+			*idx = i;
+			return RC_WC_CACHE;
+		}
+	}
+	c->ctr.write_through++;
+	return RC_WC_ORIGIN;
+}
+
+void rc_wc_copied(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, bool dirty)
+{
+	struct rc_entry *e;
+	u64 touched;
+
+	if (idx >= c->nr_entries)
+		return;
+	e = &c->entries[idx];
+	/* Dropped meanwhile (a discard over it): nothing to keep. */
+	if (e->state == RC_VALID) {
+		e->valid |= rc_units(c, sector, sectors, true);
+		if (dirty) {
+			touched = rc_units(c, sector, sectors, false);
+			c->dirty_units += rc_popcount64(touched & ~e->dirty);
+			e->dirty |= touched;
+			if (!e->on_dirty)
+				rc_dirty_add(c, idx, false);
+		}
+	}
+	if (dirty)
+		rc_unpin(c, idx);
+}
+
+/* Entry @e's write to the disk is done: writes may go on, a range may not wait for it. */
+static void rc_wc_unbusy(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	e->wbusy = 0;
+	c->nr_wbusy--;
+	if (e->state == RC_DEAD)
+		c->wb_orphans--;
+	else if (e->dirty && !e->on_dirty)	/* a failed write-back: oldest, written first */
+		rc_dirty_add(c, idx, true);
+	rc_unpin(c, idx);
+}
+
+void rc_wc_through_done(struct rc_cache *c, u32 idx)
+{
+	if (idx < c->nr_entries && c->entries[idx].wbusy)
+		rc_wc_unbusy(c, idx);
+}
+
+static int rc_wb_item_cmp(const struct rc_wb_item *a, const struct rc_wb_item *b)
+{
+	return a->seg < b->seg ? -1 : a->seg > b->seg;
+}
+
+/* Insertion sort: a batch is a few dozen entries. */
+static void rc_wb_sort(struct rc_wb_item *it, u32 n)
+{
+	struct rc_wb_item x;
+	u32 i, j;
+
+	for (i = 1; i < n; i++) {
+		x = it[i];
+		for (j = i; j && rc_wb_item_cmp(&it[j - 1], &x) > 0; j--)
+			it[j] = it[j - 1];
+		it[j] = x;
+	}
+}
+
+/* The runs of set bits in @m. */
+static u32 rc_runs(u64 m)
+{
+	return rc_popcount64(m & ~(m << 1));
+}
+
+u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *items, u32 *n,
+	       struct rc_wb_req *reqs, u32 max_reqs, u32 max_sectors)
+{
+	u32 want = *n, got = 0, nreq = 0, k, i, u, end;
+	struct rc_wb_req *r = NULL;
+	struct rc_entry *e;
+	u64 m, sector, len;
+
+	for (i = c->dirty_tail; i != RC_NONE && got < want; i = c->entries[i].prev) {
+		if (flush_seq && (s32)(c->entries[i].dseq - *flush_seq) >= 0)
+			break;
+		items[got++] = (struct rc_wb_item){ c->entries[i].seg, i };
+	}
+	rc_wb_sort(items, got);
+	for (k = 0; k < got; k++) {
+		e = &c->entries[items[k].idx];
+		m = e->dirty;
+		if (nreq + rc_runs(m) > max_reqs)
+			break;
+		e->wb_parts = 0;
+		for (u = 0; u < 64 && m >> u; u = end) {
+			while (!(m >> u & 1))
+				u++;
+			for (end = u; end < 64 && (m >> end & 1); end++)
+				;
+			sector = (e->seg << c->seg_shift) + ((u64)u << c->unit_shift);
+			len = (u64)(end - u) << c->unit_shift;
+			if (r && r->sector + r->sectors == sector && r->sectors + len <= max_sectors) {
+				r->sectors += (u32)len;
+				if (r->first + r->nr == k)
+					r->nr++;
+			} else {
+				r = &reqs[nreq++];
+				*r = (struct rc_wb_req){ sector, (u32)len, k, 1 };
+			}
+			e->wb_parts++;
+		}
+	}
+	*n = k;
+	for (k = 0; k < *n; k++) {
+		i = items[k].idx;
+		e = &c->entries[i];
+		rc_dirty_del(c, i);
+		c->dirty_units -= rc_popcount64(e->dirty);
+		e->dirty = 0;
+		e->wbusy = 1;
+		c->nr_wbusy++;
+		rc_pin(c, i);
+	}
+	return nreq;
+}
+
+void rc_wb_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error, bool first)
+{
+	struct rc_entry *e;
+	u64 s0, s1, units;
+
+	if (first) {
+		c->ctr.writeback_ios++;
+		c->ctr.writeback_sectors += sectors;
+		if (error) {
+			c->ctr.writeback_errors++;
+			c->wb_failed++;
+		}
+	}
+	if (idx >= c->nr_entries || !c->entries[idx].wbusy)
+		return;
+	e = &c->entries[idx];
+	s0 = e->seg << c->seg_shift;
+	s1 = s0 + (1ull << c->seg_shift);
+	if (sector > s0)
+		s0 = sector;
+	if (sector + sectors < s1)
+		s1 = sector + sectors;
+	if (error && e->state == RC_VALID && s1 > s0) {
+		units = rc_units(c, s0, (u32)(s1 - s0), false);
+		c->dirty_units += rc_popcount64(units & ~e->dirty);
+		e->dirty |= units;
+	}
+	if (e->wb_parts && --e->wb_parts)
+		return;
+	rc_wc_unbusy(c, idx);
+}
+
+bool rc_wb_due(const struct rc_cache *c, bool idle)
+{
+	return c->nr_dirty && (idle || !rc_write_caches(c) || c->nr_dirty >= rc_dirty_max(c) / 2);
+}
+
+u32 rc_wb_flush_seq(struct rc_cache *c)
+{
+	c->ctr.flushes++;
+	return c->dirty_seq + 1;
+}
+
 /* --- HDC's pinned set -------------------------------------------------- */
 
 enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
@@ -1649,6 +2020,8 @@ static u32 *rc_core_tunable(struct rc_cache *c, enum rc_tunable key)
 		return &c->hdc_share;
 	case RC_TUN_HOT_PERIOD:
 		return &c->hot_period_s;
+	case RC_TUN_DIRTY:
+		return &c->dirty_share;
 	default:
 		return NULL;
 	}

@@ -47,6 +47,9 @@ enum rc_policy {
 enum rc_write_policy {
 	RC_WRITE_INVALIDATE = 0, /* a write drops the cached segment */
 	RC_WRITE_UPDATE,	 /* a write updates the cached segment in place */
+	RC_WRITE_BACK,		 /* a write completes in the cache (rc_wc_write()) */
+	RC_WRITE_SELECTIVE,	 /* ... but the caller's metadata goes through */
+	RC_WRITE_NR,
 };
 
 /* What the caller must do with a read (rc_read()). */
@@ -55,6 +58,10 @@ enum rc_read_action {
 	RC_READ_WAIT,		/* queue the bio on entry *idx (filling) */
 	RC_READ_FILL,		/* start a fill of entry *idx, queue the bio */
 	RC_READ_BYPASS,		/* send the bio to the origin unchanged */
+	/* send it to the origin, copy entry *idx's valid units over what it read
+	 * (rc_merge_units()), then rc_unpin()
+	 */
+	RC_READ_MERGE,
 };
 
 /* What the caller must do when a fill completes (rc_fill_done()). */
@@ -83,6 +90,7 @@ struct rc_counters {
 	u64 read_bypassed_inactive; /* ... of which because the cache was inactive */
 	u64 read_bypassed_budget; /* ... of which because the budget was spent */
 	u64 read_bypassed_joined; /* ... of which to go down with the piece before */
+	u64 read_bypassed_partial; /* ... of which merged with a partial entry (RC_READ_MERGE) */
 	u64 read_joined;	/* bypassed pieces sent down with the piece before */
 	u64 prefetches;		/* segments filled ahead (rc_plan(), rc_prefetch()) */
 	u64 prefetch_hits;	/* ... read afterwards */
@@ -106,6 +114,14 @@ struct rc_counters {
 	u64 hdc_fills;		/* segments HDC filled to pin them (rc_hdc_pin()) */
 	u64 hdc_hits;		/* reads served from a segment HDC pinned */
 	u64 hdc_dropped;	/* pins ended by a write, a failed fill or drop_cache */
+	/* the write cache (rc_wc_write()) */
+	u64 write_cached;	/* writes completed from the cache */
+	u64 write_through;	/* writes sent to the origin while it is on */
+	u64 writeback_ios;	/* write-back requests completed */
+	u64 writeback_sectors;
+	u64 writeback_errors;	/* ... failed: their data stays dirty */
+	u64 flushes;		/* flushes served (rc_wb_flush_seq()) */
+	u64 dirty_dropped;	/* dirty segments dropped by a discard or write-zeroes */
 };
 
 struct rc_entry {
@@ -129,6 +145,17 @@ struct rc_entry {
 	u8 hdc:1;		/* FILLING/VALID: pinned by HDC, never an LRU victim */
 	u8 on_hdc:1;		/* ... linked on the HDC list (VALID, unpinned) */
 	u8 hfill:1;		/* FILLING: started by rc_hdc_pin() */
+	/*
+	 * The write cache (rc_wc_write()): a VALID entry may hold only some
+	 * of its segment's units (valid), and units newer than the disk
+	 * (dirty); dirty entries are on the dirty list (prev, next, oldest
+	 * at its tail), in the order of dseq, never on the LRU (on_list 0).
+	 */
+	u8 on_dirty:1;
+	u8 wbusy:1;		/* a write of it to the disk is in flight: writes wait */
+	u16 wb_parts;		/* ... write-back requests of it in flight */
+	u32 dseq;		/* c->dirty_seq when it went dirty */
+	u64 valid, dirty;	/* units (rc_units()) */
 };
 
 /*
@@ -200,6 +227,16 @@ struct rc_cache {
 	} hot_visit[RC_HOT_VISITS];
 	u32 hot_visit_next;
 	u32 hot_periods;	/* periods ended: a choice and a halving due (wraps) */
+	/* the write cache (rc_wc_write()) */
+	u32 unit_shift;		/* log2(sectors a unit): at most 64 units a segment */
+	u64 unit_all;		/* every unit of a segment */
+	u32 dirty_share;	/* % of the entries that may be dirty (tunable dirty) */
+	u32 nr_dirty, nr_wbusy;
+	u64 dirty_units;
+	u32 dirty_head, dirty_tail;
+	u32 dirty_seq;		/* entries gone dirty (wraps) */
+	u32 wb_orphans;		/* entries dropped while a write of them was in flight */
+	u32 wb_failed;		/* write-back requests failed (wraps) */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -617,6 +654,121 @@ u32 rc_range_walk(struct rc_cache *c, u64 first, u64 nr, u32 from, u32 budget);
 void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
 
 /*
+ * The write cache: a volatile write-back cache with a disk's contract
+ * (Documentation/block/writeback_cache_control.rst), on while the write
+ * policy is back or selective, and until what they left dirty is on the
+ * disk (rc_wc_on()).  The write policy changes only while the cache is
+ * quiescent and clean (the glue applies it at resume, after suspend wrote
+ * everything back).
+ *
+ * Data is cached in units, the segment's 64th, at least 8 sectors
+ * (4 KiB): an entry the write cache made holds only the units written
+ * (valid); a read of others is sent to the disk and the valid units
+ * copied over what it read (RC_READ_MERGE).  An entry with dirty units,
+ * a write in flight or a part missing serves every read of it, active or
+ * not (rc_holds_newer()).
+ *
+ * rc_wc_write() decides a write of @sectors at @sector within one segment
+ * (@through: it must reach the disk before it completes; the caller's
+ * REQ_FUA, and with selective its metadata):
+ * RC_WC_CACHE	entry *idx, pinned: copy the data in, then rc_wc_copied()
+ *		with @dirty true, and complete the write.
+ * RC_WC_THROUGH  likewise, but with @dirty false, then send it down;
+ *		the entry is wbusy until rc_wc_through_done().
+ * RC_WC_ORIGIN	no entry to keep coherent: send it down on the ordinary
+ *		path (rc_write_start(), rc_write_done()).
+ * RC_WC_WAIT	entry *idx has a write to the disk in flight: queue it and
+ *		decide it again once that completes (writes to the disk of
+ *		one entry go one at a time, so they reach it in order).
+ * A write caches when every unit it touches ends valid (the units it
+ * covers, and those already valid), fills are not held, and the entry is
+ * dirty already or fewer than rc_dirty_max() entries are; an entry is
+ * made for it (a free one or the LRU's victim, never a dirty one) only
+ * while no write or range to the segment's bucket is in flight.
+ */
+enum rc_wc_action {
+	RC_WC_CACHE,
+	RC_WC_THROUGH,
+	RC_WC_ORIGIN,
+	RC_WC_WAIT,
+};
+
+static inline bool rc_write_caches(const struct rc_cache *c)
+{
+	return c->write_policy == RC_WRITE_BACK || c->write_policy == RC_WRITE_SELECTIVE;
+}
+
+static inline bool rc_wc_on(const struct rc_cache *c)
+{
+	return rc_write_caches(c) || c->nr_dirty || c->nr_wbusy;
+}
+
+#define RC_DIRTY_SHARE		25	/* % of the entries, by default */
+#define RC_DIRTY_MAX_SHARE	90
+
+static inline u32 rc_dirty_max(const struct rc_cache *c)
+{
+	u32 n = (u32)((u64)c->nr_entries * c->dirty_share / 100);
+
+	return n ? n : 1;
+}
+
+/* The units of the segment that sectors @sector..+@sectors touch, or (@whole) cover. */
+u64 rc_units(const struct rc_cache *c, u64 sector, u32 sectors, bool whole);
+
+enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool through,
+			      u32 *idx);
+/* The data is in (@dirty: CACHE, the pin dropped; else THROUGH, still pinned). */
+void rc_wc_copied(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, bool dirty);
+void rc_wc_through_done(struct rc_cache *c, u32 idx);
+
+/*
+ * Write-back.  rc_wb_take() takes up to @max dirty entries, oldest first
+ * (@flush_seq: only those gone dirty before rc_wb_flush_seq() returned
+ * it; NULL: any), into @items sorted by segment, and plans the requests that
+ * write their dirty units into @reqs (at most @max_reqs, each at most
+ * @max_sectors, contiguous units of consecutive segments merged): it
+ * returns their number, and fewer entries in *@n when @reqs ran out.
+ * Each entry taken is wbusy and pinned, its dirty units now clean; the
+ * caller writes each request from the entries' buffers and reports it with
+ * rc_wb_done(), which on an error makes its units dirty again (counted in
+ * writeback_errors and wb_failed: a flush that waited on it fails).
+ * rc_wb_due(): whether write-back should run now, with the origin
+ * @idle: any dirty entry then, else from half of rc_dirty_max().
+ */
+struct rc_wb_item {
+	u64 seg;
+	u32 idx;
+};
+
+struct rc_wb_req {
+	u64 sector;
+	u32 sectors;
+	u32 first, nr;		/* items[first .. first + nr) */
+};
+
+u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *items, u32 *n,
+	       struct rc_wb_req *reqs, u32 max_reqs, u32 max_sectors);
+/*
+ * Request @sector..+@sectors of entry @idx finished with @error; @first:
+ * the request's first entry (the request is counted once).
+ */
+void rc_wb_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error, bool first);
+bool rc_wb_due(const struct rc_cache *c, bool idle);
+
+/*
+ * A flush arrived: what was dirty before it is what rc_wb_take() with the
+ * returned sequence takes (counted in flushes).
+ */
+u32 rc_wb_flush_seq(struct rc_cache *c);
+
+/* Copy entry @idx's valid units over the read of @sectors at @sector: a mask of them. */
+static inline u64 rc_merge_units(const struct rc_cache *c, u32 idx, u64 sector, u32 sectors)
+{
+	return c->entries[idx].valid & rc_units(c, sector, sectors, false);
+}
+
+/*
  * Drop every VALID unpinned entry.  Returns the number of entries still
  * busy (FILLING or pinned); the caller retries once they drain.
  */
@@ -834,6 +986,15 @@ static inline const char *rc_policy_name(enum rc_policy p)
 	};
 
 	return p < RC_POLICY_NR ? names[p] : "?";
+}
+
+static inline const char *rc_write_policy_name(enum rc_write_policy wp)
+{
+	static const char * const names[RC_WRITE_NR] = {
+		"invalidate", "update", "back", "selective",
+	};
+
+	return wp < RC_WRITE_NR ? names[wp] : "?";
 }
 
 /* Policy by name (any case); returns -1 when unknown. */

@@ -32,6 +32,16 @@
 #define REDCAP_WALK_CHUNK	1024
 /* Fill bios kept in reserve; beyond them a miss that finds no memory bypasses. */
 #define REDCAP_FILL_POOL	64
+/*
+ * Write-back: entries a batch takes, requests it may plan, segments one
+ * request spans, requests in flight in the background (a flush or a
+ * suspend has as many as it needs), and how often the worker looks.
+ */
+#define REDCAP_WB_BATCH		32
+#define REDCAP_WB_REQS		64
+#define REDCAP_WB_SEGS		32
+#define REDCAP_WB_DEPTH		4
+#define REDCAP_WB_PERIOD	(HZ / 10)
 
 #ifdef REDCAP_FAULT_INJECTION
 /*
@@ -69,6 +79,14 @@ static unsigned int fi_drop_timeout_ms;
 module_param(fi_drop_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(fi_drop_timeout_ms,
 		 "test builds: drop_cache waits this long for busy segments (0: 10 s)");
+static bool fi_flush_broken;
+module_param(fi_flush_broken, bool, 0644);
+MODULE_PARM_DESC(fi_flush_broken,
+		 "test builds: a flush completes at once, nothing written back (crash tests' control)");
+static bool fi_wb_hold;
+module_param(fi_wb_hold, bool, 0644);
+MODULE_PARM_DESC(fi_wb_hold,
+		 "test builds: no write-back in the background (flushes and suspend still write back)");
 static bool fi_hdc_alloc_fail;
 module_param(fi_hdc_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_hdc_alloc_fail, "test builds: HDC's choice finds no memory");
@@ -105,6 +123,16 @@ static unsigned int redcap_drop_timeout_ms(void)
 static bool redcap_fi_hdc_alloc_fail(void)
 {
 	return READ_ONCE(fi_hdc_alloc_fail);
+}
+
+static bool redcap_fi_wb_hold(void)
+{
+	return READ_ONCE(fi_wb_hold);
+}
+
+static bool redcap_fi_flush_broken(void)
+{
+	return READ_ONCE(fi_flush_broken);
 }
 
 static void redcap_fi_finish_delay(void)
@@ -157,6 +185,16 @@ static inline bool redcap_fi_ctr_page_fails(size_t i)
 static inline unsigned int redcap_drop_timeout_ms(void)
 {
 	return REDCAP_DROP_TIMEOUT_MS;
+}
+
+static inline bool redcap_fi_wb_hold(void)
+{
+	return false;
+}
+
+static inline bool redcap_fi_flush_broken(void)
+{
+	return false;
 }
 
 static inline bool redcap_fi_hdc_alloc_fail(void)
@@ -256,6 +294,39 @@ struct redcap_cache {
 	struct mutex hdc_lock;
 	u64 *hdc_chosen;
 	u32 hdc_nr, hdc_gen, hdc_next;
+
+	/*
+	 * The write cache (rc_wc_write()): dirty units go to the origin from
+	 * wb_work, one batch at a time under wb_mutex, in requests of
+	 * struct redcap_wb; flushes and ranges that must wait for them, and
+	 * writes that wait on an entry's write, are queued under lock.
+	 */
+	struct block_device *origin_bdev;
+	struct block_device *dm_bdev;	/* ours: is its write cache on? */
+	struct workqueue_struct *wbq;
+	struct delayed_work wb_work;
+	struct work_struct wb_resume;
+	struct mutex wb_mutex;
+	struct bio_set wbs;
+	struct rc_wb_item wb_items[REDCAP_WB_BATCH];
+	struct rc_wb_req wb_reqs[REDCAP_WB_REQS];
+	struct bio_list wb_waiting;
+	struct bio_list wb_flushes;
+	struct bio_list wb_ranges;
+	atomic_t wb_inflight;
+	wait_queue_head_t wb_wait;
+	int wb_error;			/* the last write-back's error, or 0 */
+	bool wb_all;			/* write everything back (write cache off) */
+};
+
+/* One write-back request: dirty units of up to REDCAP_WB_SEGS entries. */
+struct redcap_wb {
+	struct redcap_cache *cc;
+	sector_t sector;
+	u32 sectors;
+	u32 nr;
+	u32 idx[REDCAP_WB_SEGS];
+	struct bio bio;
 };
 
 /*
@@ -298,11 +369,15 @@ enum redcap_pb_kind {
 	PB_CACHE,	/* completed by redcap from RAM */
 	PB_WRITE,	/* write within one segment */
 	PB_RANGE,	/* discard / write-zeroes over a range of segments */
+	PB_MERGE,	/* a read sent to the origin, entry idx's units copied over it */
+	PB_THROUGH,	/* a write to the origin that keeps entry idx coherent */
 };
 
 struct redcap_pb {
 	enum redcap_pb_kind kind;
 	u32 cookie;
+	u32 idx;
+	struct redcap_c *rc;	/* a write queued by the write cache, for its redo */
 	u64 start_ns;		/* when map saw the bio */
 	u64 seg;
 	u64 nr_segs;
@@ -594,15 +669,19 @@ static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd
 	return v->unestimated == unest;
 }
 
-/* A write goes to the disk whatever the cache does: both virtual disks see it. */
-static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now)
+/*
+ * The bare disk would write what redcap receives; the cache's virtual disk
+ * sees the write when it goes down now (@down: not completed in the cache).
+ */
+static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bool down)
 {
 	u64 ns;
 
 	redcap_vdisk_submit(rc, &rc->cc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
 			    bio_sectors(bio), now, &ns);
-	redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
-			    bio_sectors(bio), now, &ns);
+	if (down)
+		redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
+				    bio_sectors(bio), now, &ns);
 }
 
 /* rc_map_read()'s prices: a request played on one of the two virtual disks. */
@@ -692,12 +771,360 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	case RC_READ_FILL:
 	case RC_READ_WAIT:
 		return DM_MAPIO_SUBMITTED;
+	case RC_READ_MERGE:
+		pb->kind = PB_MERGE;
+		pb->idx = plan.idx;
+		redcap_remap(rc, bio);
+		return DM_MAPIO_REMAPPED;
 	case RC_READ_BYPASS:
 		break;
 	}
 	pb->kind = PB_BYPASS;
 	redcap_remap(rc, bio);
 	return DM_MAPIO_REMAPPED;
+}
+
+/* --- the write cache (rc_wc_write()) ------------------------------------ */
+
+/* Whether the device's write cache is on: writing "write through" to queue/write_cache turns it off. */
+static bool redcap_wc_enabled(struct redcap_cache *cc)
+{
+	return bdev_write_cache(cc->dm_bdev);
+}
+
+/* Write-back now (@now), or within its period. */
+static void redcap_wb_kick(struct redcap_cache *cc, bool now)
+{
+	if (now)
+		mod_delayed_work(cc->wbq, &cc->wb_work, 0);
+	else
+		queue_delayed_work(cc->wbq, &cc->wb_work, REDCAP_WB_PERIOD);
+}
+
+/*
+ * An empty flush, while the write cache is on: queued for the write-back
+ * worker, which completes it once what was written before it is on the
+ * origin and the origin is flushed.  False: the origin's to handle.
+ */
+static bool redcap_wc_flush(struct redcap_cache *cc, struct bio *bio)
+{
+	unsigned long flags;
+	bool on;
+
+	redcap_pb(bio)->kind = PB_CACHE;
+	spin_lock_irqsave(&cc->lock, flags);
+	on = rc_wc_on(cc->cache);
+	if (on && !redcap_fi_flush_broken())
+		bio_list_add(&cc->wb_flushes, bio);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (on && redcap_fi_flush_broken())
+		bio_endio(bio);
+	else if (on)
+		redcap_wb_kick(cc, true);
+	return on;
+}
+
+/* Copy the units @mask of entry @idx over @bio's data at @iter (RC_READ_MERGE). */
+static void redcap_copy_units(struct redcap_cache *cc, u32 idx, struct bio *bio,
+			      struct bvec_iter iter, u64 mask)
+{
+	u32 ushift = cc->cache->unit_shift, u, e;
+	sector_t start = iter.bi_sector, end = start + (iter.bi_size >> SECTOR_SHIFT);
+	sector_t base = start & ~(sector_t)(cc->seg_sectors - 1), s0, s1;
+	struct bvec_iter it;
+
+	for (u = 0; u < 64 && (mask >> u); u = e) {
+		while (!((mask >> u) & 1))
+			u++;
+		for (e = u; e < 64 && ((mask >> e) & 1); e++)
+			;
+		s0 = max_t(sector_t, start, base + ((sector_t)u << ushift));
+		s1 = min_t(sector_t, end, base + ((sector_t)e << ushift));
+		if (s0 >= s1)
+			continue;
+		it = iter;
+		bio_advance_iter(bio, &it, (s0 - start) << SECTOR_SHIFT);
+		it.bi_size = (s1 - s0) << SECTOR_SHIFT;
+		redcap_copy(cc, idx, bio, it, true);
+	}
+}
+
+/*
+ * A write within one segment (map cut it).  With the write cache off, it
+ * goes down and invalidates or updates the cached copy (rc_write_start()).
+ * On (rc_wc_write()), it completes in the cache, goes through keeping the
+ * entry coherent, goes down the same ordinary way, or waits for the
+ * entry's write to the origin.  From map (@from_map: returns what map
+ * returns) or from the work that redoes the writes that waited.
+ */
+static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
+{
+	struct redcap_cache *cc = rc->cc;
+	struct rc_cache *c = cc->cache;
+	struct redcap_pb *pb = redcap_pb(bio);
+	sector_t sector = bio->bi_iter.bi_sector;
+	u32 sectors = bio_sectors(bio), idx = RC_NONE;
+	enum rc_wc_action act = RC_WC_ORIGIN;
+	unsigned long flags;
+	bool through, due = false;
+
+	/* FUA must be on the disk at completion; selective sends metadata there too. */
+	through = (bio->bi_opf & REQ_FUA) || !redcap_wc_enabled(cc) ||
+		  ((bio->bi_opf & REQ_META) && c->write_policy == RC_WRITE_SELECTIVE);
+	spin_lock_irqsave(&cc->lock, flags);
+	if (rc_wc_on(c))
+		act = rc_wc_write(c, sector, sectors, through, &idx);
+	switch (act) {
+	case RC_WC_WAIT:
+		pb->kind = PB_CACHE;
+		pb->rc = rc;
+		bio_list_add(&cc->wb_waiting, bio);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		return DM_MAPIO_SUBMITTED;
+	case RC_WC_ORIGIN:
+		pb->kind = PB_WRITE;
+		redcap_vdisk_write(rc, bio, pb->start_ns, true);
+		pb->cookie = rc_write_start(c, pb->seg, sectors, true);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		goto down;
+	case RC_WC_CACHE:
+	case RC_WC_THROUGH:
+		redcap_vdisk_write(rc, bio, pb->start_ns, act == RC_WC_THROUGH);
+		break;
+	}
+	spin_unlock_irqrestore(&cc->lock, flags);
+
+	redcap_copy(cc, idx, bio, bio->bi_iter, false);
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_wc_copied(c, idx, sector, sectors, act == RC_WC_CACHE);
+	due = rc_wb_due(c, false);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (act == RC_WC_CACHE) {
+		pb->kind = PB_CACHE;
+		bio_endio(bio);
+		redcap_wb_kick(cc, due);
+		return DM_MAPIO_SUBMITTED;
+	}
+	pb->kind = PB_THROUGH;
+	pb->idx = idx;
+down:
+	redcap_remap(rc, bio);
+	if (from_map)
+		return DM_MAPIO_REMAPPED;
+	submit_bio_noacct(bio);
+	return DM_MAPIO_SUBMITTED;
+}
+
+/* The writes that waited on an entry's write to the origin, decided again. */
+static void redcap_wb_resume(struct work_struct *ws)
+{
+	struct redcap_cache *cc = container_of(ws, struct redcap_cache, wb_resume);
+	struct bio_list waiting;
+	unsigned long flags;
+	struct bio *bio;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	waiting = cc->wb_waiting;
+	bio_list_init(&cc->wb_waiting);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	while ((bio = bio_list_pop(&waiting)))
+		redcap_write(redcap_pb(bio)->rc, bio, false);
+}
+
+/*
+ * An entry's write to the origin completed (cc->lock held): redo the
+ * writes that waited, and let a range that waited on it go.
+ */
+static void redcap_wc_unbusy(struct redcap_cache *cc)
+{
+	if (!bio_list_empty(&cc->wb_waiting))
+		queue_work(cc->wq, &cc->wb_resume);
+	if (!bio_list_empty(&cc->wb_ranges) && !cc->cache->wb_orphans)
+		mod_delayed_work(cc->wbq, &cc->wb_work, 0);
+}
+
+/* A write-back request completed (any context); the last thing done is its count. */
+static void redcap_wb_endio(struct bio *bio)
+{
+	struct redcap_wb *w = container_of(bio, struct redcap_wb, bio);
+	struct redcap_cache *cc = w->cc;
+	int error = blk_status_to_errno(bio->bi_status);
+	unsigned long flags;
+	u32 k;
+
+	if (error)
+		DMERR_LIMIT("%u:%u: write-back of sectors %llu+%u failed: %d",
+			    MAJOR(cc->origin_dev), MINOR(cc->origin_dev),
+			    (unsigned long long)w->sector, w->sectors, error);
+	spin_lock_irqsave(&cc->lock, flags);
+	for (k = 0; k < w->nr; k++)
+		rc_wb_done(cc->cache, w->idx[k], w->sector, w->sectors, error, !k);
+	if (error)
+		cc->wb_error = error;
+	redcap_wc_unbusy(cc);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	bio_put(bio);
+	/* Teardown waits for this count, then for the works queued above. */
+	atomic_dec(&cc->wb_inflight);
+	wake_up_all(&cc->wb_wait);
+}
+
+/*
+ * Take a batch of dirty entries (rc_wb_take(): @seq as there) and send
+ * their requests to the origin, at idle priority when @idle_prio.
+ * Returns the entries taken.  wb_mutex held; sleeps for bios (the
+ * bioset's reserve guarantees them).
+ */
+static u32 redcap_wb_batch(struct redcap_cache *cc, const u32 *seq, bool idle_prio)
+{
+	u32 shift = ilog2(cc->seg_sectors), n = REDCAP_WB_BATCH, nr, k, j;
+	u32 max = min_t(u32, BIO_MAX_VECS << (PAGE_SHIFT - SECTOR_SHIFT),
+			(REDCAP_WB_SEGS - 1) * cc->seg_sectors);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	nr = rc_wb_take(cc->cache, seq, cc->wb_items, &n, cc->wb_reqs, REDCAP_WB_REQS, max);
+	spin_unlock_irqrestore(&cc->lock, flags);
+
+	for (k = 0; k < nr; k++) {
+		const struct rc_wb_req *r = &cc->wb_reqs[k];
+		const struct rc_wb_item *it = cc->wb_items + r->first;
+		sector_t sct = r->sector, end = r->sector + r->sectors;
+		struct redcap_wb *w;
+		struct bio *bio;
+
+		/* Units are whole pages (4 KiB pages): a vec a page, at most BIO_MAX_VECS. */
+		bio = bio_alloc_bioset(cc->origin_bdev,
+				       min_t(u32, DIV_ROUND_UP(r->sectors, PAGE_SECTORS) + r->nr - 1,
+					     BIO_MAX_VECS), REQ_OP_WRITE, GFP_NOIO, &cc->wbs);
+		w = container_of(bio, struct redcap_wb, bio);
+		w->cc = cc;
+		w->sector = r->sector;
+		w->sectors = r->sectors;
+		w->nr = r->nr;
+		for (j = 0; j < r->nr; j++)
+			w->idx[j] = it[j].idx;
+		bio->bi_iter.bi_sector = r->sector;
+		while (sct < end) {
+			u32 idx = it[(sct >> shift) - it[0].seg].idx;
+			size_t off = (size_t)(sct & (cc->seg_sectors - 1)) << SECTOR_SHIFT;
+			size_t poff = offset_in_page(off);
+			u32 len = min_t(u64, PAGE_SIZE - poff, (u64)(end - sct) << SECTOR_SHIFT);
+
+			__bio_add_page(bio, cc->pages[(size_t)idx * cc->pages_per_seg +
+						      (off >> PAGE_SHIFT)], len, poff);
+			sct += len >> SECTOR_SHIFT;
+		}
+		if (idle_prio)
+			bio->bi_ioprio = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0);
+		bio->bi_end_io = redcap_wb_endio;
+		atomic_inc(&cc->wb_inflight);
+		submit_bio_noacct(bio);
+	}
+	return n;
+}
+
+/*
+ * Write back what went dirty before now, wait for it and flush the origin:
+ * a flush's work (@flush: counted as one), and suspend's.  Returns 0, or
+ * -EIO when a write-back failed meanwhile (its data stays dirty, to be
+ * retried), or the origin's flush error.
+ */
+static int redcap_wb_round(struct redcap_cache *cc, bool flush)
+{
+	struct rc_cache *c = cc->cache;
+	unsigned long flags;
+	u32 seq, failed;
+	bool left;
+	int r;
+
+	mutex_lock(&cc->wb_mutex);
+	spin_lock_irqsave(&cc->lock, flags);
+	if (!flush && !rc_wc_on(c)) {
+		spin_unlock_irqrestore(&cc->lock, flags);
+		mutex_unlock(&cc->wb_mutex);
+		return 0;
+	}
+	seq = flush ? rc_wb_flush_seq(c) : c->dirty_seq + 1;
+	failed = c->wb_failed;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	for (;;) {
+		/* A failed write-back fails the round: its data waits for the next. */
+		spin_lock_irqsave(&cc->lock, flags);
+		left = c->wb_failed == failed && c->dirty_tail != RC_NONE &&
+		       (s32)(c->entries[c->dirty_tail].dseq - seq) < 0;
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (!left)
+			break;
+		if (redcap_wb_batch(cc, &seq, false))
+			continue;
+		/* Pinned by a copy in progress, or back from a failed part: soon. */
+		wait_event_timeout(cc->wb_wait, !atomic_read(&cc->wb_inflight), HZ / 100);
+	}
+	wait_event(cc->wb_wait, !atomic_read(&cc->wb_inflight));
+	spin_lock_irqsave(&cc->lock, flags);
+	r = c->wb_failed != failed ? -EIO : 0;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (!r)
+		r = blkdev_issue_flush(cc->origin_bdev);
+	mutex_unlock(&cc->wb_mutex);
+	return r;
+}
+
+/*
+ * The write-back worker: the flushes that arrived, the ranges whose
+ * orphaned writes are done, and in the background what rc_wb_due() asks
+ * for, a few requests in flight at a time, at idle priority unless the
+ * origin is idle.  Runs every REDCAP_WB_PERIOD while anything is dirty.
+ */
+static void redcap_wb_work(struct work_struct *ws)
+{
+	struct redcap_cache *cc = container_of(to_delayed_work(ws), struct redcap_cache, wb_work);
+	struct rc_cache *c = cc->cache;
+	struct bio_list flushes, ranges;
+	unsigned long flags;
+	bool idle, due, all, more;
+	struct bio *bio;
+	int r = 0;
+
+	bio_list_init(&ranges);
+	spin_lock_irqsave(&cc->lock, flags);
+	flushes = cc->wb_flushes;
+	bio_list_init(&cc->wb_flushes);
+	if (!c->wb_orphans) {
+		ranges = cc->wb_ranges;
+		bio_list_init(&cc->wb_ranges);
+	}
+	all = !redcap_wc_enabled(cc) && c->nr_dirty;
+	spin_unlock_irqrestore(&cc->lock, flags);
+
+	while ((bio = bio_list_pop(&ranges)))
+		submit_bio_noacct(bio);
+	WRITE_ONCE(cc->wb_all, all);
+	if (!bio_list_empty(&flushes) || all)
+		r = redcap_wb_round(cc, !bio_list_empty(&flushes));
+	while ((bio = bio_list_pop(&flushes))) {
+		bio->bi_status = errno_to_blk_status(r);
+		bio_endio(bio);
+	}
+
+	mutex_lock(&cc->wb_mutex);
+	while (!redcap_fi_wb_hold() && atomic_read(&cc->wb_inflight) < REDCAP_WB_DEPTH) {
+		idle = !atomic_read(&cc->origin_inflight) &&
+		       ktime_get_ns() - READ_ONCE(cc->last_bio_ns) >= RC_HDC_IDLE_NS;
+		spin_lock_irqsave(&cc->lock, flags);
+		due = rc_wb_due(c, idle);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (!due || !redcap_wb_batch(cc, NULL, !idle))
+			break;
+	}
+	mutex_unlock(&cc->wb_mutex);
+
+	spin_lock_irqsave(&cc->lock, flags);
+	more = c->nr_dirty || !bio_list_empty(&cc->wb_flushes) || !bio_list_empty(&cc->wb_ranges);
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (more)
+		redcap_wb_kick(cc, false);
 }
 
 /*
@@ -737,6 +1164,8 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	redcap_fi_warn();
 
 	if (!bio_sectors(bio)) {	/* empty flush */
+		if (redcap_wc_flush(cc, bio))
+			return DM_MAPIO_SUBMITTED;
 		redcap_remap(rc, bio);
 		return DM_MAPIO_REMAPPED;
 	}
@@ -749,11 +1178,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		redcap_cut(bio, rc_in_seg(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio)));
 		pb->kind = PB_WRITE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
-		spin_lock_irqsave(&cc->lock, flags);
-		redcap_vdisk_write(rc, bio, pb->start_ns);
-		pb->cookie = rc_write_start(cc->cache, pb->seg, bio_sectors(bio), true);
-		spin_unlock_irqrestore(&cc->lock, flags);
-		break;
+		return redcap_write(rc, bio, true);
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
 	case REQ_OP_SECURE_ERASE:
@@ -762,7 +1187,15 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		pb->nr_segs = rc_sector_to_seg(cc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
 		redcap_range_start(cc, pb);
-		break;
+		redcap_remap(rc, bio);
+		/* After the writes of the entries it dropped, never before. */
+		spin_lock_irqsave(&cc->lock, flags);
+		if (cc->cache->wb_orphans) {
+			bio_list_add(&cc->wb_ranges, bio);
+			bio = NULL;
+		}
+		spin_unlock_irqrestore(&cc->lock, flags);
+		return bio ? DM_MAPIO_REMAPPED : DM_MAPIO_SUBMITTED;
 	default:
 		break;
 	}
@@ -805,7 +1238,7 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	enum rc_write_action act;
 	unsigned long flags;
 	u32 idx, fidx;
-	u64 now;
+	u64 now, mask;
 
 	if (pb->kind != PB_CACHE)
 		atomic_dec(&cc->origin_inflight);
@@ -861,6 +1294,28 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		spin_lock_irqsave(&cc->lock, flags);
 		rc_range_done(cc->cache, pb->seg, pb->nr_segs);
 		spin_unlock_irqrestore(&cc->lock, flags);
+		break;
+	case PB_MERGE:
+		if (!*error) {
+			spin_lock_irqsave(&cc->lock, flags);
+			mask = rc_merge_units(cc->cache, pb->idx, pb->saved_iter.bi_sector,
+					      pb->saved_iter.bi_size >> SECTOR_SHIFT);
+			spin_unlock_irqrestore(&cc->lock, flags);
+			redcap_copy_units(cc, pb->idx, bio, pb->saved_iter, mask);
+		}
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_unpin(cc->cache, pb->idx);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		break;
+	case PB_THROUGH:
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_wc_through_done(cc->cache, pb->idx);
+		rc_event(cc->cache, &(struct rc_event){ .kind = RC_EV_WRITE,
+			 .error = blk_status_to_errno(*error), .start = pb->start_ns,
+			 .end = ktime_get_ns() });
+		redcap_wc_unbusy(cc);
+		spin_unlock_irqrestore(&cc->lock, flags);
+		wake_up_all(&cc->wb_wait);
 		break;
 	}
 	return DM_ENDIO_DONE;
@@ -1267,8 +1722,19 @@ static void redcap_free_pages(struct redcap_cache *cc)
 /* Safe on a partly built cache. */
 static void redcap_cache_free(struct redcap_cache *cc)
 {
+	if (cc->wbq) {
+		wait_event(cc->wb_wait, !atomic_read(&cc->wb_inflight));
+		cancel_delayed_work_sync(&cc->wb_work);
+		destroy_workqueue(cc->wbq);
+	}
 	if (cc->wq)
 		destroy_workqueue(cc->wq);
+	/* Suspend wrote everything back, unless the origin refused it. */
+	if (cc->cache && cc->cache->nr_dirty)
+		DMCRIT("%u:%u: %u dirty segments lost with the cache (write-back error %d)",
+		       MAJOR(cc->origin_dev), MINOR(cc->origin_dev), cc->cache->nr_dirty,
+		       cc->wb_error);
+	bioset_exit(&cc->wbs);
 	bioset_exit(&cc->bs);
 	redcap_free_pages(cc);
 	kvfree(cc->ents);
@@ -1354,8 +1820,15 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	}
 	/* Completions copy up to a segment per waiter: spread them over CPUs. */
 	cc->wq = alloc_workqueue("dm-" DM_MSG_PREFIX, WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-	if (!cc->wq) {
+	/* Write-back: one worker, which waits on what it sent (flushes). */
+	cc->wbq = alloc_ordered_workqueue("dm-" DM_MSG_PREFIX "-wb", WQ_MEM_RECLAIM);
+	if (!cc->wq || !cc->wbq) {
 		ti->error = "Cannot allocate workqueue";
+		return -ENOMEM;
+	}
+	if (bioset_init(&cc->wbs, REDCAP_WB_DEPTH, offsetof(struct redcap_wb, bio),
+			BIOSET_NEED_BVECS)) {
+		ti->error = "Cannot allocate write-back bioset";
 		return -ENOMEM;
 	}
 	return 0;
@@ -1418,6 +1891,16 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 	mutex_init(&cc->hdc_lock);
 	atomic_set(&cc->fills_inflight, 0);
 	init_waitqueue_head(&cc->drain_wq);
+	cc->origin_bdev = rc->origin->bdev;
+	cc->dm_bdev = dm_disk(md)->part0;
+	mutex_init(&cc->wb_mutex);
+	INIT_DELAYED_WORK(&cc->wb_work, redcap_wb_work);
+	INIT_WORK(&cc->wb_resume, redcap_wb_resume);
+	bio_list_init(&cc->wb_waiting);
+	bio_list_init(&cc->wb_flushes);
+	bio_list_init(&cc->wb_ranges);
+	atomic_set(&cc->wb_inflight, 0);
+	init_waitqueue_head(&cc->wb_wait);
 	r = redcap_cache_alloc(cc, ti);
 	if (r) {
 		redcap_cache_free(cc);
@@ -1549,6 +2032,9 @@ static int redcap_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	 * map() cuts the rest at segment boundaries (redcap_cut()).
 	 */
 	ti->num_flush_bios = 1;
+	/* A volatile write cache: the device shows one, and gets flushes and FUA. */
+	ti->flush_supported = rc->write_policy == RC_WRITE_BACK ||
+			      rc->write_policy == RC_WRITE_SELECTIVE;
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = sizeof(struct redcap_pb);
@@ -1594,12 +2080,36 @@ static void redcap_presuspend_undo(struct dm_target *ti)
 	redcap_hdc_start(rc);
 }
 
+/*
+ * Nothing new comes in: the fills in flight finish, and what the write
+ * cache holds goes to the origin (fills are held, so writes meanwhile went
+ * through).  A write-back that fails leaves its data dirty, said loudly.
+ */
 static void redcap_postsuspend(struct dm_target *ti)
 {
 	struct redcap_cache *cc = ((struct redcap_c *)ti->private)->cc;
+	unsigned long flags;
+	u32 dirty;
+	bool on;
+	int r;
 
 	wait_event(cc->drain_wq, !atomic_read(&cc->fills_inflight));
 	flush_workqueue(cc->wq);
+	spin_lock_irqsave(&cc->lock, flags);
+	on = rc_wc_on(cc->cache);
+	dirty = cc->cache->nr_dirty;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (!on)
+		return;
+	if (dirty)
+		DMINFO("%s: writing back %u dirty segments", dm_device_name(cc->md), dirty);
+	r = redcap_wb_round(cc, false);
+	spin_lock_irqsave(&cc->lock, flags);
+	dirty = cc->cache->nr_dirty;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	if (r || dirty)
+		DMERR("%s: %u dirty segments not written back: %d", dm_device_name(cc->md),
+		      dirty, r);
 }
 
 /*
@@ -1631,11 +2141,6 @@ static void redcap_resume(struct dm_target *ti)
 
 	redcap_hold_fills(rc->cc, false);
 	redcap_hdc_start(rc);
-}
-
-static const char *redcap_write_policy_name(enum rc_write_policy p)
-{
-	return p == RC_WRITE_UPDATE ? "update" : "invalidate";
 }
 
 static const char *redcap_state(struct redcap_c *rc)
@@ -1705,7 +2210,7 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 		if (ch.policy != RC_POLICY_DEFAULT)
 			DMEMIT(" policy %s", rc_policy_name(ch.policy));
 		if (ch.write_policy != RC_WRITE_INVALIDATE)
-			DMEMIT(" write_policy %s", redcap_write_policy_name(ch.write_policy));
+			DMEMIT(" write_policy %s", rc_write_policy_name(ch.write_policy));
 		if (ch.estimator != redcap_default_estimator(rc))
 			DMEMIT(" estimator %s", rc_estimator_name(ch.estimator));
 		if (rc->model_explicit)
@@ -1716,7 +2221,7 @@ static void redcap_status(struct dm_target *ti, status_type_t type,
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
 		DMEMIT(",origin_name=%s,segment_sectors=%u,segments=%u,policy=%s,write_policy=%s",
 		       rc->origin->name, cc->seg_sectors, cc->nr_segs,
-		       rc_policy_name(ch.policy), redcap_write_policy_name(ch.write_policy));
+		       rc_policy_name(ch.policy), rc_write_policy_name(ch.write_policy));
 		DMEMIT(",estimator=%s", rc_estimator_name(ch.estimator));
 		if (rc->model_explicit)
 			DMEMIT(",model_name=%u:%u", MAJOR(rc->model_dev), MINOR(rc->model_dev));
@@ -1771,6 +2276,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	struct rc_adapt *a;
 	struct rc_caware *w;
 	u32 valid, filling, ghost, tun[RC_TUN_NR], hdc_pinned, hdc_max, periods;
+	u32 dirty, dirty_max, wbusy;
+	u64 dirty_sectors;
+	int wb_error;
 	unsigned int sz = 0;
 	unsigned long flags;
 	int i;
@@ -1791,6 +2299,11 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	hdc_pinned = rc->cc->cache->nr_hdc;
 	hdc_max = rc_hdc_max(rc->cc->cache);
 	periods = rc->cc->cache->hot_periods;
+	dirty = rc->cc->cache->nr_dirty;
+	dirty_max = rc_dirty_max(rc->cc->cache);
+	wbusy = rc->cc->cache->nr_wbusy;
+	dirty_sectors = rc->cc->cache->dirty_units << rc->cc->cache->unit_shift;
+	wb_error = rc->cc->wb_error;
 	vd_requests = rc->cc->vdisk.requests;
 	vd_busy_ns = rc->cc->vdisk.busy_ns;
 	vd_unestimated = rc->cc->vdisk.unestimated;
@@ -1803,7 +2316,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 
 	DMEMIT("state=%s\npolicy=%s\nwrite_policy=%s\n", redcap_state(rc),
 	       rc_policy_name(rc->cc->cache->policy),
-	       redcap_write_policy_name(rc->cc->cache->write_policy));
+	       rc_write_policy_name(rc->cc->cache->write_policy));
 	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
 	       rc->cc->seg_sectors, rc->cc->nr_segs, valid, filling);
 	DMEMIT("segments_ghost=%u\n", ghost);
@@ -1827,6 +2340,16 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("writes=%llu\nwrite_sectors=%llu\ninvalidations=%llu\nupdates=%llu\n",
 	       c.writes, c.write_sectors, c.invalidations, c.updates);
 	DMEMIT("write_allocs=%llu\n", c.write_allocs);
+	DMEMIT("write_cache=%s\n", !rc_write_caches(rc->cc->cache) ? "none" :
+	       !redcap_wc_enabled(rc->cc) ? "off" : "on");
+	DMEMIT("write_cached=%llu\nwrite_through=%llu\nread_bypassed_partial=%llu\n",
+	       c.write_cached, c.write_through, c.read_bypassed_partial);
+	DMEMIT("dirty_segments=%u\ndirty_max=%u\ndirty_sectors=%llu\nwrites_inflight=%u\n",
+	       dirty, dirty_max, dirty_sectors, wbusy);
+	DMEMIT("writeback_ios=%llu\nwriteback_sectors=%llu\nwriteback_errors=%llu\n",
+	       c.writeback_ios, c.writeback_sectors, c.writeback_errors);
+	DMEMIT("writeback_error=%d\nflushes=%llu\ndirty_dropped=%llu\n", wb_error, c.flushes,
+	       c.dirty_dropped);
 	DMEMIT("evictions=%llu\n", c.evictions);
 	DMEMIT("hdc_pinned=%u\nhdc_max=%u\nhdc_fills=%llu\nhdc_hits=%llu\nhdc_dropped=%llu\n",
 	       hdc_pinned, hdc_max, c.hdc_fills, c.hdc_hits, c.hdc_dropped);
@@ -1857,6 +2380,10 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	unsigned int waited = 0;
 	bool done;
 	u32 busy;
+
+	/* Dirty data is dropped only once it is on the origin. */
+	if (redcap_wb_round(cc, false))
+		DMERR("drop_cache: write-back failed: dirty segments stay");
 
 	for (;;) {
 		spin_lock_irqsave(&cc->lock, flags);
@@ -1911,6 +2438,14 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	case RC_MSG_ESTIMATOR:
 		if (m.value == RC_EST_VDISK && !rc->vm) {
 			DMERR("estimator: no vdisk model below or named");
+			return -EINVAL;
+		}
+		break;
+	case RC_MSG_WRITE_POLICY:
+		/* The table says whether the device has a write cache (flushes). */
+		if ((m.value >= RC_WRITE_BACK) != (rc->write_policy >= RC_WRITE_BACK)) {
+			DMERR("write_policy: %s takes a table reload (redcapctl set does it)",
+			      rc_write_policy_name(m.value));
 			return -EINVAL;
 		}
 		break;

@@ -40,6 +40,16 @@ static const struct metrics_rule {
 	  "Segments HDC holds pinned" },
 	{ "hdc_max", "hdc_max_segments", METRICS_GAUGE, METRICS_AS_IS,
 	  "Most segments HDC may pin" },
+	{ "dirty_segments", "dirty_segments", METRICS_GAUGE, METRICS_AS_IS,
+	  "Segments the write cache holds dirty" },
+	{ "dirty_max", "dirty_max_segments", METRICS_GAUGE, METRICS_AS_IS,
+	  "Most segments the write cache may hold dirty" },
+	{ "dirty_sectors", "dirty_bytes", METRICS_GAUGE, METRICS_SECTORS,
+	  "Data the write cache holds dirty" },
+	{ "writes_inflight", "writes_inflight_segments", METRICS_GAUGE, METRICS_AS_IS,
+	  "Segments with a write to the origin in flight" },
+	{ "writeback_error", "writeback_error", METRICS_GAUGE, METRICS_AS_IS,
+	  "The last write-back's error (a negative errno), 0 for none" },
 	{ "last_cache_time_us", "last_cache_time_seconds", METRICS_GAUGE, METRICS_US,
 	  "The cache's time over the last judged window" },
 	{ "last_est_disk_time_us", "last_est_disk_time_seconds", METRICS_GAUGE, METRICS_US,
@@ -65,6 +75,8 @@ static const struct metrics_rule {
 	  "Tunable: share of the segments HDC may pin" },
 	{ "hot_period", "hot_period_seconds", METRICS_GAUGE, METRICS_AS_IS,
 	  "Tunable: period of HDC's miss counts" },
+	{ "dirty", "dirty_ratio", METRICS_GAUGE, METRICS_PERCENT,
+	  "Tunable: share of the segments the write cache may hold dirty" },
 };
 
 /* Units in a key's suffix, for the keys of no rule. */

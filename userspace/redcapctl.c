@@ -64,7 +64,7 @@ static const struct command commands[] = {
 	{
 		.name = "create",
 		.synopsis = { "NAME ORIGIN [--ram SIZE] [--segment SIZE] [--policy P]\n"
-			      "[--write-policy invalidate|update] [--estimator spk|vdisk]\n"
+			      "[--write-policy invalidate|update|back|selective] [--estimator spk|vdisk]\n"
 			      "[--no-model] [--readahead auto|SIZE]" },
 		.options = { create_options },
 		.fn = cmd_create,

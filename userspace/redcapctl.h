@@ -18,7 +18,7 @@
 
 #define UUID_PREFIX		"REDCAP-"
 #define VD_SUFFIX		"-vd"
-#define SCHEMA_VERSION		1
+#define SCHEMA_VERSION		2
 #define DEFAULT_RAM		(64ull << 20)
 #define DEFAULT_POLICY		RC_POLICY_DEFAULT
 #define DEFAULT_TAB		"/etc/redcaptab"

@@ -262,7 +262,8 @@ static int parse_option(char *opt, struct rctab_entry *e, unsigned int *seen, ch
 				     "one of always, off, adaptive, caware, adaptive+caware",
 				     &e->policy, err);
 	case O_WRITE_POLICY:
-		return parse_keyword(opt, val, rc_write_policy_parse, "invalidate or update",
+		return parse_keyword(opt, val, rc_write_policy_parse,
+				     "one of invalidate, update, back, selective",
 				     &e->write_policy, err);
 	case O_ESTIMATOR:
 		return parse_keyword(opt, val, rc_estimator_parse, "spk or vdisk",

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <string.h>
 
 #include "redcapctl.h"
 #include "show.h"
@@ -96,6 +97,21 @@ json_object *stack_json(const struct stack_stats *s)
 	add(o, "fill_errors", ju64(s->fill_errors));
 	add(o, "writes", ju64(s->writes));
 	add(o, "invalidations", ju64(s->invalidations));
+	if (strcmp(s->write_cache, "none")) {
+		json_object *w = json_object_new_object();
+
+		add(w, "state", jstr(s->write_cache));
+		add(w, "dirty_segments", ju64(s->dirty_segments));
+		add(w, "dirty_max_segments", ju64(s->dirty_max));
+		add(w, "dirty_bytes", ju64(s->dirty_bytes));
+		add(w, "writes_cached", ju64(s->write_cached));
+		add(w, "writes_through", ju64(s->write_through));
+		add(w, "writeback_ios", ju64(s->writeback_ios));
+		add(w, "writeback_bytes", ju64(s->writeback_bytes));
+		add(w, "writeback_errors", ju64(s->writeback_errors));
+		add(w, "flushes", ju64(s->flushes));
+		add(o, "write_cache", w);
+	}
 	add(o, "switches", ju64(s->switches));
 	add(o, "windows", ju64(s->windows));
 	if (!s->has_model) {

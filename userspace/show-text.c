@@ -49,6 +49,13 @@ void stack_text(const struct stack_stats *s)
 	       fmt_size(s->fill_bytes, a, sizeof(a)), s->fill_errors);
 	printf("  writes:     %" PRIu64 ", %" PRIu64 " cached segments invalidated\n",
 	       s->writes, s->invalidations);
+	if (strcmp(s->write_cache, "none"))
+		printf("  write cache: %s; %" PRIu64 " segments dirty (%s) of %" PRIu64 " at most; %"
+		       PRIu64 " writes cached, %" PRIu64 " through; %" PRIu64 " write-backs (%s), %"
+		       PRIu64 " failed; %" PRIu64 " flushes\n", s->write_cache, s->dirty_segments,
+		       fmt_size(s->dirty_bytes, a, sizeof(a)), s->dirty_max, s->write_cached,
+		       s->write_through, s->writeback_ios, fmt_size(s->writeback_bytes, c, sizeof(c)),
+		       s->writeback_errors, s->flushes);
 	printf("  switches:   %" PRIu64 " in %" PRIu64 " windows\n", s->switches, s->windows);
 	if (s->has_model)
 		printf("  model:      %s, %s, learning %s, %" PRIu64 " cells filled, %" PRIu64

@@ -121,6 +121,16 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	bypass_split(k, &s->bypassed);
 	s->hit_ratio = hit_ratio(s->read_hits + s->read_hits_waited, s->reads);
 	s->fill_bytes = sv(k, "fill_sectors") << 9;
+	s->write_cache = ss(k, "write_cache");
+	s->write_cached = sv(k, "write_cached");
+	s->write_through = sv(k, "write_through");
+	s->dirty_segments = sv(k, "dirty_segments");
+	s->dirty_max = sv(k, "dirty_max");
+	s->dirty_bytes = sv(k, "dirty_sectors") << 9;
+	s->writeback_ios = sv(k, "writeback_ios");
+	s->writeback_bytes = sv(k, "writeback_sectors") << 9;
+	s->writeback_errors = sv(k, "writeback_errors");
+	s->flushes = sv(k, "flushes");
 	s->has_model = k->has_vd;
 	if (!k->has_vd)
 		return;

@@ -51,6 +51,8 @@ static int config_option(struct sim_config *c, char *opt, const char *spec, char
 		snprintf(err, SIM_ERR_MAX, "config '%s': %s", spec, msg);
 		return -1;
 	}
+	if (m.verb == RC_MSG_WRITE_POLICY && m.value >= RC_WRITE_BACK)
+		return fail(err, "config '%s': the simulator does not model the write cache", spec);
 	if (m.verb == RC_MSG_WRITE_POLICY)
 		c->write_policy = (enum rc_write_policy)m.value;
 	else if (m.verb == RC_MSG_ESTIMATOR)
@@ -491,6 +493,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	case RC_READ_WAIT:
 		return 0;
 	case RC_READ_BYPASS:
+	case RC_READ_MERGE:	/* the write cache, which the simulator refuses */
 		break;
 	}
 	return bypass(s, req, sector, plan.sectors, now);

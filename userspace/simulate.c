@@ -112,7 +112,7 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	st = json_object_new_object();
 	put_str(st, "state", r->active ? "active" : "inactive");
 	put_str(st, "policy", rc_policy_name(c->policy));
-	put_str(st, "write_policy", c->write_policy == RC_WRITE_UPDATE ? "update" : "invalidate");
+	put_str(st, "write_policy", rc_write_policy_name(c->write_policy));
 	put_u64(st, "segment_sectors", c->seg_sectors);
 	put_u64(st, "segments", c->nr_segs);
 	put_u64(st, "segments_valid", r->segments_valid);

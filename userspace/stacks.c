@@ -323,11 +323,6 @@ static uint32_t readahead_of(const struct spec *s, const struct origin *o)
 	return (uint32_t)(b >> 9);
 }
 
-static const char *write_policy_name(int wp)
-{
-	return wp == RC_WRITE_UPDATE ? "update" : "invalidate";
-}
-
 static void vd_name(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s" VD_SUFFIX, name);
@@ -509,7 +504,7 @@ static void cache_params(const struct spec *s, dev_t lower, char *params, size_t
 	if (s->write_policy >= 0) {
 		nf += 2;
 		snprintf(features + strlen(features), sizeof(features) - strlen(features),
-			 " write_policy %s", write_policy_name(s->write_policy));
+			 " write_policy %s", rc_write_policy_name((enum rc_write_policy)s->write_policy));
 	}
 	if (s->estimator >= 0) {
 		nf += 2;
@@ -833,7 +828,7 @@ static void create_opt(int c, const char *arg, void *ctx)
 		break;
 	case 'w':
 		s->write_policy = keyword_arg("--write-policy", arg, rc_write_policy_parse,
-					      "invalidate or update");
+					      "one of invalidate, update, back, selective");
 		break;
 	case 'e':
 		s->estimator = keyword_arg("--estimator", arg, rc_estimator_parse, "spk or vdisk");

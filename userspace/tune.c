@@ -92,6 +92,76 @@ static int set_key(const char *key)
 	return -1;
 }
 
+/* Whether write policy @wp makes the cache a write cache (rc-core.h). */
+static bool caches_writes(int wp)
+{
+	return wp == RC_WRITE_BACK || wp == RC_WRITE_SELECTIVE;
+}
+
+/*
+ * The redcap table @params ("ORIGIN SEG N [COUNT FEATURES...]") with its
+ * write_policy feature @wp; *@was: the one it had (invalidate without).
+ * A new string, or NULL when @params is not such a line.
+ */
+static char *with_write_policy(const char *params, const char *wp, int *was)
+{
+	char *copy = xstrdup(params), *w[64], *save = NULL, *out;
+	size_t n = 0, len = strlen(params) + strlen(wp) + 32;
+	unsigned int nfeat = 0, kept = 0;
+	int at;
+
+	for (char *t = strtok_r(copy, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save))
+		w[n++] = t;
+	if (n < 3 || (n > 3 && (sscanf(w[3], "%u", &nfeat) != 1 || nfeat != n - 4 || nfeat % 2))) {
+		free(copy);
+		return NULL;
+	}
+	out = xmalloc(len);
+	*was = RC_WRITE_INVALIDATE;
+	at = snprintf(out, len, "%s %s %s", w[0], w[1], w[2]);
+
+	for (size_t f = 4; f + 1 < n; f += 2)
+		kept += strcmp(w[f], "write_policy") ? 2 : 0;
+	at += snprintf(out + at, len - (size_t)at, " %u", kept + 2);
+	for (size_t f = 4; f + 1 < n; f += 2) {
+		if (!strcmp(w[f], "write_policy"))
+			*was = rc_write_policy_parse(w[f + 1]);
+		else
+			at += snprintf(out + at, len - (size_t)at, " %s %s", w[f], w[f + 1]);
+	}
+	snprintf(out + at, len - (size_t)at, " write_policy %s", wp);
+	free(copy);
+	return out;
+}
+
+/*
+ * write_policy=@wp on stack @k: a message, unless the write cache comes or
+ * goes, which takes a table reload (the device's write cache is the
+ * table's; suspend writes the cache back first).
+ */
+static void set_write_policy(struct stack *k, const char *wp)
+{
+	int was;
+	char *params = with_write_policy(k->params, wp, &was), *r;
+
+	if (!params)
+		die("%s: cannot read its table '%s'", k->name, k->params);
+	if (caches_writes(was) == caches_writes(rc_write_policy_parse(wp))) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "write_policy %s", wp);
+		r = dm_message(&k->dev, msg);
+		free(r);
+	} else if (dm_swap_table(k->name, k->sectors, "redcap", params,
+				 (uint32_t)(k->ra_bytes >> 9))) {
+		die("%s: write_policy %s: reloading the table failed: %s", k->name, wp, dm_why);
+	} else {
+		printf("%s: write_policy %s: table reloaded%s\n", k->name, wp,
+		       caches_writes(was) ? " (the cache was written back first)" : "");
+	}
+	free(params);
+}
+
 int cmd_set(int argc, char **argv)
 {
 	int i = dmctl_parse_opts(argc, argv, dmctl_help_only, dmctl_no_opts, NULL), nr;
@@ -147,6 +217,10 @@ int cmd_set(int argc, char **argv)
 			    "(created with --no-model)", argv[i]);
 	}
 	for (int j = 0; j < nr; j++) {
+		if (!strcmp(words[j][0], rc_msg_name(RC_MSG_WRITE_POLICY))) {
+			set_write_policy(&k, words[j][1]);
+			continue;
+		}
 		snprintf(buf, sizeof(buf), "%s %s%s%s", words[j][0], words[j][1],
 			 words[j][2] ? " " : "", words[j][2] ? words[j][2] : "");
 		free(dm_message(&k.dev, buf));

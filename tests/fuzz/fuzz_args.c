@@ -354,6 +354,7 @@ static void fuzz(struct words *w)
 		[RC_TUN_PREFETCH] = { "prefetch", 0, 8 },
 		[RC_TUN_HDC] = { "hdc", 0, 50 },
 		[RC_TUN_HOT_PERIOD] = { "hot_period", 1, 86400 },
+		[RC_TUN_DIRTY] = { "dirty", 1, 90 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == RC_MSG_NR, "verbs");
 	_Static_assert(sizeof(keys) / sizeof(keys[0]) == RC_TUN_NR, "tunables");

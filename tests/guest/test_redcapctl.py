@@ -194,7 +194,7 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     assert not {name, f"{name}-vd"} & dm_devices()
     assert not os.path.exists(f"/dev/redcap/{name}")
     assert ok("list").stdout == ""
-    assert valid(json.loads(ok("list", "--json").stdout)) == {"schema": 1, "stacks": []}
+    assert valid(json.loads(ok("list", "--json").stdout)) == {"schema": 2, "stacks": []}
 
 
 def test_create_defaults_and_no_model(dmname, loop64, cleanup):
@@ -262,8 +262,8 @@ def test_create_refuses_bad_input_and_leaves_nothing(dmname, loop64, cleanup, tm
         (["--ram", "12Q"], 2, "redcapctl: create: --ram '12Q' is not a size (64M, 1G)\n" + TRY),
         (["--policy", "fast"], 2, "redcapctl: create: --policy 'fast': one of always, off, "
                                   "adaptive, caware, adaptive+caware\n" + TRY),
-        (["--write-policy", "back"], 2, "redcapctl: create: --write-policy 'back': invalidate "
-                                        "or update\n" + TRY),
+        (["--write-policy", "later"], 2, "redcapctl: create: --write-policy 'later': one of "
+                                         "invalidate, update, back, selective\n" + TRY),
         (["--no-model", "--estimator", "vdisk"], 2, "redcapctl: create: --estimator vdisk "
                                                     "needs the model that --no-model leaves "
                                                     "out\n" + TRY),
@@ -420,7 +420,7 @@ def test_set_drop_cache_and_reset_stats(dmname, loop64, cleanup):
         (["policy=always", "colour=red"], "set: unknown key 'colour' (policy, write_policy, "
                                           "estimator, window, margin, decay_ms, "
                                           "budget_share, budget_cap_ms, prefetch, hdc, "
-                                          "hot_period)"),
+                                          "hot_period, dirty)"),
         (["policy=always", "policy=fast"], "set: policy=fast: unknown policy 'fast'"),
         (["policy=always", "margin"], "set: 'margin' is not KEY=VALUE"),
         (["policy=always", "margin="], "set: 'margin=' is not KEY=VALUE"),
@@ -500,6 +500,37 @@ def test_stats_rates_and_json_lines(dmname, loop64, cleanup):
     r = rctl("stats", name, "--watch=0")
     assert (r.returncode, r.stderr) == (2, "redcapctl: stats: --watch=0: seconds from 0.1 to "
                                            "3600\n" + TRY)
+    ok("remove", name)
+
+
+def test_set_write_policy_back_reloads_the_table(dmname, loop64, cleanup):
+    """The write cache comes and goes with a table: set reloads it, and
+    taking it away writes the cache back first."""
+    name = dmname()
+    cleanup.append(name)
+    mapper = f"/dev/mapper/{name}"
+    dmtest.write_stamped(loop64, 0, 64, seed=1)
+    ok("create", name, loop64, "--ram", "4M", "--policy", "always")
+    r = ok("set", name, "write_policy=back", "dirty=50")
+    assert (r.stdout, r.stderr) == (f"{name}: write_policy back: table reloaded\n", "")
+    assert table(name).endswith(" write_policy back")
+    assert cache_stats(name)["write_cache"] == "on"
+    assert cache_stats(name)["dirty"] == "50"            # the cache, kept across the load
+    dmtest.write_stamped(mapper, 8, 8, seed=2, direct=True)
+    assert int(cache_stats(name)["write_cached"]) >= 1
+    doc = valid(json.loads(ok("status", name, "--json").stdout))
+    assert doc["write_policy"] == "back" and doc["write_cache"]["state"] == "on"
+    assert doc["write_cache"]["writes_cached"] >= 1 and doc["write_cache"]["flushes"] >= 1
+    assert "  write cache: on; " in ok("status", name).stdout
+    r = ok("set", name, "write_policy=selective")         # within the write cache: a message
+    assert (r.stdout, r.stderr) == ("", "")
+    assert table(name).endswith(" write_policy selective")
+    r = ok("set", name, "write_policy=invalidate")
+    assert r.stdout == (f"{name}: write_policy invalidate: table reloaded "
+                        "(the cache was written back first)\n")
+    assert cache_stats(name)["write_cache"] == "none"
+    assert cache_stats(name)["dirty_segments"] == "0"
+    read_stamped(loop64, range(8, 16), seed=2)
     ok("remove", name)
 
 

@@ -25,11 +25,15 @@ static const char full_answer[] =
 	"prefetch_paired=60\nsim_hits=7000\nsim_misses=900\nfill_ios=21000\n"
 	"fill_sectors=5376000\nfill_errors=0\nfill_stale=4\nfill_joined=30\nfill_along=12\n"
 	"writes=4000\nwrite_sectors=64000\ninvalidations=800\nupdates=0\nwrite_allocs=2\n"
+	"write_cache=on\nwrite_cached=3100\nwrite_through=900\nread_bypassed_partial=40\n"
+	"dirty_segments=60\ndirty_max=128\ndirty_sectors=4096\nwrites_inflight=3\n"
+	"writeback_ios=700\nwriteback_sectors=90000\nwriteback_errors=1\n"
+	"writeback_error=-5\nflushes=210\ndirty_dropped=2\n"
 	"evictions=19000\nhdc_pinned=100\nhdc_max=128\nhdc_fills=140\nhdc_hits=9000\n"
 	"hdc_dropped=1\nhot_periods=5\n"
 	"model=253:4\nvdisk_requests=41000\nvdisk_time_us=512345678\nvdisk_unestimated=7\n"
 	"estimator=vdisk\nwindow=128\nmargin=3\ndecay_ms=1000\nbudget_share=128\n"
-	"budget_cap_ms=100\nprefetch=2\nhdc=25\nhot_period=3600\nswitches=4\nwindows=937\nwindows_unjudged=12\n"
+	"budget_cap_ms=100\nprefetch=2\nhdc=25\nhot_period=3600\ndirty=25\nswitches=4\nwindows=937\nwindows_unjudged=12\n"
 	"cache_time_us=401234567\nest_disk_time_us=612000000\nlast_cache_time_us=350100\n"
 	"last_est_disk_time_us=512000\nbudget_us=-1500\nbudget_earned_us=9000000\n"
 	"budget_spent_us=8990000\nbudget_ghost_us=2500\nbudget_ghost_earned_us=40000\n"
@@ -371,7 +375,7 @@ CTEST(metrics_of_the_whole_answer_have_every_number_once)
 	}
 	/* Every number a sample, plus cache_present, info and active. */
 	CHECK_EQ(samples, numbers + 3);
-	CHECK_EQ(numbers, st[0].n - 5);		/* not: state, the 3 names, model */
+	CHECK_EQ(numbers, st[0].n - 6);		/* not: state, the 3 names, write_cache, model */
 	for (int i = 0; i < st[0].n; i++) {
 		if (!st[0].kv[i].metric[0])
 			continue;

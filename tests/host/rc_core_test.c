@@ -280,8 +280,17 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "hdc_fills", g->hdc_fills, w->hdc_fills);
 	check_ctr_field(line, "hdc_hits", g->hdc_hits, w->hdc_hits);
 	check_ctr_field(line, "hdc_dropped", g->hdc_dropped, w->hdc_dropped);
+	check_ctr_field(line, "read_bypassed_partial", g->read_bypassed_partial,
+			w->read_bypassed_partial);
+	check_ctr_field(line, "write_cached", g->write_cached, w->write_cached);
+	check_ctr_field(line, "write_through", g->write_through, w->write_through);
+	check_ctr_field(line, "writeback_ios", g->writeback_ios, w->writeback_ios);
+	check_ctr_field(line, "writeback_sectors", g->writeback_sectors, w->writeback_sectors);
+	check_ctr_field(line, "writeback_errors", g->writeback_errors, w->writeback_errors);
+	check_ctr_field(line, "flushes", g->flushes, w->flushes);
+	check_ctr_field(line, "dirty_dropped", g->dirty_dropped, w->dirty_dropped);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 35 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 43 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -323,7 +332,8 @@ CTEST(mem_size_sane)
 	CHECK(s1 >= sizeof(struct rc_entry) + 2 * sizeof(u32));
 	CHECK(s64 >= 64 * sizeof(struct rc_entry) + 128 * sizeof(u32));
 	CHECK(s1m >= (size_t)(1u << 20) * sizeof(struct rc_entry));
-	CHECK(s1m < (size_t)(1u << 20) * 64);
+	/* 64 bytes an entry (the write cache's units), hash and write buckets */
+	CHECK(s1m < (size_t)(1u << 20) * 96);
 	CHECK(s1 < s64 && s64 < s1m && s1m < smax);
 	CHECK_EQ(s1 % 8, 0);
 	CHECK_EQ(s64 % 8, 0);
@@ -1471,6 +1481,9 @@ static void st_read(struct st *s)
 		if (!no_victim)
 			CHECK(!busy);
 		s->want.read_bypassed_busy += busy;
+		break;
+	case RC_READ_MERGE:	/* only with the write cache, never on here */
+		CHECK(false);
 		break;
 	}
 }

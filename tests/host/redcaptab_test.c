@@ -206,8 +206,8 @@ CTEST(redcaptab_every_bad_line_says_why)
 		    "segment=2M: a power of 2 from 4K to 1M");
 	CHECK_STREQ(refused("data /dev/sdb 64M policy=fast"),
 		    "policy=fast: one of always, off, adaptive, caware, adaptive+caware");
-	CHECK_STREQ(refused("data /dev/sdb 64M write_policy=back"),
-		    "write_policy=back: invalidate or update");
+	CHECK_STREQ(refused("data /dev/sdb 64M write_policy=later"),
+		    "write_policy=later: one of invalidate, update, back, selective");
 	CHECK_STREQ(refused("data /dev/sdb 64M estimator=guess"), "estimator=guess: spk or vdisk");
 	CHECK_STREQ(refused("data /dev/sdb 64M on-fail=ignore"), "on-fail=ignore: linear or fail");
 	CHECK_STREQ(refused("data /dev/sdb 64M x-systemd.device-timeout=soon"),

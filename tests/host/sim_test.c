@@ -89,7 +89,7 @@ CTEST(sim_configs_parse)
 	c = config("2x1m:always");
 	CHECK_EQ(c.seg_sectors, 2048);
 	c = config("64x128k:adaptive+caware,estimator=spk,window=64,margin=5,"
-		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,hdc=10,hot_period=60,"
+		   "decay_ms=500,budget_share=0,budget_cap_ms=7,prefetch=3,hdc=10,hot_period=60,dirty=30,"
 		   "write_policy=update");
 	CHECK_EQ(c.policy, RC_POLICY_ADAPTIVE_CAWARE);
 	CHECK_EQ(c.estimator, RC_EST_SPK);

@@ -169,8 +169,8 @@ def test_help_of_a_command_runs_nothing_and_needs_no_operand():
     (["set", "x", "prefetch=9"], "set: prefetch=9: prefetch must be 0..8"),
     (["set", "x", "dwell=2"], "set: unknown key 'dwell' (policy, write_policy, estimator, "
                               "window, margin, decay_ms, budget_share, budget_cap_ms, prefetch, "
-                              "hdc, hot_period)"),
-    (["set", "x", "write_policy=back"], "set: write_policy=back: unknown write policy 'back'"),
+                              "hdc, hot_period, dirty)"),
+    (["set", "x", "write_policy=later"], "set: write_policy=later: unknown write policy 'later'"),
     (["set", "x", "estimator=guess"], "set: estimator=guess: unknown estimator 'guess'"),
     (["drop-cache"], "drop-cache: missing operand"),
     (["reset-stats", "a", "b"], "reset-stats: unexpected operand 'b'"),
@@ -251,7 +251,7 @@ def test_check_says_when_the_initramfs_is_older_than_the_table(tmp_path):
 # --- the JSON schema -------------------------------------------------------
 
 STATUS = {
-    "schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
+    "schema": 2, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
     "size_bytes": 1 << 40, "read_ahead_bytes": 1 << 20, "segment_bytes": 131072,
     "segments": 512, "ram_bytes": 64 << 20,
     "segments_valid": 100, "segments_filling": 1, "ram_used_bytes": 100 * 131072,
@@ -266,11 +266,11 @@ STATUS = {
     "model": {"device": "data-vd", "mode": "measure", "learning": True, "cells_filled": 3,
               "read_samples": 5, "write_samples": 0},
 }
-LINEAR = {"schema": 1, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
+LINEAR = {"schema": 2, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
           "size_bytes": 1 << 40, "read_ahead_bytes": 1 << 20, "state": "linear",
           "state_reason": "without cache"}
 STATS = {
-    "schema": 1, "name": "data", "interval_s": 1.0, "state": "inactive", "policy": "adaptive",
+    "schema": 2, "name": "data", "interval_s": 1.0, "state": "inactive", "policy": "adaptive",
     "reads": 1000, "reads_per_s": 12.5, "hits_per_s": 0, "misses_per_s": 0,
     "bypassed_per_s": 12.5,
     "bypassed_per_s_by_reason": {"inactive": 12.5, "busy": 0, "caware": 0, "budget": 0,
@@ -291,8 +291,8 @@ def test_documents_of_every_kind_validate():
     assert errors(STATUS) == []
     assert errors(dict(STATUS, model=None, state="inactive")) == []
     assert errors(LINEAR) == []
-    assert errors({"schema": 1, "stacks": [STATUS, LINEAR]}) == []
-    assert errors({"schema": 1, "stacks": []}) == []
+    assert errors({"schema": 2, "stacks": [STATUS, LINEAR]}) == []
+    assert errors({"schema": 2, "stacks": []}) == []
     assert errors(STATS) == []
     # Version 1 only grows: a key it does not know yet is allowed.
     assert errors(dict(STATUS, future_counter=3)) == []
@@ -311,8 +311,10 @@ def mutated(doc, path, value):
 
 
 @pytest.mark.parametrize("doc, path, value", [
-    (STATUS, ["schema"], 2),
+    (STATUS, ["schema"], 1),
     (STATUS, ["reads"], KeyError),
+    (STATUS, ["write_policy"], "later"),
+    (STATUS, ["write_cache"], {"state": "on"}),
     (STATUS, ["reads"], -1),
     (STATUS, ["reads"], "10"),
     (STATUS, ["hit_ratio"], 1.5),

@@ -401,7 +401,7 @@ def test_every_option_of_the_parser_is_in_redcaptab_5():
     # key=N: every tunable of the target, by name
     tunables = re.findall(r'\[RC_TUN_\w+\] = \{ "(\w+)"',
                           read(os.path.join(TOP, "dm-redcap", "rc-args.c")))
-    assert "hdc" in tunables and len(tunables) == 8
+    assert "hdc" in tunables and len(tunables) == 9
     entry = body[body.index("*key*"):body.index("**x-systemd.device-timeout=**")]
     assert [t for t in tunables if f"**{t}**" not in entry] == []
 
@@ -620,7 +620,7 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl create x /dev/null --po", ["--policy"]),
     ("redcapctl create x y --policy a", ["adaptive", "adaptive+caware", "always"]),
     ("redcapctl create x y --policy=a", ["adaptive", "adaptive+caware", "always"]),
-    ("redcapctl create x y --write-policy ", ["invalidate", "update"]),
+    ("redcapctl create x y --write-policy ", ["back", "invalidate", "selective", "update"]),
     ("redcapctl create x y --estimator ", ["spk", "vdisk"]),
     ("redcapctl create x y --segment 1", ["128K", "16K", "1M"]),
     ("redcapctl create x y --ram ", []),
@@ -628,11 +628,11 @@ def test_the_commands_are_those_of_the_help():
     ("redcapctl create x y ", []),
     ("redcapctl set x pol", ["policy="]),
     ("redcapctl set x policy=a", ["adaptive", "adaptive+caware", "always"]),
-    ("redcapctl set x write_policy=", ["invalidate", "update"]),
+    ("redcapctl set x write_policy=", ["back", "invalidate", "selective", "update"]),
     ("redcapctl set x estimator=v", ["vdisk"]),
     ("redcapctl set x window=", []),
     ("redcapctl set x policy=off ", ["budget_cap_ms=", "budget_share=", "decay_ms=",
-                                     "estimator=", "hdc=", "hot_period=", "margin=",
+                                     "dirty=", "estimator=", "hdc=", "hot_period=", "margin=",
                                      "prefetch=", "window=", "write_policy="]),
     ("redcapctl model ", ["load", "save", "train"]),
     ("redcapctl model train x --", ["--help", "--max-kib", "--seed", "--time", "--write"]),

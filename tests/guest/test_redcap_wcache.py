@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The write cache (write_policy back and selective): writes complete in RAM
+with exactly a disk's contract.  A flush makes every write completed before
+it durable on the origin; FUA writes reach the origin before they complete;
+suspend and remove write everything back; a discard drops dirty data; a
+failed write-back keeps its data dirty and fails the flush; turning the
+device's write cache off falls back to write-through.  Every check reads
+LBA-stamped data back, from the stack and from the origin itself."""
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, read_blocks,
+                    sh, stamp, write_stamped)
+
+SEG_SECTORS = 256                       # 128 KiB segments: units of 4 KiB
+BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
+
+
+@pytest.fixture
+def held(fault):
+    """No write-back in the background: what reaches the origin is what a
+    flush, FUA, suspend or remove sent (a test build's parameter)."""
+    fault("fi_wb_hold", 1)
+
+
+def redcap(dmname, origin, policy="back", segs=32, extra=""):
+    words = ["policy", "always", "write_policy", policy] + extra.split()
+    rc = Dm(dmname(), f"0 {dev_sectors(origin)} redcap {origin} {SEG_SECTORS} {segs} "
+                      f"{len(words)} {' '.join(words)}")
+    rc.cold()
+    rc.message("set", "prefetch", "0")
+    return rc
+
+
+def write_blocks(dev, blocks, seed, flags=0):
+    """Write each 4 KiB block of @blocks, stamped with @seed, one request
+    each, O_DIRECT, with open @flags (O_DSYNC: FUA), no fsync."""
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT | flags)
+    buf = aligned(BLOCK)
+    try:
+        for b in blocks:
+            buf[:] = stamp(b, seed)
+            assert os.pwritev(fd, [buf], b * BLOCK) == BLOCK
+    finally:
+        os.close(fd)
+
+
+def flush(dev):
+    """fsync of the block device: an empty flush down the stack; raises on its error."""
+    fd = os.open(dev, os.O_WRONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check_blocks(dev, blocks, seed):
+    for b in blocks:
+        check_block(read_blocks(dev, b * BLOCK, BLOCK), b, seed)
+
+
+def sysfs_queue(dm, name):
+    dev = os.path.basename(os.path.realpath(dm.path))
+    return f"/sys/block/{dev}/queue/{name}"
+
+
+def test_the_device_shows_a_volatile_write_cache(dmname):
+    """Over a RAM disk, which has none, the stack has one only with the write cache."""
+    with brd_device(16) as ram:
+        with redcap(dmname, ram, policy="invalidate") as rc:
+            assert open(sysfs_queue(rc, "write_cache")).read().strip() == "write through"
+        with redcap(dmname, ram) as rc:
+            assert open(sysfs_queue(rc, "write_cache")).read().strip() == "write back"
+            assert rc.stats()["write_cache"] == "on"
+            assert "write_policy back" in rc.table()
+
+
+def test_writes_complete_in_ram_and_a_flush_makes_them_durable(loop64, dmname, held):
+    write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
+    blocks = [1, 2, 3, 40, 70, 71]      # segments 0, 1 and 2, not whole
+    with redcap(dmname, loop64) as rc:
+        write_blocks(rc.path, blocks, seed=2)
+        st = rc.stats()
+        assert (st["writes"], st["write_cached"], st["write_through"]) == (6, 6, 0)
+        assert (st["dirty_segments"], st["dirty_sectors"]) == (3, 48)
+        # the origin has not seen them; the stack returns them, and the
+        # rest of each segment from the origin (a read merged with them)
+        check_blocks(loop64, blocks, seed=1)
+        check_blocks(rc.path, blocks, seed=2)
+        data = read_blocks(rc.path, 0, 2 * BLOCKS_PER_SEG * BLOCK)
+        for b in range(2 * BLOCKS_PER_SEG):
+            check_block(data[b * BLOCK:(b + 1) * BLOCK], b, 2 if b in blocks else 1)
+        assert rc.stats()["read_bypassed_partial"] == 2
+        flush(rc.path)
+        st = rc.stats()
+        assert (st["dirty_segments"], st["dirty_sectors"], st["flushes"]) == (0, 0, 1)
+        # 1-3, 40, 70-71: three requests
+        assert (st["writeback_ios"], st["writeback_sectors"]) == (3, 48)
+        check_blocks(loop64, blocks, seed=2)
+        check_blocks(rc.path, blocks, seed=2)
+
+
+def test_contiguous_dirty_segments_go_back_in_requests_of_a_mebibyte(loop64, dmname, held):
+    write_stamped(loop64, 0, 24 * BLOCKS_PER_SEG, seed=1)
+    blocks = list(range(4 * BLOCKS_PER_SEG, 20 * BLOCKS_PER_SEG))     # 16 segments, 2 MiB
+    with redcap(dmname, loop64) as rc:
+        rc.message("set", "dirty", "90")
+        fd = os.open(rc.path, os.O_WRONLY | os.O_DIRECT)
+        buf = aligned(SEG_SECTORS * 512)
+        try:
+            for seg in range(4, 20):
+                buf[:] = b"".join(stamp(seg * BLOCKS_PER_SEG + i, 2)
+                                  for i in range(BLOCKS_PER_SEG))
+                assert os.pwritev(fd, [buf], seg * SEG_SECTORS * 512) == len(buf)
+        finally:
+            os.close(fd)
+        assert rc.stats()["dirty_segments"] == 16
+        flush(rc.path)
+        st = rc.stats()
+        assert (st["writeback_ios"], st["writeback_sectors"]) == (2, 16 * SEG_SECTORS)
+        check_blocks(loop64, blocks, seed=2)
+
+
+def test_fua_writes_go_through_and_o_dsync_flushes(loop64, dmname, held):
+    """An O_DSYNC write to the block device is a FUA write, then a flush
+    (blkdev_write_iter's generic_write_sync)."""
+    write_stamped(loop64, 0, BLOCKS_PER_SEG, seed=1)
+    with redcap(dmname, loop64) as rc:
+        write_blocks(rc.path, [5], seed=2)                  # cached, dirty
+        check_blocks(loop64, [5], seed=1)
+        write_blocks(rc.path, [6, 7], seed=3, flags=os.O_DSYNC)
+        st = rc.stats()
+        assert (st["write_cached"], st["write_through"], st["flushes"]) == (1, 2, 2)
+        assert (st["dirty_segments"], st["writeback_ios"]) == (0, 1)
+        check_blocks(loop64, [5], seed=2)
+        check_blocks(loop64, [6, 7], seed=3)
+        check_blocks(rc.path, [5], seed=2)
+        check_blocks(rc.path, [6, 7], seed=3)
+
+
+@pytest.mark.parametrize("how", ["suspend", "remove", "reload"])
+def test_suspend_remove_and_reload_write_everything_back(loop64, dmname, held, how):
+    write_stamped(loop64, 0, 8 * BLOCKS_PER_SEG, seed=1)
+    blocks = list(range(0, 8 * BLOCKS_PER_SEG, 3))
+    rc = redcap(dmname, loop64)
+    try:
+        write_blocks(rc.path, blocks, seed=4)
+        assert rc.stats()["dirty_segments"] == 8
+        if how == "suspend":
+            rc.suspend()
+            check_blocks(loop64, blocks, seed=4)
+            rc.resume()
+            assert rc.stats()["dirty_segments"] == 0
+        elif how == "reload":
+            rc.reload(rc.table().replace("write_policy back", "write_policy update"))
+            rc.suspend()
+            rc.resume()
+            check_blocks(loop64, blocks, seed=4)
+            before = rc.stats()
+            assert before["write_cache"] == "none"
+            write_blocks(rc.path, [1], seed=5)
+            after = rc.stats()
+            assert after["write_cached"] == before["write_cached"]
+            assert after["writes"] == before["writes"] + 1
+            check_blocks(loop64, [1], seed=5)
+    finally:
+        rc.remove()
+    check_blocks(loop64, blocks, seed=4)
+
+
+def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmname, tmp_path):
+    with redcap(dmname, loop64, policy="selective") as rc:
+        sh("mkfs.ext4", "-q", "-F", rc.path)
+        rc.message("reset_stats")
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        sh("mount", rc.path, str(mnt))
+        try:
+            rnd = random.Random(3)
+            payload = {f"f{i}": rnd.randbytes(rnd.randrange(1, 64) * 1024) for i in range(40)}
+            for name, data in payload.items():
+                with open(mnt / name, "wb") as f:
+                    f.write(data)
+                    if name.endswith("7"):
+                        os.fsync(f.fileno())
+            sh("sync")
+            st = rc.stats()
+            # the journal's writes carry REQ_META: through; the files' data: cached
+            assert st["write_through"] > 0 and st["write_cached"] > 0, st
+            assert st["flushes"] > 0, st
+        finally:
+            sh("umount", str(mnt))
+    # removed: the origin alone is a clean filesystem with every file
+    sh("fsck.ext4", "-fn", loop64)
+    sh("mount", "-o", "ro", loop64, str(mnt))
+    try:
+        for name, data in payload.items():
+            assert (mnt / name).read_bytes() == data, name
+    finally:
+        sh("umount", str(mnt))
+
+
+def test_write_zeroes_drops_dirty_data(loop64, dmname, held):
+    write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
+    with redcap(dmname, loop64) as rc:
+        write_blocks(rc.path, [0, 1, 33, 34], seed=2)
+        assert rc.stats()["dirty_segments"] == 2
+        sh("blkdiscard", "-z", "-o", "0", "-l", str(2 * SEG_SECTORS * 512), rc.path)
+        assert rc.stats()["dirty_dropped"] == 2
+        assert read_blocks(rc.path, 0, 2 * SEG_SECTORS * 512) == bytes(2 * SEG_SECTORS * 512)
+        flush(rc.path)
+        assert read_blocks(loop64, 0, 2 * SEG_SECTORS * 512) == bytes(2 * SEG_SECTORS * 512)
+
+
+def flakey(dev, n, up):
+    """flakey over @dev: writes fail while not @up."""
+    return f"0 {n} flakey {dev} 0 {'3600 0' if up else '0 1'} 1 error_writes"
+
+
+def test_a_failed_write_back_keeps_its_data_and_fails_the_flush(loop64, dmname, held):
+    write_stamped(loop64, 0, 2 * BLOCKS_PER_SEG, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid:
+        with redcap(dmname, mid.path) as rc:
+            write_blocks(rc.path, [3, 4, 40], seed=2)
+            mid.reload(flakey(loop64, n, up=False))
+            mid.suspend()
+            mid.resume()
+            with pytest.raises(OSError):
+                flush(rc.path)
+            st = rc.stats()
+            assert st["writeback_errors"] >= 1 and st["writeback_error"] == -5, st
+            assert st["dirty_segments"] == 2, st
+            check_blocks(rc.path, [3, 4, 40], seed=2)       # never dropped
+            mid.reload(flakey(loop64, n, up=True))
+            mid.suspend()
+            mid.resume()
+            flush(rc.path)
+            assert rc.stats()["dirty_segments"] == 0
+            check_blocks(loop64, [3, 4, 40], seed=2)
+
+
+def test_write_through_in_sysfs_falls_back_and_writes_back(loop64, dmname):
+    write_stamped(loop64, 0, 2 * BLOCKS_PER_SEG, seed=1)
+    with redcap(dmname, loop64) as rc:
+        write_blocks(rc.path, [2], seed=2)
+        with open(sysfs_queue(rc, "write_cache"), "w") as f:
+            f.write("write through")
+        write_blocks(rc.path, [9], seed=3)
+        st = rc.stats()
+        assert (st["write_cache"], st["write_cached"], st["write_through"]) == ("off", 1, 1)
+        check_blocks(loop64, [9], seed=3)
+        end = time.monotonic() + 30 * SLOW
+        while rc.stats()["dirty_segments"] and time.monotonic() < end:
+            time.sleep(0.1)
+        assert rc.stats()["dirty_segments"] == 0
+        check_blocks(loop64, [2], seed=2)
+
+
+def test_the_message_does_not_switch_the_write_cache(loop64, dmname):
+    with redcap(dmname, loop64, policy="invalidate") as rc:
+        assert rc.refused("write_policy", "back") == \
+            ["write_policy: back takes a table reload (redcapctl set does it)"]
+        rc.message("write_policy", "update")
+    with redcap(dmname, loop64) as rc:
+        assert rc.refused("write_policy", "invalidate") == \
+            ["write_policy: invalidate takes a table reload (redcapctl set does it)"]
+        rc.message("write_policy", "selective")
+
+
+def test_racing_writers_readers_and_flushes_lose_nothing(loop64, dmname):
+    """Four writers on their own blocks, a reader, flushes; a small cache
+    whose dirty cap is hit, so that writes wait on write-backs, go through
+    and make entries: at the end the origin holds every block's last write."""
+    nblocks = 16 * BLOCKS_PER_SEG
+    write_stamped(loop64, 0, nblocks, seed=1)
+    last = {b: 1 for b in range(nblocks)}
+    seeds = {b: {1} for b in range(nblocks)}
+    lock = threading.Lock()
+    errors = []
+
+    def writer(k, rc):
+        rnd = random.Random(k)
+        mine = [b for b in range(nblocks) if b % 4 == k]
+        try:
+            for i in range(300):
+                b = rnd.choice(mine)
+                seed = 100 + 1000 * k + i
+                with lock:
+                    seeds[b].add(seed)
+                write_blocks(rc.path, [b], seed, flags=os.O_DSYNC if i % 17 == 0 else 0)
+                with lock:
+                    last[b] = seed
+                if i % 50 == 0:
+                    flush(rc.path)
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+
+    with redcap(dmname, loop64, segs=8) as rc:
+        rc.message("set", "dirty", "50")
+        threads = [threading.Thread(target=writer, args=(k, rc)) for k in range(4)]
+        for t in threads:
+            t.start()
+        rnd = random.Random(9)
+        while any(t.is_alive() for t in threads):
+            b = rnd.randrange(nblocks)
+            data = read_blocks(rc.path, b * BLOCK, BLOCK)
+            # a block being written may be old or new, never anything else
+            with lock:
+                assert any(data == stamp(b, s) for s in seeds[b]), (b, data[:16])
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        st = rc.stats()
+        assert st["write_cached"] > 0 and st["write_through"] > 0 and st["writeback_ios"] > 0, st
+        flush(rc.path)
+        assert rc.stats()["dirty_segments"] == 0
+        for b in range(nblocks):
+            check_block(read_blocks(loop64, b * BLOCK, BLOCK), b, last[b])
+    for b in range(nblocks):
+        check_block(read_blocks(loop64, b * BLOCK, BLOCK), b, last[b])
