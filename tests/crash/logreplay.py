@@ -78,7 +78,24 @@ class Entry:
         return text if self.mark is None else f"{text} {self.mark}"
 
 
-class Log:
+class _Device:
+    """An open file descriptor (self.fd), closed by close() or a with-block."""
+
+    fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Log(_Device):
     """A dm-log-writes log, opened read-only: a log device or a copy of one
     in a file.  The super block is checked here; entries are scanned when
     first asked for (entry(), iteration), each header once.  Raises
@@ -96,16 +113,6 @@ class Log:
         self._entries = []
         self._next = self.sectorsize    # byte offset of the next header to scan
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
     def _error(self, why):
         return LogError(f"{self.path}: {why}")
@@ -194,7 +201,7 @@ class Log:
             left -= n
 
 
-class Replayer:
+class Replayer(_Device):
     """Applies the entries of @log, in log order, onto the device (or file)
     @path, which must start as the logged device started (zeroes, for a log
     from a fresh device).  apply_to(n) writes the entries from where the
@@ -218,16 +225,6 @@ class Replayer:
             os.close(self.fd)
             raise
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
     def apply_to(self, index, skip=()):
         """Apply entries self.next..@index, leaving out the indexes in

@@ -71,6 +71,8 @@ def pytest_configure(config):
         pytest.exit("the guest suite needs pytest-timeout (python3-pytest-timeout): make deps",
                     returncode=4)
     config.addinivalue_line(
+        "markers", "crash: the crash-consistency suite, make check-crash, not make check's")
+    config.addinivalue_line(
         "markers", "kernel_report_expected: the test makes the kernel report a bug on "
         "purpose; the kernel-log gate then fails it if no report came")
     config.pluginmanager.register(KernelLogGate(), "redcap-kernel-log-gate")
