@@ -680,8 +680,10 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  * RC_WC_WAIT	entry *idx has a write to the disk in flight: queue it and
  *		decide it again once that completes (writes to the disk of
  *		one entry go one at a time, so they reach it in order).
- * A write caches when every unit it touches ends valid (the units it
- * covers, and those already valid), fills are not held, and the entry is
+ * A write caches when it is not of the whole segment (that goes
+ * through: it is what write-back would send), every unit it touches ends
+ * valid (the units it covers, and those already valid), fills are not
+ * held, and the entry is
  * dirty already or fewer than rc_dirty_max() entries are; an entry is
  * made for it (a free one or the LRU's victim, never a dirty one) only
  * while no write or range to the segment's bucket is in flight.

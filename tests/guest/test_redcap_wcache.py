@@ -109,13 +109,14 @@ def test_contiguous_dirty_segments_go_back_in_requests_of_a_mebibyte(loop64, dmn
     blocks = list(range(4 * BLOCKS_PER_SEG, 20 * BLOCKS_PER_SEG))     # 16 segments, 2 MiB
     with redcap(dmname, loop64) as rc:
         rc.message("set", "dirty", "90")
+        # halves: a write of a whole segment goes through (write-back would send it so)
+        half = BLOCKS_PER_SEG // 2
         fd = os.open(rc.path, os.O_WRONLY | os.O_DIRECT)
-        buf = aligned(SEG_SECTORS * 512)
+        buf = aligned(half * BLOCK)
         try:
-            for seg in range(4, 20):
-                buf[:] = b"".join(stamp(seg * BLOCKS_PER_SEG + i, 2)
-                                  for i in range(BLOCKS_PER_SEG))
-                assert os.pwritev(fd, [buf], seg * SEG_SECTORS * 512) == len(buf)
+            for first in range(4 * BLOCKS_PER_SEG, 20 * BLOCKS_PER_SEG, half):
+                buf[:] = b"".join(stamp(first + i, 2) for i in range(half))
+                assert os.pwritev(fd, [buf], first * BLOCK) == len(buf)
         finally:
             os.close(fd)
         assert rc.stats()["dirty_segments"] == 16
@@ -123,6 +124,23 @@ def test_contiguous_dirty_segments_go_back_in_requests_of_a_mebibyte(loop64, dmn
         st = rc.stats()
         assert (st["writeback_ios"], st["writeback_sectors"]) == (2, 16 * SEG_SECTORS)
         check_blocks(loop64, blocks, seed=2)
+
+
+def test_whole_segment_writes_go_through(loop64, dmname, held):
+    write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
+    with redcap(dmname, loop64) as rc:
+        write_blocks(rc.path, [1], seed=2)                  # segment 0: cached
+        buf = aligned(2 * SEG_SECTORS * 512)
+        buf[:] = b"".join(stamp(b, 3) for b in range(2 * BLOCKS_PER_SEG))
+        fd = os.open(rc.path, os.O_WRONLY | os.O_DIRECT)
+        try:
+            assert os.pwritev(fd, [buf], 0) == len(buf)    # segments 0 and 1, whole
+        finally:
+            os.close(fd)
+        st = rc.stats()
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (1, 2, 1)
+        check_blocks(loop64, range(2 * BLOCKS_PER_SEG), seed=3)
+        check_blocks(rc.path, range(2 * BLOCKS_PER_SEG), seed=3)
 
 
 def test_fua_writes_go_through_and_o_dsync_flushes(loop64, dmname, held):

@@ -132,10 +132,12 @@ CTEST(newer_data_serves_while_inactive)
 	struct rc_cache *c = mk_wc(4, SEG_SHIFT, RC_WRITE_BACK);
 	u32 idx, hit = RC_NONE;
 
-	idx = cache_write(c, 1, 0, 32);
+	/* A whole segment goes through: it is what write-back would send. */
+	CHECK_EQ(rc_wc_write(c, sec(1, 0), 256, false, &hit), RC_WC_ORIGIN);
+	idx = cache_write(c, 1, 0, 31);
 	rc_set_policy(c, RC_POLICY_OFF);
 	CHECK(!rc_active(c));
-	CHECK_EQ(rc_read(c, &rs, sec(1, 0), 256, &hit), RC_READ_HIT);
+	CHECK_EQ(rc_read(c, &rs, sec(1, 0), 248, &hit), RC_READ_HIT);
 	CHECK_EQ(hit, idx);
 	rc_unpin(c, hit);
 	/* A segment the cache does not hold is simulated, as ever. */
@@ -316,8 +318,10 @@ CTEST(writeback_limits_and_flush_seq)
 	CHECK_EQ(n, 0);
 	CHECK_EQ(c->nr_dirty, 1);
 	/* A request never grows past max_sectors. */
-	cache_write(c, 4, 0, 32);
-	cache_write(c, 5, 0, 32);
+	cache_write(c, 4, 0, 16);		/* whole segments go through: */
+	cache_write(c, 4, 16, 32);		/* two halves each */
+	cache_write(c, 5, 0, 16);
+	cache_write(c, 5, 16, 32);
 	n = 8;
 	nr = rc_wb_take(c, NULL, it, &n, r, 8, 256);
 	CHECK_EQ(n, 3);
