@@ -316,7 +316,6 @@ struct redcap_cache {
 	atomic_t wb_inflight;
 	wait_queue_head_t wb_wait;
 	int wb_error;			/* the last write-back's error, or 0 */
-	bool wb_all;			/* write everything back (write cache off) */
 };
 
 /* One write-back request: dirty units of up to REDCAP_WB_SEGS entries. */
@@ -1100,7 +1099,6 @@ static void redcap_wb_work(struct work_struct *ws)
 
 	while ((bio = bio_list_pop(&ranges)))
 		submit_bio_noacct(bio);
-	WRITE_ONCE(cc->wb_all, all);
 	if (!bio_list_empty(&flushes) || all)
 		r = redcap_wb_round(cc, !bio_list_empty(&flushes));
 	while ((bio = bio_list_pop(&flushes))) {
