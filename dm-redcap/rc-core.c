@@ -1810,6 +1810,13 @@ u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *item
 	for (i = c->dirty_tail; i != RC_NONE && got < want; i = c->entries[i].prev) {
 		if (flush_seq && (s32)(c->entries[i].dseq - *flush_seq) >= 0)
 			break;
+		/*
+		 * Pinned: a write may be copying into it.  Taken now, it would
+		 * be dirty again while its write-back flies, taken twice, and
+		 * two write-backs of it could reach the disk out of order.
+		 */
+		if (c->entries[i].pins)
+			continue;
 		items[got++] = (struct rc_wb_item){ c->entries[i].seg, i };
 	}
 	rc_wb_sort(items, got);

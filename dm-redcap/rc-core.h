@@ -731,6 +731,8 @@ void rc_wc_through_done(struct rc_cache *c, u32 idx);
  * write their dirty units into @reqs (at most @max_reqs, each at most
  * @max_sectors, contiguous units of consecutive segments merged): it
  * returns their number, and fewer entries in *@n when @reqs ran out.
+ * A pinned entry is not taken (a write may be copying into it): the
+ * caller tries again once it is unpinned.
  * Each entry taken is wbusy and pinned, its dirty units now clean; the
  * caller writes each request from the entries' buffers and reports it with
  * rc_wb_done(), which on an error makes its units dirty again (counted in

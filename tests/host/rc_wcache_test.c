@@ -329,6 +329,30 @@ CTEST(writeback_limits_and_flush_seq)
 	rm(c);
 }
 
+CTEST(a_pinned_dirty_entry_is_not_taken)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 a, b, got = RC_NONE, n = 8;
+
+	a = cache_write(c, 1, 0, 1);
+	b = cache_write(c, 2, 0, 1);
+	/* a write copying into a (pinned, not yet marked dirty again) */
+	CHECK_EQ(rc_wc_write(c, sec(1, 4), 8, false, &got), RC_WC_CACHE);
+	CHECK_EQ(got, a);
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 1);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(it[0].idx, b);
+	CHECK(!c->entries[a].wbusy);
+	rc_wc_copied(c, a, sec(1, 4), 8, true);
+	n = 8;
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 2);	/* units 0 and 4 */
+	CHECK_EQ(it[0].idx, a);
+	CHECK_EQ(r[1].sector, sec(1, 4));
+	rm(c);
+}
+
 CTEST(discard_drops_dirty)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
