@@ -1826,11 +1826,7 @@ u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *item
 		if (nreq + rc_runs(m) > max_reqs)
 			break;
 		e->wb_parts = 0;
-		for (u = 0; u < 64 && m >> u; u = end) {
-			while (!(m >> u & 1))
-				u++;
-			for (end = u; end < 64 && (m >> end & 1); end++)
-				;
+		for (u = 0; rc_unit_run(m, &u, &end); u = end) {
 			sector = (e->seg << c->seg_shift) + ((u64)u << c->unit_shift);
 			len = (u64)(end - u) << c->unit_shift;
 			if (r && r->sector + r->sectors == sector && r->sectors + len <= max_sectors) {

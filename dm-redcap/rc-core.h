@@ -715,6 +715,24 @@ static inline u32 rc_dirty_max(const struct rc_cache *c)
 	return n ? n : 1;
 }
 
+/*
+ * The next run of set bits of @m from unit *@u on: true with *@u its
+ * first unit and *@end one past its last; false when there is none.
+ */
+static inline bool rc_unit_run(u64 m, u32 *u, u32 *end)
+{
+	u32 i = *u;
+
+	while (i < 64 && !((m >> i) & 1))
+		i++;
+	if (i >= 64)
+		return false;
+	*u = i;
+	for (*end = i; *end < 64 && ((m >> *end) & 1); (*end)++)
+		;
+	return true;
+}
+
 /* The units of the segment that sectors @sector..+@sectors touch, or (@whole) cover. */
 u64 rc_units(const struct rc_cache *c, u64 sector, u32 sectors, bool whole);
 

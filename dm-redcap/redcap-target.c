@@ -832,11 +832,7 @@ static void redcap_copy_units(struct redcap_cache *cc, u32 idx, struct bio *bio,
 	sector_t base = start & ~(sector_t)(cc->seg_sectors - 1), s0, s1;
 	struct bvec_iter it;
 
-	for (u = 0; u < 64 && (mask >> u); u = e) {
-		while (!((mask >> u) & 1))
-			u++;
-		for (e = u; e < 64 && ((mask >> e) & 1); e++)
-			;
+	for (u = 0; rc_unit_run(mask, &u, &e); u = e) {
 		s0 = max_t(sector_t, start, base + ((sector_t)u << ushift));
 		s1 = min_t(sector_t, end, base + ((sector_t)e << ushift));
 		if (s0 >= s1)
