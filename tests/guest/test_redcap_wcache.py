@@ -204,6 +204,7 @@ def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmna
                 with open(mnt / name, "wb") as f:
                     f.write(data)
                     if name.endswith("7"):
+                        f.flush()
                         os.fsync(f.fileno())
             sh("sync")
             st = rc.stats()
