@@ -2374,10 +2374,16 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	unsigned int waited = 0;
 	bool done;
 	u32 busy;
+	int r;
 
-	/* Dirty data is dropped only once it is on the origin. */
-	if (redcap_wb_round(cc, false))
-		DMERR("drop_cache: write-back failed: dirty segments stay");
+	/*
+	 * Dirty data is dropped only once it is on the origin: what the
+	 * origin refused stays (the clean entries go all the same), and the
+	 * message fails.
+	 */
+	r = redcap_wb_round(cc, false);
+	if (r)
+		DMERR("drop_cache: write-back failed (%d): dirty segments stay", r);
 
 	for (;;) {
 		spin_lock_irqsave(&cc->lock, flags);
@@ -2389,7 +2395,7 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 			continue;
 		}
 		if (!busy)
-			return 0;
+			return r;
 		if (waited >= redcap_drop_timeout_ms()) {
 			DMERR("drop_cache: %u segments still busy", busy);
 			return -EBUSY;

@@ -727,6 +727,43 @@ out:
 	return r;
 }
 
+/* The value of @key in @st, or NULL (a module without it). */
+static const char *stats_find(const struct stats *st, const char *key)
+{
+	for (int i = 0; i < st->n; i++)
+		if (!strcmp(st->kv[i].key, key))
+			return st->kv[i].val;
+	return NULL;
+}
+
+/*
+ * Before stack @k's cache goes (a remove, or the linear table swapped in):
+ * a write cache's dirty data is written back by a suspend.  What the
+ * origin refused would be lost with the table (the kernel can only log
+ * it), so the stack stays, resumed, and this fails.  0, or -1 printed.
+ */
+static int written_back(const struct stack *k)
+{
+	const char *wc = stats_find(&k->st, "write_cache"), *err;
+	struct stats st;
+	uint64_t dirty;
+
+	if (!is_redcap(k) || !wc || !strcmp(wc, "none"))
+		return 0;
+	if (dm_simple(DM_DEVICE_SUSPEND, k->name, false, DM_READ_AHEAD_AUTO))
+		return fail("%s: cannot suspend it to write its cache back: %s", k->name, dm_why);
+	stats_get(&k->dev, &st);
+	dirty = stats_u64(&k->dev, &st, "dirty_segments", 0, UINT64_MAX);
+	err = stats_str(&k->dev, &st, "writeback_error");
+	if (dm_simple(DM_DEVICE_RESUME, k->name, true, (uint32_t)(k->ra_bytes >> 9)))
+		warn("%s: cannot resume it: %s", k->name, dm_why);
+	if (!dirty)
+		return 0;
+	return fail("%s: the origin refused to take %" PRIu64 " dirty segments back "
+		    "(write-back error %s): the stack stays, its data in RAM; "
+		    "dmsetup remove would lose them", k->name, dirty, err);
+}
+
 /*
  * Remove the stack @name: NAME then NAME-vd; with @keep, NAME becomes a
  * linear device over the origin instead, live.  0, or -1 printed.
@@ -736,7 +773,7 @@ int stack_remove(const char *name, bool keep)
 	struct devinfo di, vdi;
 	char vd[DM_NAME_LEN + 8], use[PATH_MAX], params[64];
 	struct stack k;
-	int r, rv;
+	int r, rv, wb;
 
 	r = stack_lookup(name, false, &di);
 	if (r < 0)
@@ -750,6 +787,10 @@ int stack_remove(const char *name, bool keep)
 	if (r && keep) {
 		if (stack_load(name, &k))
 			return -1;
+		if (written_back(&k)) {
+			stack_free(&k);
+			return -1;
+		}
 		if (is_redcap(&k)) {
 			snprintf(params, sizeof(params), "%u:%u 0", major(k.origin), minor(k.origin));
 			if (dm_swap_table(name, k.sectors, "linear", params,
@@ -768,6 +809,12 @@ int stack_remove(const char *name, bool keep)
 				snprintf(use, sizeof(use), "open (%u openers)", di.open_count);
 			return fail("%s: in use: %s", name, use);
 		}
+		if (stack_load(name, &k))
+			return -1;
+		wb = written_back(&k);
+		stack_free(&k);
+		if (wb)
+			return -1;
 		if (dm_remove_dev(name))
 			return fail("%s: cannot remove: %s", name, dm_why);
 	}

@@ -8,13 +8,14 @@ device's write cache off falls back to write-through.  Every check reads
 LBA-stamped data back, from the stack and from the origin itself."""
 import os
 import random
+import re
 import threading
 import time
 
 import pytest
 
-from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, read_blocks,
-                    sh, stamp, write_stamped)
+from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, kmsg,
+                    read_blocks, sh, stamp, strip_dm_prefix, write_stamped)
 
 SEG_SECTORS = 256                       # 128 KiB segments: units of 4 KiB
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -261,6 +262,97 @@ def test_a_failed_write_back_keeps_its_data_and_fails_the_flush(loop64, dmname, 
             flush(rc.path)
             assert rc.stats()["dirty_segments"] == 0
             check_blocks(loop64, [3, 4, 40], seed=2)
+
+
+def down(mid, loop, n, up=False):
+    """flakey @mid over @loop made to fail writes (or not, @up) from now on."""
+    mid.reload(flakey(loop, n, up=up))
+    mid.suspend()
+    mid.resume()
+
+
+def test_a_flush_the_origin_fails_fails(loop64, dmname, held):
+    """Nothing dirty, the origin's own flush fails: so does the stack's."""
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid:
+        with redcap(dmname, mid.path) as rc:
+            flush(rc.path)
+            down(mid, loop64, n)
+            with pytest.raises(OSError) as e:
+                flush(rc.path)
+            assert e.value.errno == 5
+            st = rc.stats()
+            assert (st["dirty_segments"], st["writeback_ios"], st["flushes"]) == (0, 0, 2), st
+            down(mid, loop64, n, up=True)
+            flush(rc.path)
+
+
+def test_drop_cache_keeps_what_the_origin_refused_and_fails(loop64, dmname, held):
+    """drop_cache writes back first: what the origin refuses stays dirty and
+    readable, the clean entries go, the message fails; once the origin
+    takes writes again, drop_cache empties the cache."""
+    write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid:
+        with redcap(dmname, mid.path) as rc:
+            check_blocks(rc.path, [3 * BLOCKS_PER_SEG], seed=1)        # a clean entry
+            write_blocks(rc.path, [3, BLOCKS_PER_SEG + 8], seed=2)    # two dirty ones
+            assert rc.stats()["segments_valid"] == 3
+            down(mid, loop64, n)
+            lines = rc.refused("drop_cache")
+            assert lines[-1] == "drop_cache: write-back failed (-5): dirty segments stay", lines
+            assert all(re.fullmatch(r"\d+:\d+: write-back of sectors \d+\+8 failed: -5", x)
+                       for x in lines[:-1]) and lines[:-1], lines
+            st = rc.stats()
+            assert (st["segments_valid"], st["dirty_segments"], st["writeback_error"]) == \
+                (2, 2, -5), st
+            check_blocks(rc.path, [3, BLOCKS_PER_SEG + 8], seed=2)
+            check_blocks(loop64, [3, BLOCKS_PER_SEG + 8], seed=1)     # not on the disk
+            down(mid, loop64, n, up=True)
+            rc.message("drop_cache")
+            st = rc.stats()
+            assert (st["segments_valid"], st["dirty_segments"]) == (0, 0), st
+            check_blocks(loop64, [3, BLOCKS_PER_SEG + 8], seed=2)
+
+
+def test_remove_over_a_refusing_origin_says_what_it_lost(loop64, dmname, held):
+    """A remove cannot fail in the kernel: when the origin refuses the
+    write-back, the loss is logged, with the count of segments."""
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid:
+        rc = redcap(dmname, mid.path)
+        write_blocks(rc.path, [1, BLOCKS_PER_SEG, 2 * BLOCKS_PER_SEG], seed=2)
+        down(mid, loop64, n)
+        top, origin = (os.stat(d).st_rdev for d in (rc.path, mid.path))
+        with kmsg() as k:
+            rc.remove()
+            lines = [strip_dm_prefix(x) for x in k.lines() if "redcap" in x]
+        top, origin = (f"{os.major(d)}:{os.minor(d)}" for d in (top, origin))
+        assert lines[0] == f"{top}: writing back 3 dirty segments", lines
+        assert lines[-2:] == [f"{top}: 3 dirty segments not written back: -5",
+                              f"{origin}: 3 dirty segments lost with the cache "
+                              "(write-back error -5)"], lines
+
+
+def test_writes_past_the_dirty_cap_go_to_the_origin(loop64, dmname, held):
+    """At most dirty % of the entries dirty (32 x 10 %: 3): the writes to
+    other segments go straight to the origin, and all read back."""
+    write_stamped(loop64, 0, 8 * BLOCKS_PER_SEG, seed=1)
+    blocks = [s * BLOCKS_PER_SEG + 5 for s in range(8)]
+    with redcap(dmname, loop64) as rc:
+        rc.message("set", "dirty", "10")
+        write_blocks(rc.path, blocks, seed=2)
+        st = rc.stats()
+        assert (st["dirty_max"], st["dirty_segments"], st["write_cached"],
+                st["write_through"]) == (3, 3, 3, 5), st
+        check_blocks(loop64, blocks[:3], seed=1)
+        check_blocks(loop64, blocks[3:], seed=2)
+        check_blocks(rc.path, blocks, seed=2)
+        write_blocks(rc.path, [blocks[0] + 1], seed=3)            # a dirty entry takes more
+        assert rc.stats()["write_cached"] == 4
+        flush(rc.path)
+        check_blocks(loop64, blocks, seed=2)
+        check_blocks(loop64, [blocks[0] + 1], seed=3)
 
 
 def test_write_through_in_sysfs_falls_back_and_writes_back(loop64, dmname):

@@ -534,6 +534,50 @@ def test_set_write_policy_back_reloads_the_table(dmname, loop64, cleanup):
     ok("remove", name)
 
 
+def test_remove_refuses_to_lose_what_the_origin_refused(dmname, loop64, cleanup, fault):
+    """A write cache whose origin refuses the write-back: remove, remove
+    --keep-device and stop leave the stack up, its data in RAM; once the
+    origin takes writes, remove writes it back and goes."""
+    name, flk = dmname(), dmname()
+    cleanup.extend([name, flk])
+    mapper = f"/dev/mapper/{name}"
+    n = dmtest.dev_sectors(loop64)
+    dmtest.write_stamped(loop64, 0, 1024, seed=1)
+    fault("fi_wb_hold", 1)                                  # no write-back before the test's
+    with dmtest.Dm(flk, f"0 {n} flakey {loop64} 0 3600 0") as mid:
+        ok("create", name, mid.path, "--ram", "4M", "--policy", "always",
+           "--write-policy", "back", "--no-model")
+        fd = os.open(mapper, os.O_WRONLY | os.O_DIRECT)    # no fsync: they stay dirty
+        try:
+            for first in (8, 512):
+                buf = dmtest.aligned(8 * BLOCK)
+                for i in range(8):
+                    buf[i * BLOCK:(i + 1) * BLOCK] = dmtest.stamp(first + i, 2)
+                os.pwritev(fd, [buf], first * BLOCK)
+        finally:
+            os.close(fd)
+        assert cache_stats(name)["dirty_segments"] == "2"
+        mid.reload(f"0 {n} flakey {loop64} 0 0 1 1 error_writes")
+        mid.suspend()
+        mid.resume()
+        why = (f"redcapctl: {name}: the origin refused to take 2 dirty segments back "
+               "(write-back error -5): the stack stays, its data in RAM; "
+               "dmsetup remove would lose them\n")
+        for args in (["remove", name], ["remove", name, "--keep-device"]):
+            r = rctl(*args)
+            assert (r.returncode, r.stdout, r.stderr) == (1, "", why), args
+            assert table(name).endswith(" write_policy back")
+            assert cache_stats(name)["dirty_segments"] == "2"
+            read_stamped(mapper, range(8, 16), seed=2)      # resumed, the data served
+        read_stamped(loop64, range(8, 16), seed=1)          # and not on the disk
+        mid.reload(f"0 {n} flakey {loop64} 0 3600 0")
+        mid.suspend()
+        mid.resume()
+        assert ok("remove", name).stdout == f"{name}: removed\n"
+        read_stamped(loop64, range(8, 16), seed=2)
+        read_stamped(loop64, range(512, 520), seed=2)
+
+
 def tmux(*args):
     return sh("tmux", "-L", "redcap-test", *args)
 
