@@ -561,11 +561,20 @@ void stats_get(const struct dev *d, struct stats *st)
 	answer_get(d, "stats", st);
 }
 
-const char *stats_str(const struct dev *d, const struct stats *st, const char *key)
+const char *stats_find(const struct stats *st, const char *key)
 {
 	for (int i = 0; i < st->n; i++)
 		if (!strcmp(st->kv[i].key, key))
 			return st->kv[i].val;
+	return NULL;
+}
+
+const char *stats_str(const struct dev *d, const struct stats *st, const char *key)
+{
+	const char *v = stats_find(st, key);
+
+	if (v)
+		return v;
 	die("%s: bad answer to '%s': no %s=%s", d->arg, st->msg, key,
 	    strcmp(st->msg, "stats") ? "" : " (not a vdisk device?)");
 }

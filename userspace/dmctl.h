@@ -166,6 +166,8 @@ struct stats {
 void answer_get(const struct dev *d, const char *msg, struct stats *st);
 /* answer_get() of "stats". */
 void stats_get(const struct dev *d, struct stats *st);
+/* The value of @key, or NULL (a module without it). */
+const char *stats_find(const struct stats *st, const char *key);
 /* The value of @key; exits if there is none. */
 const char *stats_str(const struct dev *d, const struct stats *st, const char *key);
 uint64_t stats_u64(const struct dev *d, const struct stats *st, const char *key,

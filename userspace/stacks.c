@@ -727,15 +727,6 @@ out:
 	return r;
 }
 
-/* The value of @key in @st, or NULL (a module without it). */
-static const char *stats_find(const struct stats *st, const char *key)
-{
-	for (int i = 0; i < st->n; i++)
-		if (!strcmp(st->kv[i].key, key))
-			return st->kv[i].val;
-	return NULL;
-}
-
 /*
  * Before stack @k's cache goes (a remove, or the linear table swapped in):
  * a write cache's dirty data is written back by a suspend.  What the
