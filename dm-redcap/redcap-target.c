@@ -810,9 +810,11 @@ static bool redcap_wc_flush(struct redcap_cache *cc, struct bio *bio)
 	unsigned long flags;
 	bool on;
 
-	redcap_pb(bio)->kind = PB_CACHE;
 	spin_lock_irqsave(&cc->lock, flags);
 	on = rc_wc_on(cc->cache);
+	/* Only a flush redcap completes is PB_CACHE: end_io counts the others back. */
+	if (on)
+		redcap_pb(bio)->kind = PB_CACHE;
 	if (on && !redcap_fi_flush_broken())
 		bio_list_add(&cc->wb_flushes, bio);
 	spin_unlock_irqrestore(&cc->lock, flags);
