@@ -42,6 +42,7 @@
 #define REDCAP_WB_SEGS		32
 #define REDCAP_WB_DEPTH		4
 #define REDCAP_WB_PERIOD	(HZ / 10)
+#define REDCAP_WB_RETRY		HZ	/* after a write-back failed */
 
 #ifdef REDCAP_FAULT_INJECTION
 /*
@@ -316,6 +317,7 @@ struct redcap_cache {
 	atomic_t wb_inflight;
 	wait_queue_head_t wb_wait;
 	int wb_error;			/* the last write-back's error, or 0 */
+	u32 wb_failed_seen;		/* cache->wb_failed at wb_work's last run */
 };
 
 /* One write-back request: dirty units of up to REDCAP_WB_SEGS entries. */
@@ -1072,7 +1074,10 @@ static int redcap_wb_round(struct redcap_cache *cc, bool flush)
  * The write-back worker: the flushes that arrived, the ranges whose
  * orphaned writes are done, and in the background what rc_wb_due() asks
  * for, a few requests in flight at a time, at idle priority unless the
- * origin is idle.  Runs every REDCAP_WB_PERIOD while anything is dirty.
+ * origin is idle.  Runs every REDCAP_WB_PERIOD while anything is dirty;
+ * once a write-back failed, the background waits REDCAP_WB_RETRY before
+ * it tries again (an origin that refuses at once would keep it busy, and
+ * its mutex held, for ever).
  */
 static void redcap_wb_work(struct work_struct *ws)
 {
@@ -1080,7 +1085,7 @@ static void redcap_wb_work(struct work_struct *ws)
 	struct rc_cache *c = cc->cache;
 	struct bio_list flushes, ranges;
 	unsigned long flags;
-	bool idle, due, all, more;
+	bool idle, due, all, more, failed;
 	struct bio *bio;
 	int r = 0;
 
@@ -1093,6 +1098,7 @@ static void redcap_wb_work(struct work_struct *ws)
 		bio_list_init(&cc->wb_ranges);
 	}
 	all = !redcap_wc_enabled(cc) && c->nr_dirty;
+	failed = c->wb_failed != cc->wb_failed_seen;
 	spin_unlock_irqrestore(&cc->lock, flags);
 
 	while ((bio = bio_list_pop(&ranges)))
@@ -1105,22 +1111,27 @@ static void redcap_wb_work(struct work_struct *ws)
 	}
 
 	mutex_lock(&cc->wb_mutex);
-	while (!redcap_fi_wb_hold() && atomic_read(&cc->wb_inflight) < REDCAP_WB_DEPTH) {
+	while (!failed && !redcap_fi_wb_hold() &&
+	       atomic_read(&cc->wb_inflight) < REDCAP_WB_DEPTH) {
 		idle = !atomic_read(&cc->origin_inflight) &&
 		       ktime_get_ns() - READ_ONCE(cc->last_bio_ns) >= RC_HDC_IDLE_NS;
 		spin_lock_irqsave(&cc->lock, flags);
 		due = rc_wb_due(c, idle);
+		failed = c->wb_failed != cc->wb_failed_seen;
 		spin_unlock_irqrestore(&cc->lock, flags);
-		if (!due || !redcap_wb_batch(cc, NULL, !idle))
+		if (failed || !due || !redcap_wb_batch(cc, NULL, !idle))
 			break;
 	}
 	mutex_unlock(&cc->wb_mutex);
 
 	spin_lock_irqsave(&cc->lock, flags);
 	more = c->nr_dirty || !bio_list_empty(&cc->wb_flushes) || !bio_list_empty(&cc->wb_ranges);
+	failed = c->wb_failed != cc->wb_failed_seen;
+	cc->wb_failed_seen = c->wb_failed;
 	spin_unlock_irqrestore(&cc->lock, flags);
 	if (more)
-		redcap_wb_kick(cc, false);
+		queue_delayed_work(cc->wbq, &cc->wb_work,
+				   failed ? REDCAP_WB_RETRY : REDCAP_WB_PERIOD);
 }
 
 /*

@@ -334,6 +334,35 @@ def test_remove_over_a_refusing_origin_says_what_it_lost(loop64, dmname, held):
                               "(write-back error -5)"], lines
 
 
+def test_a_refusing_origin_is_retried_in_the_background_and_remove_ends(loop64, dmname):
+    """Write-back in the background over an origin that refuses it: the
+    data stays dirty and readable, the worker tries again later, and a
+    remove ends, saying what it lost.  (The worker retried at once, for
+    ever, holding the write-back's mutex: the remove's write-back waited
+    on it in D state; seen as a hung dmsetup remove in test_redcapctl.)"""
+    write_stamped(loop64, 0, 2 * BLOCKS_PER_SEG, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid, redcap(dmname, mid.path) as rc:
+        down(mid, loop64, n)
+        write_blocks(rc.path, [3, BLOCKS_PER_SEG + 8], seed=2)
+        end = time.monotonic() + 30 * SLOW
+        while rc.stats()["writeback_errors"] < 2:           # the origin idle: due
+            assert time.monotonic() < end, rc.stats()
+            time.sleep(0.1)
+        assert rc.stats()["writeback_error"] == -5
+        check_blocks(rc.path, [3, BLOCKS_PER_SEG + 8], seed=2)
+        top, origin = (os.stat(d).st_rdev for d in (rc.path, mid.path))
+        with kmsg() as k:
+            rc.remove()
+            lines = [strip_dm_prefix(x) for x in k.lines() if "dirty segments" in x]
+        top, origin = (f"{os.major(d)}:{os.minor(d)}" for d in (top, origin))
+        assert lines == [f"{top}: writing back 2 dirty segments",
+                         f"{top}: 2 dirty segments not written back: -5",
+                         f"{origin}: 2 dirty segments lost with the cache "
+                         "(write-back error -5)"], lines
+        check_blocks(loop64, [3, BLOCKS_PER_SEG + 8], seed=1)  # refused: not on the disk
+
+
 def test_writes_past_the_dirty_cap_go_to_the_origin(loop64, dmname, held):
     """At most dirty % of the entries dirty (32 x 10 %: 3): the writes to
     other segments go straight to the origin, and all read back."""
