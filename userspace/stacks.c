@@ -733,7 +733,7 @@ out:
  * origin refused would be lost with the table (the kernel can only log
  * it), so the stack stays, resumed, and this fails.  0, or -1 printed.
  */
-static int written_back(const struct stack *k)
+static int written_back(const struct stack *k, bool suspended)
 {
 	const char *wc = stats_find(&k->st, "write_cache"), *err;
 	struct stats st;
@@ -741,12 +741,14 @@ static int written_back(const struct stack *k)
 
 	if (!is_redcap(k) || !wc || !strcmp(wc, "none"))
 		return 0;
-	if (dm_simple(DM_DEVICE_SUSPEND, k->name, false, DM_READ_AHEAD_AUTO))
+	/* Suspended by the admin: its suspend wrote back, and it stays so. */
+	if (!suspended && dm_simple(DM_DEVICE_SUSPEND, k->name, false, DM_READ_AHEAD_AUTO))
 		return fail("%s: cannot suspend it to write its cache back: %s", k->name, dm_why);
 	stats_get(&k->dev, &st);
 	dirty = stats_u64(&k->dev, &st, "dirty_segments", 0, UINT64_MAX);
 	err = stats_str(&k->dev, &st, "writeback_error");
-	if (dm_simple(DM_DEVICE_RESUME, k->name, true, (uint32_t)(k->ra_bytes >> 9)))
+	if (!suspended &&
+	    dm_simple(DM_DEVICE_RESUME, k->name, true, (uint32_t)(k->ra_bytes >> 9)))
 		warn("%s: cannot resume it: %s", k->name, dm_why);
 	if (!dirty)
 		return 0;
@@ -778,7 +780,7 @@ int stack_remove(const char *name, bool keep)
 	if (r && keep) {
 		if (stack_load(name, &k))
 			return -1;
-		if (written_back(&k)) {
+		if (written_back(&k, di.suspended)) {
 			stack_free(&k);
 			return -1;
 		}
@@ -802,7 +804,7 @@ int stack_remove(const char *name, bool keep)
 		}
 		if (stack_load(name, &k))
 			return -1;
-		wb = written_back(&k);
+		wb = written_back(&k, di.suspended);
 		stack_free(&k);
 		if (wb)
 			return -1;

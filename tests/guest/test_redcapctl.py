@@ -570,6 +570,11 @@ def test_remove_refuses_to_lose_what_the_origin_refused(dmname, loop64, cleanup,
             assert cache_stats(name)["dirty_segments"] == "2"
             read_stamped(mapper, range(8, 16), seed=2)      # resumed, the data served
         read_stamped(loop64, range(8, 16), seed=1)          # and not on the disk
+        sh("dmsetup", "suspend", name)                      # the admin's suspend stays
+        r = rctl("remove", name)
+        assert (r.returncode, r.stdout, r.stderr) == (1, "", why)
+        assert "State:             SUSPENDED" in sh("dmsetup", "info", name).stdout
+        sh("dmsetup", "resume", name)
         mid.reload(f"0 {n} flakey {loop64} 0 3600 0")
         mid.suspend()
         mid.resume()
