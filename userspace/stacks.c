@@ -731,7 +731,9 @@ out:
  * Before stack @k's cache goes (a remove, or the linear table swapped in):
  * a write cache's dirty data is written back by a suspend.  What the
  * origin refused would be lost with the table (the kernel can only log
- * it), so the stack stays, resumed, and this fails.  0, or -1 printed.
+ * it), so the stack stays, resumed (or still suspended, if @suspended:
+ * the admin's suspend wrote back already), and this fails.  0, or -1
+ * printed.
  */
 static int written_back(const struct stack *k, bool suspended)
 {
@@ -741,7 +743,6 @@ static int written_back(const struct stack *k, bool suspended)
 
 	if (!is_redcap(k) || !wc || !strcmp(wc, "none"))
 		return 0;
-	/* Suspended by the admin: its suspend wrote back, and it stays so. */
 	if (!suspended && dm_simple(DM_DEVICE_SUSPEND, k->name, false, DM_READ_AHEAD_AUTO))
 		return fail("%s: cannot suspend it to write its cache back: %s", k->name, dm_why);
 	stats_get(&k->dev, &st);
