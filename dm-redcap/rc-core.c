@@ -1697,8 +1697,20 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 		     rc_units(c, sector, sectors, true) != c->unit_all;
 	u32 i = rc_lookup(c, seg), b = rc_wb_bucket(c, seg);
 	struct rc_entry *e = i != RC_NONE ? &c->entries[i] : NULL;
+	bool valid = e && e->state == RC_VALID;
 
-	if (e && e->state == RC_VALID) {
+	/*
+	 * At the dirty cap, a write that would cache waits for a write to
+	 * the disk to end rather than go down itself: the disk then writes
+	 * only in write-back's sweep (the random 4 KiB writes of the bench
+	 * that went through at the cap cost a full seek each).
+	 */
+	if (cache && c->nr_dirty >= rc_dirty_max(c) && c->nr_wbusy && !(valid && e->on_dirty) &&
+	    !(touched & ~covered & ~(valid ? e->valid : 0))) {
+		*idx = i;
+		return RC_WC_WAIT;
+	}
+	if (valid) {
 		*idx = i;
 		if (e->wbusy)
 			return RC_WC_WAIT;
@@ -1774,23 +1786,27 @@ void rc_wc_through_done(struct rc_cache *c, u32 idx)
 		rc_wc_unbusy(c, idx);
 }
 
-static int rc_wb_item_cmp(const struct rc_wb_item *a, const struct rc_wb_item *b)
+/*
+ * Put dirty entry @i among @items[0..*got), kept in write-back order: the
+ * segments at and after the cursor first, ascending, then those before it
+ * (C-SCAN).  A full array keeps the @want first.
+ */
+static void rc_wb_pick(const struct rc_cache *c, struct rc_wb_item *items, u32 *got, u32 want,
+		       u32 i)
 {
-	return a->seg < b->seg ? -1 : a->seg > b->seg;
-}
+	u64 seg = c->entries[i].seg, key = seg - c->wb_cursor;
+	u32 j = *got;
 
-/* Insertion sort: a batch is a few dozen entries. */
-static void rc_wb_sort(struct rc_wb_item *it, u32 n)
-{
-	struct rc_wb_item x;
-	u32 i, j;
-
-	for (i = 1; i < n; i++) {
-		x = it[i];
-		for (j = i; j && rc_wb_item_cmp(&it[j - 1], &x) > 0; j--)
-			it[j] = it[j - 1];
-		it[j] = x;
+	if (j == want) {
+		if (key >= items[j - 1].seg - c->wb_cursor)
+			return;
+		j--;
+	} else {
+		(*got)++;
 	}
+	for (; j && items[j - 1].seg - c->wb_cursor > key; j--)
+		items[j] = items[j - 1];
+	items[j] = (struct rc_wb_item){ seg, i };
 }
 
 /* The runs of set bits in @m. */
@@ -1802,12 +1818,12 @@ static u32 rc_runs(u64 m)
 u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *items, u32 *n,
 	       struct rc_wb_req *reqs, u32 max_reqs, u32 max_sectors)
 {
-	u32 want = *n, got = 0, nreq = 0, k, i, u, end;
+	u32 want = *n, got = 0, nreq = 0, scan = RC_WB_WINDOW, k, i, u, end;
 	struct rc_wb_req *r = NULL;
 	struct rc_entry *e;
 	u64 m, sector, len;
 
-	for (i = c->dirty_tail; i != RC_NONE && got < want; i = c->entries[i].prev) {
+	for (i = c->dirty_tail; i != RC_NONE && scan--; i = c->entries[i].prev) {
 		if (flush_seq && (s32)(c->entries[i].dseq - *flush_seq) >= 0)
 			break;
 		/*
@@ -1817,9 +1833,8 @@ u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *item
 		 */
 		if (c->entries[i].pins)
 			continue;
-		items[got++] = (struct rc_wb_item){ c->entries[i].seg, i };
+		rc_wb_pick(c, items, &got, want, i);
 	}
-	rc_wb_sort(items, got);
 	for (k = 0; k < got; k++) {
 		e = &c->entries[items[k].idx];
 		m = e->dirty;
@@ -1841,6 +1856,8 @@ u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *item
 		}
 	}
 	*n = k;
+	if (k)
+		c->wb_cursor = items[k - 1].seg + 1;
 	for (k = 0; k < *n; k++) {
 		i = items[k].idx;
 		e = &c->entries[i];
@@ -1888,7 +1905,7 @@ void rc_wb_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error,
 
 bool rc_wb_due(const struct rc_cache *c, bool idle)
 {
-	return c->nr_dirty && (idle || !rc_write_caches(c) || c->nr_dirty >= rc_dirty_max(c) / 2);
+	return c->nr_dirty && (idle || !rc_write_caches(c) || c->nr_dirty >= rc_dirty_max(c));
 }
 
 u32 rc_wb_flush_seq(struct rc_cache *c)

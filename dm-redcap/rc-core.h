@@ -237,6 +237,7 @@ struct rc_cache {
 	u32 dirty_seq;		/* entries gone dirty (wraps) */
 	u32 wb_orphans;		/* entries dropped while a write of them was in flight */
 	u32 wb_failed;		/* write-back requests failed (wraps) */
+	u64 wb_cursor;		/* write-back's next segment: it sweeps up (C-SCAN) */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -677,9 +678,12 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  *		the entry is wbusy until rc_wc_through_done().
  * RC_WC_ORIGIN	no entry to keep coherent: send it down on the ordinary
  *		path (rc_write_start(), rc_write_done()).
- * RC_WC_WAIT	entry *idx has a write to the disk in flight: queue it and
- *		decide it again once that completes (writes to the disk of
- *		one entry go one at a time, so they reach it in order).
+ * RC_WC_WAIT	entry *idx has a write to the disk in flight, or the write
+ *		would cache but rc_dirty_max() entries are dirty and some
+ *		write to the disk is in flight: queue it and decide it again
+ *		once one completes (writes to the disk of one entry go one at
+ *		a time, so they reach it in order; at the cap, the disk writes
+ *		only what write-back sweeps up).
  * A write caches when it is not of the whole segment (that goes
  * through: it is what write-back would send), every unit it touches ends
  * valid (the units it covers, and those already valid), fills are not
@@ -743,12 +747,15 @@ void rc_wc_copied(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, bool dir
 void rc_wc_through_done(struct rc_cache *c, u32 idx);
 
 /*
- * Write-back.  rc_wb_take() takes up to @max dirty entries, oldest first
- * (@flush_seq: only those gone dirty before rc_wb_flush_seq() returned
- * it; NULL: any), into @items sorted by segment, and plans the requests that
- * write their dirty units into @reqs (at most @max_reqs, each at most
- * @max_sectors, contiguous units of consecutive segments merged): it
- * returns their number, and fewer entries in *@n when @reqs ran out.
+ * Write-back.  rc_wb_take() takes up to *@n dirty entries among the
+ * RC_WB_WINDOW oldest (@flush_seq: only those gone dirty before
+ * rc_wb_flush_seq() returned it; NULL: any): the first at or after the
+ * cursor, ascending, wrapping to the lowest (C-SCAN: the disk's head sweeps
+ * the whole dirty set, each seek short), into @items in that order.  It
+ * plans the requests that write their dirty units into @reqs (at most
+ * @max_reqs, each at most @max_sectors, contiguous units of consecutive
+ * segments merged): it returns their number, and fewer entries in *@n when
+ * @reqs ran out.
  * A pinned entry is not taken (a write may be copying into it): the
  * caller tries again once it is unpinned.
  * Each entry taken is wbusy and pinned, its dirty units now clean; the
@@ -756,8 +763,14 @@ void rc_wc_through_done(struct rc_cache *c, u32 idx);
  * rc_wb_done(), which on an error makes its units dirty again (counted in
  * writeback_errors and wb_failed: a flush that waited on it fails).
  * rc_wb_due(): whether write-back should run now, with the origin
- * @idle: any dirty entry then, else from half of rc_dirty_max().
+ * @idle: any dirty entry then, else only at rc_dirty_max(): a busy disk
+ * gives write-back its time only when writes would otherwise wait (the
+ * longer data stays dirty, the more later writes to it are absorbed and
+ * the denser write-back's sweep; 2000 random 4 KiB writes in 16 MiB took
+ * 5.06 s rather than 8.62 s, written back from half the cap).
  */
+#define RC_WB_WINDOW	1024
+
 struct rc_wb_item {
 	u64 seg;
 	u32 idx;

@@ -960,6 +960,12 @@ static void redcap_wb_endio(struct bio *bio)
 		rc_wb_done(cc->cache, w->idx[k], w->sector, w->sectors, error, !k);
 	if (error)
 		cc->wb_error = error;
+	/*
+	 * The last request in flight: the next batch now, not a period
+	 * later, while writes wait at the dirty cap (rc_wc_write()).
+	 */
+	if (atomic_read(&cc->wb_inflight) == 1 && !error && rc_wb_due(cc->cache, false))
+		mod_delayed_work(cc->wbq, &cc->wb_work, 0);
 	redcap_wc_unbusy(cc);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	bio_put(bio);

@@ -228,6 +228,36 @@ CTEST(dirty_cap_and_victims)
 	rm(c);
 }
 
+/* At the cap, while a write to the disk is in flight, a write waits for it. */
+CTEST(dirty_cap_waits_for_writeback)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 a, idx = RC_NONE, n = 1;
+
+	rc_set_tunable(c, RC_TUN_DIRTY, 25);
+	CHECK_EQ(rc_dirty_max(c), 2);
+	a = cache_write(c, 1, 0, 1);
+	cache_write(c, 2, 0, 1);
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 1);
+	CHECK_EQ(it[0].idx, a);
+	cache_write(c, 3, 0, 1);		/* its place */
+	CHECK_EQ(c->nr_dirty, 2);
+	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, false, &idx), RC_WC_WAIT);
+	CHECK_EQ(rc_wc_write(c, sec(1, 0), 8, false, &idx), RC_WC_WAIT);	/* in flight */
+	/* Not those that would not cache anyway, nor a dirty segment. */
+	CHECK_EQ(rc_wc_write(c, sec(5, 0), 256, false, &idx), RC_WC_ORIGIN);
+	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, true, &idx), RC_WC_ORIGIN);
+	cache_write(c, 2, 1, 2);
+	CHECK_EQ(c->ctr.writes, 4);
+	/* Nothing in flight to wait for: down it goes. */
+	rc_wb_done(c, a, r[0].sector, r[0].sectors, 0, true);
+	CHECK_EQ(c->nr_wbusy, 0);
+	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, false, &idx), RC_WC_ORIGIN);
+	rm(c);
+}
+
 CTEST(writeback_requests)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
@@ -329,6 +359,36 @@ CTEST(writeback_limits_and_flush_seq)
 	rm(c);
 }
 
+/* Write-back sweeps up the disk from where it stopped, not oldest first. */
+CTEST(writeback_sweeps_up_from_the_cursor)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 n;
+
+	rc_set_tunable(c, RC_TUN_DIRTY, 90);
+	cache_write(c, 6, 0, 1);		/* oldest */
+	cache_write(c, 1, 0, 1);
+	cache_write(c, 3, 0, 1);
+	n = 2;
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 2);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(it[0].seg, 1);
+	CHECK_EQ(it[1].seg, 3);
+	CHECK_EQ(c->wb_cursor, 4);
+	cache_write(c, 2, 0, 1);		/* behind the head now */
+	n = 2;
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 2);
+	CHECK_EQ(it[0].seg, 6);			/* on up, then round */
+	CHECK_EQ(it[1].seg, 2);
+	CHECK_EQ(r[0].sector, sec(6, 0));
+	CHECK_EQ(r[1].sector, sec(2, 0));
+	CHECK_EQ(c->wb_cursor, 3);
+	CHECK_EQ(c->nr_dirty, 0);
+	rm(c);
+}
+
 CTEST(a_pinned_dirty_entry_is_not_taken)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
@@ -408,8 +468,10 @@ CTEST(due)
 	CHECK(!rc_wb_due(c, true));
 	cache_write(c, 1, 0, 1);
 	CHECK(rc_wb_due(c, true));
-	CHECK(!rc_wb_due(c, false));		/* cap 4: from 2 */
 	cache_write(c, 2, 0, 1);
+	cache_write(c, 3, 0, 1);
+	CHECK(!rc_wb_due(c, false));		/* busy: at the cap only (4) */
+	cache_write(c, 4, 0, 1);
 	CHECK(rc_wb_due(c, false));
 	rc_set_tunable(c, RC_TUN_DIRTY, 90);
 	CHECK(!rc_wb_due(c, false));
