@@ -140,12 +140,18 @@ EQUAL_RAM = "bare-equal-ram"
 # measured beside it on 2026-12-03, is removed.)
 RECOMMENDED_HDC = f"{RECOMMENDED}-hdc"
 HDC_TUNABLES = [("hdc", "50"), ("hot_period", "10")]
+# Issue 48's write cache on the recommended stack, a configuration
+# --configs takes: its table line adds "write_policy back" (the mode is
+# the table's), as redcaptab's write_policy=back would.
+RECOMMENDED_WB = f"{RECOMMENDED}-writeback"
+WB_FEATURES = "2 write_policy back"
 
 def config_names():
     """(the recommended stack's geometry and policy, the full set's
     configurations, those --configs takes besides) at GEOMETRIES."""
     g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
-    extra = [f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] + [EQUAL_RAM, RECOMMENDED_HDC]
+    extra = ([f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] +
+             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB])
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
                 if p not in ("always", RECOMMENDED_POLICY) and
@@ -576,7 +582,7 @@ def install_programs(rdpat):
 def redcap_parts(config):
     """(geometry, policy) of a redcap configuration, keys of GEOMETRIES
     and POLICIES, or None."""
-    if config in (RECOMMENDED, RECOMMENDED_HDC):
+    if config in (RECOMMENDED, RECOMMENDED_HDC, RECOMMENDED_WB):
         return RECOMMENDED_STACK
     m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
     if not m or m.group(1) not in GEOMETRIES or m.group(2) not in POLICIES:
@@ -710,8 +716,8 @@ class Stack:
         if config.startswith("redcap-"):
             geometry, policy = redcap_parts(config)
             segs, seg_sectors = GEOMETRIES[geometry]
-            self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} "
-                               f"{POLICIES[policy]}")
+            features = WB_FEATURES if config == RECOMMENDED_WB else POLICIES[policy]
+            self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} {features}")
             hdc = HDC_TUNABLES if config == RECOMMENDED_HDC else []
             for key, value in TUNABLES.get(policy, []) + hdc:
                 dm_message("bench-rc", "set", key, value)
@@ -1141,6 +1147,14 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
         try:
             t = run_procs(apps.commands(workload, procs, MNT) if app
                           else commands(workload, procs, io))
+            # what the run wrote and is not on the disk yet, written: the
+            # page cache's dirty pages, then whatever a write cache holds
+            # (its flush); app time + sync time is the time to durable
+            t_sync = None
+            if app and workload in apps.WRITES:
+                t0 = time.monotonic()
+                sh(BUSYBOX, "sync", "-f", MNT)
+                t_sync = time.monotonic() - t0
             if stack.redcap:
                 fills_done(stack)
             # the run's counters, before a server's shutdown writes
@@ -1149,6 +1163,8 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
                    "disk_read_bytes": stack.disk_read_bytes() - before,
                    "kernel": KREL, "disk_profile": args.profile, "set": args.set,
                    "memory_max_bytes": limit, "budget_bytes": BUDGET_SECTORS * SECTOR}
+            if t_sync is not None:
+                rec["sync_s"] = round(t_sync, 4)
             if events is not None:	# times the page cache was reclaimed at its bound
                 rec["memory_max_events"] = cgroup_events()["max"] - events["max"]
             rec["disk_stats"] = stack.disk_stats()

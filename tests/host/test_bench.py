@@ -313,6 +313,16 @@ def test_hdc_is_the_recommended_stack_with_its_tunables():
     assert "redcap-recommended-for" not in srv.EXTRA_CONFIGS + srv.CONFIGS
 
 
+def test_writeback_is_the_recommended_stack_with_write_policy_back():
+    """Issue 48's configuration: the recommended geometry, its table line
+    "write_policy back" and nothing else."""
+    srv = _server()
+    c = "redcap-recommended-writeback"
+    assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
+    assert srv.redcap_parts(c) == srv.RECOMMENDED_STACK
+    assert srv.WB_FEATURES == "2 write_policy back"
+
+
 def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
     srv = _server()
     assert srv.memory_max("bare") == 256 << 20 == 268435456
