@@ -219,6 +219,7 @@ static inline void redcap_fi_preresume_delay(void)
 /* Glue-side state of one cache entry; the core keeps the rest. */
 struct redcap_entry {
 	struct bio_list waiters;	/* reads waiting on the fill, miss first */
+	u32 dirty_at;			/* jiffies when it went dirty (the write cache) */
 };
 
 #define REDCAP_NO_OWN	U32_MAX
@@ -865,7 +866,7 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 	u32 sectors = bio_sectors(bio), idx = RC_NONE;
 	enum rc_wc_action act = RC_WC_ORIGIN;
 	unsigned long flags;
-	bool through, due = false;
+	bool through, clean, due = false;
 
 	/* FUA must be on the disk at completion; selective sends metadata there too. */
 	through = (bio->bi_opf & REQ_FUA) || !redcap_wc_enabled(cc) ||
@@ -895,7 +896,11 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 
 	redcap_copy(cc, idx, bio, bio->bi_iter, false);
 	spin_lock_irqsave(&cc->lock, flags);
+	clean = !c->entries[idx].on_dirty;
 	rc_wc_copied(c, idx, sector, sectors, act == RC_WC_CACHE);
+	/* A failed write-back puts it back dirty: it keeps this time. */
+	if (clean && c->entries[idx].on_dirty)
+		cc->ents[idx].dirty_at = (u32)jiffies;
 	due = rc_wb_due(c, false);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	if (act == RC_WC_CACHE) {
@@ -2289,7 +2294,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	struct rc_adapt *a;
 	struct rc_caware *w;
 	u32 valid, filling, ghost, tun[RC_TUN_NR], hdc_pinned, hdc_max, periods;
-	u32 dirty, dirty_max, wbusy;
+	u32 dirty, dirty_max, wbusy, dirty_age = 0;
 	u64 dirty_sectors;
 	int wb_error;
 	unsigned int sz = 0;
@@ -2315,6 +2320,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	dirty = rc->cc->cache->nr_dirty;
 	dirty_max = rc_dirty_max(rc->cc->cache);
 	wbusy = rc->cc->cache->nr_wbusy;
+	if (rc->cc->cache->dirty_tail != RC_NONE)
+		dirty_age = jiffies_to_msecs((u32)jiffies -
+					     rc->cc->ents[rc->cc->cache->dirty_tail].dirty_at);
 	dirty_sectors = rc->cc->cache->dirty_units << rc->cc->cache->unit_shift;
 	wb_error = rc->cc->wb_error;
 	vd_requests = rc->cc->vdisk.requests;
@@ -2359,6 +2367,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.write_cached, c.write_through, c.read_bypassed_partial);
 	DMEMIT("dirty_segments=%u\ndirty_max=%u\ndirty_sectors=%llu\nwrites_inflight=%u\n",
 	       dirty, dirty_max, dirty_sectors, wbusy);
+	DMEMIT("dirty_age_ms=%u\n", dirty_age);
 	DMEMIT("writeback_ios=%llu\nwriteback_sectors=%llu\nwriteback_errors=%llu\n",
 	       c.writeback_ios, c.writeback_sectors, c.writeback_errors);
 	DMEMIT("writeback_error=%d\nflushes=%llu\ndirty_dropped=%llu\n", wb_error, c.flushes,

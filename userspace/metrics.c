@@ -46,6 +46,8 @@ static const struct metrics_rule {
 	  "Most segments the write cache may hold dirty" },
 	{ "dirty_sectors", "dirty_bytes", METRICS_GAUGE, METRICS_SECTORS,
 	  "Data the write cache holds dirty" },
+	{ "dirty_age_ms", "dirty_age_seconds", METRICS_GAUGE, METRICS_MS,
+	  "How long the oldest dirty segment has been dirty" },
 	{ "writes_inflight", "writes_inflight_segments", METRICS_GAUGE, METRICS_AS_IS,
 	  "Segments with a write to the origin in flight" },
 	{ "writeback_error", "writeback_error", METRICS_GAUGE, METRICS_AS_IS,

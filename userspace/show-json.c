@@ -104,6 +104,7 @@ json_object *stack_json(const struct stack_stats *s)
 		add(w, "dirty_segments", ju64(s->dirty_segments));
 		add(w, "dirty_max_segments", ju64(s->dirty_max));
 		add(w, "dirty_bytes", ju64(s->dirty_bytes));
+		add(w, "dirty_age_s", jdouble((double)s->dirty_age_ms / 1000, "%.3f"));
 		add(w, "writes_cached", ju64(s->write_cached));
 		add(w, "writes_through", ju64(s->write_through));
 		add(w, "writeback_ios", ju64(s->writeback_ios));

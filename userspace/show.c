@@ -127,6 +127,7 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->dirty_segments = sv(k, "dirty_segments");
 	s->dirty_max = sv(k, "dirty_max");
 	s->dirty_bytes = sv(k, "dirty_sectors") << 9;
+	s->dirty_age_ms = sv(k, "dirty_age_ms");
 	s->writeback_ios = sv(k, "writeback_ios");
 	s->writeback_bytes = sv(k, "writeback_sectors") << 9;
 	s->writeback_errors = sv(k, "writeback_errors");

@@ -33,6 +33,7 @@ struct stack_stats {
 	/* the write cache: write_cache "none" without one, and the rest 0 */
 	const char *write_cache;
 	uint64_t write_cached, write_through, dirty_segments, dirty_max, dirty_bytes;
+	uint64_t dirty_age_ms;
 	uint64_t writeback_ios, writeback_bytes, writeback_errors, flushes;
 	bool has_model;			/* the model layer NAME-vd, and: */
 	const char *model_device, *model_mode;

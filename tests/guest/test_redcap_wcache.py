@@ -84,10 +84,14 @@ def test_writes_complete_in_ram_and_a_flush_makes_them_durable(loop64, dmname, h
     write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
     blocks = [1, 2, 3, 40, 70, 71]      # segments 0, 1 and 2, not whole
     with redcap(dmname, loop64) as rc:
+        t0 = time.monotonic()
         write_blocks(rc.path, blocks, seed=2)
+        time.sleep(0.2)
         st = rc.stats()
         assert (st["writes"], st["write_cached"], st["write_through"]) == (6, 6, 0)
         assert (st["dirty_segments"], st["dirty_sectors"]) == (3, 48)
+        # the oldest went dirty after t0 and at least 0.2 s ago (a jiffy's slack)
+        assert 190 <= st["dirty_age_ms"] <= (time.monotonic() - t0) * 1000 + 10, st
         # the origin has not seen them; the stack returns them, and the
         # rest of each segment from the origin (a read merged with them)
         check_blocks(loop64, blocks, seed=1)
@@ -99,6 +103,7 @@ def test_writes_complete_in_ram_and_a_flush_makes_them_durable(loop64, dmname, h
         flush(rc.path)
         st = rc.stats()
         assert (st["dirty_segments"], st["dirty_sectors"], st["flushes"]) == (0, 0, 1)
+        assert st["dirty_age_ms"] == 0
         # 1-3, 40, 70-71: three requests
         assert (st["writeback_ios"], st["writeback_sectors"]) == (3, 48)
         check_blocks(loop64, blocks, seed=2)

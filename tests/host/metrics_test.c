@@ -26,7 +26,7 @@ static const char full_answer[] =
 	"fill_sectors=5376000\nfill_errors=0\nfill_stale=4\nfill_joined=30\nfill_along=12\n"
 	"writes=4000\nwrite_sectors=64000\ninvalidations=800\nupdates=0\nwrite_allocs=2\n"
 	"write_cache=on\nwrite_cached=3100\nwrite_through=900\nread_bypassed_partial=40\n"
-	"dirty_segments=60\ndirty_max=128\ndirty_sectors=4096\nwrites_inflight=3\n"
+	"dirty_segments=60\ndirty_max=128\ndirty_sectors=4096\nwrites_inflight=3\ndirty_age_ms=2500\n"
 	"writeback_ios=700\nwriteback_sectors=90000\nwriteback_errors=1\n"
 	"writeback_error=-5\nflushes=210\ndirty_dropped=2\n"
 	"evictions=19000\nhdc_pinned=100\nhdc_max=128\nhdc_fills=140\nhdc_hits=9000\n"

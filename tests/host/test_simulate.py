@@ -366,7 +366,7 @@ def test_stats_carry_the_kernel_targets_names(tmp_path):
     # what a simulation has no equivalent of: fills in flight at the end, a model
     # device, and the write cache (the simulator refuses write_policy back)
     write_cache = {"write_cache", "write_cached", "write_through", "read_bypassed_partial",
-                   "dirty_segments", "dirty_max", "dirty_sectors", "writes_inflight",
+                   "dirty_segments", "dirty_max", "dirty_sectors", "writes_inflight", "dirty_age_ms",
                    "writeback_ios", "writeback_sectors", "writeback_errors", "writeback_error",
                    "flushes", "dirty_dropped"}
     assert set(st) == kernel_stats_names() - {"segments_filling", "model"} - write_cache
