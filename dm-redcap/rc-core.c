@@ -285,6 +285,7 @@ static void rc_free_push(struct rc_cache *c, u32 idx)
 	rc_ahead_end(c, e, false);
 	e->state = RC_FREE;
 	e->pins = 0;
+	e->wcopies = 0;
 	e->updating = 0;
 	e->valid = 0;
 	e->dirty = 0;
@@ -1720,6 +1721,7 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 		if (cache && !(touched & ~covered & ~e->valid) &&
 		    (e->on_dirty || c->nr_dirty < rc_dirty_max(c))) {
 			c->ctr.write_cached++;
+			e->wcopies++;
 			return RC_WC_CACHE;
 		}
 		e->wbusy = 1;
@@ -1735,6 +1737,7 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 			c->ctr.writes++;
 			c->ctr.write_sectors += sectors;
 			c->ctr.write_cached++;
+			c->entries[i].wcopies++;
 			*idx = i;
 			return RC_WC_CACHE;
 		}
@@ -1762,8 +1765,10 @@ void rc_wc_copied(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, bool dir
 				rc_dirty_add(c, idx, false);
 		}
 	}
-	if (dirty)
+	if (dirty) {
+		e->wcopies--;
 		rc_unpin(c, idx);
+	}
 }
 
 /* Entry @e's write to the disk is done: writes may go on, a range may not wait for it. */
@@ -1827,11 +1832,12 @@ u32 rc_wb_take(struct rc_cache *c, const u32 *flush_seq, struct rc_wb_item *item
 		if (flush_seq && (s32)(c->entries[i].dseq - *flush_seq) >= 0)
 			break;
 		/*
-		 * Pinned: a write may be copying into it.  Taken now, it would
-		 * be dirty again while its write-back flies, taken twice, and
-		 * two write-backs of it could reach the disk out of order.
+		 * A write copying into it, or one through it in flight: taken
+		 * now, it would be dirty again while its write-back flies,
+		 * taken twice, and two writes of it could reach the disk out
+		 * of order.  Readers' pins do not matter: they only read.
 		 */
-		if (c->entries[i].pins)
+		if (c->entries[i].wcopies || c->entries[i].wbusy)
 			continue;
 		rc_wb_pick(c, items, &got, want, i);
 	}

@@ -154,6 +154,7 @@ struct rc_entry {
 	u8 on_dirty:1;
 	u8 wbusy:1;		/* a write of it to the disk is in flight: writes wait */
 	u16 wb_parts;		/* ... write-back requests of it in flight */
+	u16 wcopies;		/* writes copying into it (RC_WC_CACHE, pinned too) */
 	u32 dseq;		/* c->dirty_seq when it went dirty */
 	u64 valid, dirty;	/* units (rc_units()) */
 };
@@ -756,8 +757,8 @@ void rc_wc_through_done(struct rc_cache *c, u32 idx);
  * @max_reqs, each at most @max_sectors, contiguous units of consecutive
  * segments merged): it returns their number, and fewer entries in *@n when
  * @reqs ran out.
- * A pinned entry is not taken (a write may be copying into it): the
- * caller tries again once it is unpinned.
+ * An entry a write is copying into, or wbusy, is not taken: the caller
+ * tries again once the write is done; one that is only read is.
  * Each entry taken is wbusy and pinned, its dirty units now clean; the
  * caller writes each request from the entries' buffers and reports it with
  * rc_wb_done(), which on an error makes its units dirty again (counted in

@@ -359,6 +359,36 @@ CTEST(writeback_limits_and_flush_seq)
 	rm(c);
 }
 
+/* A reader's pin does not hold write-back up; a write copying in does. */
+CTEST(writeback_waits_for_writers_not_readers)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 a, b, hit = RC_NONE, w = RC_NONE, n = 8;
+
+	rc_set_tunable(c, RC_TUN_DIRTY, 90);
+	a = cache_write(c, 1, 0, 1);
+	b = cache_write(c, 2, 0, 1);
+	CHECK_EQ(rc_read(c, &rs, sec(1, 0), 8, &hit), RC_READ_HIT);
+	CHECK_EQ(hit, a);
+	CHECK_EQ(rc_wc_write(c, sec(2, 1), 8, false, &w), RC_WC_CACHE);
+	CHECK_EQ(w, b);
+	CHECK_EQ(c->entries[b].wcopies, 1);
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 1);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(it[0].idx, a);			/* read, and taken */
+	CHECK_EQ(c->entries[a].pins, 2);
+	rc_unpin(c, hit);
+	rc_wc_copied(c, w, sec(2, 1), 8, true);
+	CHECK_EQ(c->entries[b].wcopies, 0);
+	n = 8;
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 8, 2048), 1);
+	CHECK_EQ(it[0].idx, b);			/* both units */
+	CHECK_EQ(r[0].sectors, 16);
+	rm(c);
+}
+
 /* Write-back sweeps up the disk from where it stopped, not oldest first. */
 CTEST(writeback_sweeps_up_from_the_cursor)
 {
