@@ -868,9 +868,15 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 	unsigned long flags;
 	bool through, clean, due = false;
 
-	/* FUA must be on the disk at completion; selective sends metadata there too. */
+	/*
+	 * FUA must be on the disk at completion.  selective sends there
+	 * too what someone waits for (REQ_SYNC: fsync's writeback, O_DIRECT,
+	 * a journal) and metadata: a flush follows them, and cached they
+	 * would only wait for it; what it caches is the background's writes.
+	 */
 	through = (bio->bi_opf & REQ_FUA) || !redcap_wc_enabled(cc) ||
-		  ((bio->bi_opf & REQ_META) && c->write_policy == RC_WRITE_SELECTIVE);
+		  ((bio->bi_opf & (REQ_META | REQ_SYNC)) &&
+		   c->write_policy == RC_WRITE_SELECTIVE);
 	spin_lock_irqsave(&cc->lock, flags);
 	if (rc_wc_on(c))
 		act = rc_wc_write(c, sector, sectors, through, &idx);

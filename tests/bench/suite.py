@@ -145,13 +145,15 @@ HDC_TUNABLES = [("hdc", "50"), ("hot_period", "10")]
 # the table's), as redcaptab's write_policy=back would.
 RECOMMENDED_WB = f"{RECOMMENDED}-writeback"
 WB_FEATURES = "2 write_policy back"
+RECOMMENDED_SEL = f"{RECOMMENDED}-selective"
+SEL_FEATURES = "2 write_policy selective"
 
 def config_names():
     """(the recommended stack's geometry and policy, the full set's
     configurations, those --configs takes besides) at GEOMETRIES."""
     g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
     extra = ([f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] +
-             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB])
+             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL])
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
                 if p not in ("always", RECOMMENDED_POLICY) and
@@ -582,7 +584,7 @@ def install_programs(rdpat):
 def redcap_parts(config):
     """(geometry, policy) of a redcap configuration, keys of GEOMETRIES
     and POLICIES, or None."""
-    if config in (RECOMMENDED, RECOMMENDED_HDC, RECOMMENDED_WB):
+    if config in (RECOMMENDED, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL):
         return RECOMMENDED_STACK
     m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
     if not m or m.group(1) not in GEOMETRIES or m.group(2) not in POLICIES:
@@ -716,7 +718,8 @@ class Stack:
         if config.startswith("redcap-"):
             geometry, policy = redcap_parts(config)
             segs, seg_sectors = GEOMETRIES[geometry]
-            features = WB_FEATURES if config == RECOMMENDED_WB else POLICIES[policy]
+            features = {RECOMMENDED_WB: WB_FEATURES,
+                        RECOMMENDED_SEL: SEL_FEATURES}.get(config, POLICIES[policy])
             self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} {features}")
             hdc = HDC_TUNABLES if config == RECOMMENDED_HDC else []
             for key, value in TUNABLES.get(policy, []) + hdc:

@@ -196,6 +196,35 @@ def test_suspend_remove_and_reload_write_everything_back(loop64, dmname, held, h
     check_blocks(loop64, blocks, seed=4)
 
 
+def test_selective_caches_background_writes_and_sends_waited_ones_through(loop64, dmname, held):
+    """selective: an O_DIRECT write (REQ_SYNC) goes through; the same
+    data written by the page cache's background writeback (sync_file_range
+    without waiting: no REQ_SYNC) is cached; an fsync's writeback (REQ_SYNC)
+    goes through."""
+    write_stamped(loop64, 0, 4 * BLOCKS_PER_SEG, seed=1)
+    with redcap(dmname, loop64, policy="selective") as rc:
+        write_blocks(rc.path, [1], seed=2)
+        st = rc.stats()
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (0, 1, 0), st
+        check_blocks(loop64, [1], seed=2)
+        blocks = [BLOCKS_PER_SEG + 3]
+        sh("xfs_io", "-c", f"pwrite -q -S 0x5a {blocks[0] * BLOCK} {BLOCK}",
+           "-c", f"sync_range -w {blocks[0] * BLOCK} {BLOCK}", rc.path)
+        end = time.monotonic() + 30
+        while rc.stats()["write_cached"] < 1 and time.monotonic() < end:
+            time.sleep(0.05)
+        st = rc.stats()
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (1, 1, 1), st
+        sh("xfs_io", "-c", f"pwrite -q -S 0x6b {2 * BLOCKS_PER_SEG * BLOCK} {BLOCK}",
+           "-c", "fsync", rc.path)
+        st = rc.stats()
+        # the fsync: its write through, then its flush wrote the cached one back
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (1, 2, 0), st
+        assert (st["writeback_ios"], st["flushes"]) == (1, 1), st
+        assert read_blocks(loop64, blocks[0] * BLOCK, BLOCK) == b"\x5a" * BLOCK
+        assert read_blocks(loop64, 2 * BLOCKS_PER_SEG * BLOCK, BLOCK) == b"\x6b" * BLOCK
+
+
 def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmname, tmp_path):
     with redcap(dmname, loop64, policy="selective") as rc:
         sh("mkfs.ext4", "-q", "-F", rc.path)
@@ -214,7 +243,8 @@ def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmna
                         os.fsync(f.fileno())
             sh("sync")
             st = rc.stats()
-            # the journal's writes carry REQ_META: through; the files' data: cached
+            # the journal's writes and fsync's carry REQ_META or REQ_SYNC: through;
+            # the data the flusher writes: cached
             assert st["write_through"] > 0 and st["write_cached"] > 0, st
             assert st["flushes"] > 0, st
         finally:

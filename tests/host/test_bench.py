@@ -314,13 +314,17 @@ def test_hdc_is_the_recommended_stack_with_its_tunables():
 
 
 def test_writeback_is_the_recommended_stack_with_write_policy_back():
-    """Issue 48's configuration: the recommended geometry, its table line
-    "write_policy back" and nothing else."""
+    """Issue 48's configurations: the recommended geometry, its table line
+    "write_policy back" (or selective) and nothing else."""
     srv = _server()
     c = "redcap-recommended-writeback"
     assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
     assert srv.redcap_parts(c) == srv.RECOMMENDED_STACK
     assert srv.WB_FEATURES == "2 write_policy back"
+    c = "redcap-recommended-selective"
+    assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
+    assert srv.redcap_parts(c) == srv.RECOMMENDED_STACK
+    assert srv.SEL_FEATURES == "2 write_policy selective"
 
 
 def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
