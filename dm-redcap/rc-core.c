@@ -1706,8 +1706,10 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 	 * only in write-back's sweep (the random 4 KiB writes of the bench
 	 * that went through at the cap cost a full seek each).
 	 */
-	if (cache && c->nr_dirty >= rc_dirty_max(c) && c->nr_wbusy && !(valid && e->on_dirty) &&
+	if (cache && c->nr_dirty >= rc_dirty_max(c) && c->nr_wbusy &&
+	    !(valid && (e->on_dirty || e->wbusy)) &&
 	    !(touched & ~covered & ~(valid ? e->valid : 0))) {
+		c->ctr.write_waits++;
 		*idx = i;
 		return RC_WC_WAIT;
 	}

@@ -117,6 +117,7 @@ struct rc_counters {
 	/* the write cache (rc_wc_write()) */
 	u64 write_cached;	/* writes completed from the cache */
 	u64 write_through;	/* writes sent to the origin while it is on */
+	u64 write_waits;	/* writes held at the dirty cap for a write to the origin */
 	u64 writeback_ios;	/* write-back requests completed */
 	u64 writeback_sectors;
 	u64 writeback_errors;	/* ... failed: their data stays dirty */

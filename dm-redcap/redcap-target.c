@@ -2369,8 +2369,9 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	DMEMIT("write_allocs=%llu\n", c.write_allocs);
 	DMEMIT("write_cache=%s\n", !rc_write_caches(rc->cc->cache) ? "none" :
 	       !redcap_wc_enabled(rc->cc) ? "off" : "on");
-	DMEMIT("write_cached=%llu\nwrite_through=%llu\nread_bypassed_partial=%llu\n",
-	       c.write_cached, c.write_through, c.read_bypassed_partial);
+	DMEMIT("write_cached=%llu\nwrite_through=%llu\nwrite_waits=%llu\n", c.write_cached,
+	       c.write_through, c.write_waits);
+	DMEMIT("read_bypassed_partial=%llu\n", c.read_bypassed_partial);
 	DMEMIT("dirty_segments=%u\ndirty_max=%u\ndirty_sectors=%llu\nwrites_inflight=%u\n",
 	       dirty, dirty_max, dirty_sectors, wbusy);
 	DMEMIT("dirty_age_ms=%u\n", dirty_age);

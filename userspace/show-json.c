@@ -107,6 +107,7 @@ json_object *stack_json(const struct stack_stats *s)
 		add(w, "dirty_age_s", jdouble((double)s->dirty_age_ms / 1000, "%.3f"));
 		add(w, "writes_cached", ju64(s->write_cached));
 		add(w, "writes_through", ju64(s->write_through));
+		add(w, "writes_waited", ju64(s->write_waits));
 		add(w, "writeback_ios", ju64(s->writeback_ios));
 		add(w, "writeback_bytes", ju64(s->writeback_bytes));
 		add(w, "writeback_errors", ju64(s->writeback_errors));

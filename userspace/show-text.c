@@ -51,11 +51,12 @@ void stack_text(const struct stack_stats *s)
 	       s->writes, s->invalidations);
 	if (strcmp(s->write_cache, "none"))
 		printf("  write cache: %s; %" PRIu64 " segments dirty (%s, the oldest for %.1f s) of %"
-		       PRIu64 " at most; %" PRIu64 " writes cached, %" PRIu64 " through; %" PRIu64
-		       " write-backs (%s), %" PRIu64 " failed; %" PRIu64 " flushes\n", s->write_cache,
-		       s->dirty_segments, fmt_size(s->dirty_bytes, a, sizeof(a)),
-		       (double)s->dirty_age_ms / 1000, s->dirty_max, s->write_cached,
-		       s->write_through, s->writeback_ios, fmt_size(s->writeback_bytes, c, sizeof(c)),
+		       PRIu64 " at most; %" PRIu64 " writes cached, %" PRIu64 " through, %" PRIu64
+		       " waited at the cap; %" PRIu64 " write-backs (%s), %" PRIu64 " failed; %" PRIu64
+		       " flushes\n", s->write_cache, s->dirty_segments,
+		       fmt_size(s->dirty_bytes, a, sizeof(a)), (double)s->dirty_age_ms / 1000,
+		       s->dirty_max, s->write_cached, s->write_through, s->write_waits,
+		       s->writeback_ios, fmt_size(s->writeback_bytes, c, sizeof(c)),
 		       s->writeback_errors, s->flushes);
 	printf("  switches:   %" PRIu64 " in %" PRIu64 " windows\n", s->switches, s->windows);
 	if (s->has_model)

@@ -124,6 +124,7 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->write_cache = ss(k, "write_cache");
 	s->write_cached = sv(k, "write_cached");
 	s->write_through = sv(k, "write_through");
+	s->write_waits = sv(k, "write_waits");
 	s->dirty_segments = sv(k, "dirty_segments");
 	s->dirty_max = sv(k, "dirty_max");
 	s->dirty_bytes = sv(k, "dirty_sectors") << 9;

@@ -32,7 +32,7 @@ struct stack_stats {
 	uint64_t fill_ios, fill_bytes, fill_errors, writes, invalidations, switches, windows;
 	/* the write cache: write_cache "none" without one, and the rest 0 */
 	const char *write_cache;
-	uint64_t write_cached, write_through, dirty_segments, dirty_max, dirty_bytes;
+	uint64_t write_cached, write_through, write_waits, dirty_segments, dirty_max, dirty_bytes;
 	uint64_t dirty_age_ms;
 	uint64_t writeback_ios, writeback_bytes, writeback_errors, flushes;
 	bool has_model;			/* the model layer NAME-vd, and: */

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, SLOW, Dm, aligned, brd_device, check_block, dev_sectors, kmsg,
-                    read_blocks, sh, stamp, strip_dm_prefix, write_stamped)
+from dmtest import (BLOCK, SLOW, Dm, Outcome, aligned, brd_device, check_block, dev_sectors,
+                    kmsg, read_blocks, sh, stamp, strip_dm_prefix, write_stamped)
 
 SEG_SECTORS = 256                       # 128 KiB segments: units of 4 KiB
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -417,6 +417,87 @@ def test_writes_past_the_dirty_cap_go_to_the_origin(loop64, dmname, held):
         flush(rc.path)
         check_blocks(loop64, blocks, seed=2)
         check_blocks(loop64, [blocks[0] + 1], seed=3)
+
+
+def stats_until(rc, what, cond, timeout=30):
+    """rc's stats once cond(stats) holds (fails after @timeout s, scaled)."""
+    end = time.monotonic() + timeout * SLOW
+    while not cond(st := rc.stats()):
+        assert time.monotonic() < end, f"{what}: {st}"
+        time.sleep(0.05)
+    return st
+
+
+def test_a_write_at_the_dirty_cap_waits_for_the_write_in_flight(loop64, dmname, held):
+    """At the cap (3 of 32) with a write to the origin in flight (one over
+    a clean cached segment), a write that would cache is held until that
+    write ends, then decided again.  The origin is a linear device
+    suspended meanwhile: the write in flight cannot end before the test
+    lets it."""
+    write_stamped(loop64, 0, 8 * BLOCKS_PER_SEG, seed=1)
+    blocks = [s * BLOCKS_PER_SEG + 5 for s in range(5)]
+    with Dm(dmname(), f"0 {dev_sectors(loop64)} linear {loop64} 0") as mid:
+        with redcap(dmname, mid.path) as rc:
+            rc.message("set", "dirty", "10")
+            check_blocks(rc.path, blocks[3:4], seed=1)             # cached, clean
+            write_blocks(rc.path, blocks[:3], seed=2)
+            mid.suspend()
+            try:
+                through = Outcome(write_blocks, rc.path, blocks[3:4], 2)
+                stats_until(rc, "the fourth goes through",
+                            lambda st: st["writes_inflight"] == 1)
+                held_write = Outcome(write_blocks, rc.path, blocks[4:5], 2)
+                st = stats_until(rc, "the fifth waits", lambda st: st["write_waits"] == 1)
+            finally:
+                mid.resume()
+            assert (st["writes"], st["write_cached"], st["write_through"],
+                    st["dirty_segments"]) == (4, 3, 1, 3), st
+            through.result()
+            held_write.result()
+            st = rc.stats()
+            # held: nothing is written back, so the fifth, decided again with
+            # nothing in flight, goes through
+            assert (st["writes"], st["write_cached"], st["write_through"], st["write_waits"],
+                    st["dirty_segments"], st["writes_inflight"]) == (5, 3, 2, 1, 3, 0), st
+            check_blocks(loop64, blocks[:3], seed=1)
+            check_blocks(loop64, blocks[3:], seed=2)
+            check_blocks(rc.path, blocks, seed=2)
+            flush(rc.path)
+            check_blocks(loop64, blocks, seed=2)
+
+
+def test_writers_at_the_cap_lose_nothing_while_write_back_is_held_up(loop64, dmname, fault):
+    """Background write-back at the cap, its requests held at a suspended
+    origin, then no more sent (the test build's hold): the cache fills to
+    the cap again and a writer past it waits.  Once the origin comes back,
+    the last write-back to end starts the next batch and the writer is
+    decided again (cached or through, whichever comes first): every write
+    lands."""
+    write_stamped(loop64, 0, 8 * BLOCKS_PER_SEG, seed=1)
+    blocks = [s * BLOCKS_PER_SEG + 5 for s in range(7)]
+    with Dm(dmname(), f"0 {dev_sectors(loop64)} linear {loop64} 0") as mid:
+        with redcap(dmname, mid.path) as rc:
+            rc.message("set", "dirty", "10")
+            mid.suspend()
+            try:
+                write_blocks(rc.path, blocks[:3], seed=2)
+                stats_until(rc, "the cap's write-back in flight",
+                            lambda st: st["writes_inflight"] == 3 and st["dirty_segments"] == 0)
+                fault("fi_wb_hold", 1)
+                write_blocks(rc.path, blocks[3:6], seed=2)
+                waiter = Outcome(write_blocks, rc.path, blocks[6:], 2)
+                st = stats_until(rc, "the seventh waits", lambda st: st["write_waits"] == 1)
+            finally:
+                fault("fi_wb_hold", 0)
+                mid.resume()
+            assert (st["writes"], st["write_cached"], st["write_through"],
+                    st["dirty_segments"]) == (6, 6, 0, 3), st
+            waiter.result()
+            assert rc.stats()["writes"] == 7
+            check_blocks(rc.path, blocks, seed=2)
+            flush(rc.path)
+            assert rc.stats()["dirty_segments"] == 0
+            check_blocks(loop64, blocks, seed=2)
 
 
 def test_write_through_in_sysfs_falls_back_and_writes_back(loop64, dmname):

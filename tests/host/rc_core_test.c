@@ -284,13 +284,14 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 			w->read_bypassed_partial);
 	check_ctr_field(line, "write_cached", g->write_cached, w->write_cached);
 	check_ctr_field(line, "write_through", g->write_through, w->write_through);
+	check_ctr_field(line, "write_waits", g->write_waits, w->write_waits);
 	check_ctr_field(line, "writeback_ios", g->writeback_ios, w->writeback_ios);
 	check_ctr_field(line, "writeback_sectors", g->writeback_sectors, w->writeback_sectors);
 	check_ctr_field(line, "writeback_errors", g->writeback_errors, w->writeback_errors);
 	check_ctr_field(line, "flushes", g->flushes, w->flushes);
 	check_ctr_field(line, "dirty_dropped", g->dirty_dropped, w->dirty_dropped);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 43 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 44 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */

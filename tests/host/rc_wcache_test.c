@@ -246,6 +246,7 @@ CTEST(dirty_cap_waits_for_writeback)
 	CHECK_EQ(c->nr_dirty, 2);
 	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, false, &idx), RC_WC_WAIT);
 	CHECK_EQ(rc_wc_write(c, sec(1, 0), 8, false, &idx), RC_WC_WAIT);	/* in flight */
+	CHECK_EQ(c->ctr.write_waits, 1);	/* that one waits for its own write */
 	/* Not those that would not cache anyway, nor a dirty segment. */
 	CHECK_EQ(rc_wc_write(c, sec(5, 0), 256, false, &idx), RC_WC_ORIGIN);
 	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, true, &idx), RC_WC_ORIGIN);

@@ -365,7 +365,8 @@ def test_stats_carry_the_kernel_targets_names(tmp_path):
     st = json.loads(r.stdout)["results"][0]["stats"]
     # what a simulation has no equivalent of: fills in flight at the end, a model
     # device, and the write cache (the simulator refuses write_policy back)
-    write_cache = {"write_cache", "write_cached", "write_through", "read_bypassed_partial",
+    write_cache = {"write_cache", "write_cached", "write_through", "write_waits",
+                   "read_bypassed_partial",
                    "dirty_segments", "dirty_max", "dirty_sectors", "writes_inflight", "dirty_age_ms",
                    "writeback_ios", "writeback_sectors", "writeback_errors", "writeback_error",
                    "flushes", "dirty_dropped"}
