@@ -1787,10 +1787,25 @@ static void rc_wc_unbusy(struct rc_cache *c, u32 idx)
 	rc_unpin(c, idx);
 }
 
-void rc_wc_through_done(struct rc_cache *c, u32 idx)
+void rc_wc_through_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error)
 {
-	if (idx < c->nr_entries && c->entries[idx].wbusy)
-		rc_wc_unbusy(c, idx);
+	struct rc_entry *e;
+	u64 units;
+
+	if (idx >= c->nr_entries || !c->entries[idx].wbusy)
+		return;
+	e = &c->entries[idx];
+	/*
+	 * The origin refused the write, but the copy already holds it: the
+	 * copy is what the stack serves, so it is dirty now, written back
+	 * like the rest (else dropping it would bring the older data back).
+	 */
+	if (error && e->state == RC_VALID) {
+		units = rc_units(c, sector, sectors, false) & e->valid;
+		c->dirty_units += rc_popcount64(units & ~e->dirty);
+		e->dirty |= units;
+	}
+	rc_wc_unbusy(c, idx);
 }
 
 /*

@@ -677,7 +677,9 @@ void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
  * RC_WC_CACHE	entry *idx, pinned: copy the data in, then rc_wc_copied()
  *		with @dirty true, and complete the write.
  * RC_WC_THROUGH  likewise, but with @dirty false, then send it down;
- *		the entry is wbusy until rc_wc_through_done().
+ *		the entry is wbusy until rc_wc_through_done(), which on
+ *		the origin's @error makes the units written dirty (the copy
+ *		holds them already: it is what is served and written back).
  * RC_WC_ORIGIN	no entry to keep coherent: send it down on the ordinary
  *		path (rc_write_start(), rc_write_done()).
  * RC_WC_WAIT	entry *idx has a write to the disk in flight, or the write
@@ -746,7 +748,7 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 			      u32 *idx);
 /* The data is in (@dirty: CACHE, the pin dropped; else THROUGH, still pinned). */
 void rc_wc_copied(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, bool dirty);
-void rc_wc_through_done(struct rc_cache *c, u32 idx);
+void rc_wc_through_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error);
 
 /*
  * Write-back.  rc_wb_take() takes up to *@n dirty entries among the

@@ -1263,6 +1263,7 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 	unsigned long flags;
 	u32 idx, fidx;
 	u64 now, mask;
+	bool clean;
 
 	if (pb->kind != PB_CACHE)
 		atomic_dec(&cc->origin_inflight);
@@ -1333,7 +1334,11 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		break;
 	case PB_THROUGH:
 		spin_lock_irqsave(&cc->lock, flags);
-		rc_wc_through_done(cc->cache, pb->idx);
+		clean = !cc->cache->entries[pb->idx].on_dirty;
+		rc_wc_through_done(cc->cache, pb->idx, pb->saved_iter.bi_sector,
+				   pb->saved_iter.bi_size >> SECTOR_SHIFT, blk_status_to_errno(*error));
+		if (clean && cc->cache->entries[pb->idx].on_dirty)
+			cc->ents[pb->idx].dirty_at = (u32)jiffies;
 		rc_event(cc->cache, &(struct rc_event){ .kind = RC_EV_WRITE,
 			 .error = blk_status_to_errno(*error), .start = pb->start_ns,
 			 .end = ktime_get_ns() });

@@ -299,6 +299,33 @@ def test_a_failed_write_back_keeps_its_data_and_fails_the_flush(loop64, dmname, 
             check_blocks(loop64, [3, 4, 40], seed=2)
 
 
+def test_a_failed_write_through_leaves_the_cached_copy_dirty_not_apart(loop64, dmname, held):
+    """A write through (FUA) over a cached clean segment fails at the
+    origin: the caller sees the error, and the cached copy it already
+    updated is dirty, written back once the origin takes writes again.  The
+    stack's answer stays what it was after the write: before, the copy was
+    clean and the origin older, and dropping the cache changed the data
+    without a write."""
+    write_stamped(loop64, 0, 2 * BLOCKS_PER_SEG, seed=1)
+    n = dev_sectors(loop64)
+    with Dm(dmname(), flakey(loop64, n, up=True)) as mid:
+        with redcap(dmname, mid.path) as rc:
+            check_blocks(rc.path, [3], seed=1)                  # cached, clean
+            down(mid, loop64, n)
+            with pytest.raises(OSError):
+                write_blocks(rc.path, [3], seed=2, flags=os.O_DSYNC)
+            st = rc.stats()
+            assert (st["write_through"], st["dirty_segments"], st["writes_inflight"]) == \
+                (1, 1, 0), st
+            check_blocks(rc.path, [3], seed=2)
+            check_blocks(loop64, [3], seed=1)
+            down(mid, loop64, n, up=True)
+            flush(rc.path)
+            check_blocks(loop64, [3], seed=2)
+            rc.message("drop_cache")
+            check_blocks(rc.path, [3], seed=2)
+
+
 def down(mid, loop, n, up=False):
     """flakey @mid over @loop made to fail writes (or not, @up) from now on."""
     mid.reload(flakey(loop, n, up=up))

@@ -5,6 +5,8 @@
  * list, write-back requests, errors, discards over dirty data, and a
  * randomized model check that no write is ever lost or read back stale.
  */
+#include <errno.h>
+
 #include "ctest.h"
 #include "rc-core.h"
 #include "rc_read_seg.h"
@@ -166,7 +168,7 @@ CTEST(unaligned_write)
 	rc_wc_copied(c, got, sec(2, 5) + 1, 2, false);
 	CHECK_EQ(c->entries[idx].valid, 0x2);
 	CHECK_EQ(c->entries[idx].pins, 1);
-	rc_wc_through_done(c, got);
+	rc_wc_through_done(c, got, sec(2, 5) + 1, 2, 0);
 	CHECK(!c->entries[idx].wbusy);
 	CHECK_EQ(c->entries[idx].pins, 0);
 	CHECK_EQ(c->nr_wbusy, 0);
@@ -185,7 +187,7 @@ CTEST(through_and_wait)
 	CHECK_EQ(rc_wc_write(c, sec(0, 8), 8, false, &got), RC_WC_WAIT);
 	CHECK_EQ(got, idx);
 	CHECK_EQ(c->ctr.writes, 2);
-	rc_wc_through_done(c, idx);
+	rc_wc_through_done(c, idx, sec(0, 0), 8, 0);
 	CHECK_EQ(rc_wc_write(c, sec(0, 8), 8, false, &got), RC_WC_CACHE);
 	rc_wc_copied(c, got, sec(0, 8), 8, true);
 	CHECK_EQ(c->entries[idx].dirty, 0x10f);
@@ -194,6 +196,38 @@ CTEST(through_and_wait)
 	CHECK_EQ(c->ctr.write_through, 1);
 	/* No entry: a write that must go through takes the ordinary path. */
 	CHECK_EQ(rc_wc_write(c, sec(1, 0), 8, true, &got), RC_WC_ORIGIN);
+	rm(c);
+}
+
+/*
+ * A write through refused by the disk: the copy holds it already, so the
+ * units it wrote are dirty (not those the entry does not hold), to be
+ * written back; the others stay as they were.
+ */
+CTEST(a_refused_write_through_leaves_its_units_dirty)
+{
+	struct rc_cache *c = mk_wc(4, SEG_SHIFT, RC_WRITE_SELECTIVE);
+	struct rc_wb_item it[4];
+	struct rc_wb_req r[4];
+	u32 idx, got = RC_NONE, n = 4;
+
+	idx = cache_write(c, 0, 0, 4);
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 4, 2048), 1);
+	rc_wb_done(c, idx, r[0].sector, r[0].sectors, 0, true);
+	CHECK_EQ(c->nr_dirty, 0);
+	/* Unit 3 and half of 4, which the entry does not hold: 3 dirty, not 4. */
+	CHECK_EQ(rc_wc_write(c, sec(0, 3), 12, true, &got), RC_WC_THROUGH);
+	rc_wc_copied(c, got, sec(0, 3), 12, false);
+	rc_wc_through_done(c, got, sec(0, 3), 12, -EIO);
+	CHECK_EQ(c->entries[idx].dirty, 0x8);
+	CHECK_EQ(c->dirty_units, 1);
+	CHECK_EQ(c->nr_dirty, 1);
+	CHECK_EQ(c->nr_wbusy, 0);
+	CHECK_EQ(c->entries[idx].pins, 0);
+	n = 4;
+	CHECK_EQ(rc_wb_take(c, NULL, it, &n, r, 4, 2048), 1);
+	CHECK_EQ(r[0].sector, sec(0, 3));
+	CHECK_EQ(r[0].sectors, 8);
 	rm(c);
 }
 
@@ -611,7 +645,7 @@ static void m_write(struct model *m, u64 sector, u32 sectors, bool through)
 	if (a == RC_WC_THROUGH) {
 		for (s = 0; s < sectors; s++)
 			m->disk[sector + s] = v;
-		rc_wc_through_done(m->c, idx);
+		rc_wc_through_done(m->c, idx, sector, sectors, 0);
 	}
 }
 
