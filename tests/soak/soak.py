@@ -15,7 +15,9 @@ Stack A, a raw block device verified block by block:
   Striped locks (block % 1024) are held across an I/O and its model update
   or check, so different blocks of one segment are read and written at once.
   A chaos thread does, every 1-3 s, in shuffled rounds of all kinds: policy
-  and write_policy switches, drop_cache, a discard and a write-zeroes of a
+  and write_policy switches (a message within write-through, invalidate and
+  update, or within the write cache, back and selective; a reload between
+  them), drop_cache, a discard and a write-zeroes of a
   range (BLKDISCARD / BLKZEROOUT), suspend+resume under I/O, a reload of the
   same geometry (other features), a reload of another geometry, removal and
   re-creation of soak-a (workers paused), and a flakey phase (soak-fl
@@ -23,12 +25,16 @@ Stack A, a raw block device verified block by block:
   A write or discard that fails with EIO leaves each block it covers with
   {old..., new} acceptable until the next successful write, or until the
   flakey phase ends and the block is read at the origin (the loop device)
-  and expected as it is there; a read that fails with EIO while the flakey
+  and expected as it is there (with a write cache, after a flush has
+  written its dirty data back; a failed discard or write-zeroes there leaves
+  any stamp of the block acceptable until then, since the dirty data in its
+  range was dropped first); a read that fails with EIO while the flakey
   phase is on is counted, not an error.  The flakey phase also does a
   discard and a write-zeroes while I/O fails.
 
 Stack B, a filesystem in use:
-    loop (96 MiB) <- soak-b (redcap 128 KiB x 64, write_policy update) <- ext4
+    loop (96 MiB) <- soak-b (redcap 128 KiB x 64, write_policy update to
+    start, then any, as on A) <- ext4
   stress-ng --hdd --verify runs back to back (each must succeed), fstrim
   every ~30 s, the page cache dropped every 3 s, and a second chaos thread
   (policy, write_policy, drop_cache, suspend+resume, same-geometry reload)
@@ -80,7 +86,10 @@ A_BLOCKS = A_SIZE // BLOCK
 B_SIZE = 96 << 20
 GEOMETRIES = [(256, 64), (128, 128), (512, 16)]     # (segment sectors, segments)
 POLICIES = ["always", "off", "adaptive", "caware", "adaptive+caware"]
-WRITE_POLICIES = ["invalidate", "update"]
+WRITE_POLICIES = ["invalidate", "update", "back", "selective"]
+# A message switches within one of these; between them takes a reload.
+WRITE_FAMILIES = [("invalidate", "update"), ("back", "selective")]
+ANY = -1                        # model value: any stamp of the block, or zeroes
 NSTRIPES = 1024
 ZERO = 0                        # model value: zeroes (seeds are >= 1)
 ZERO_BLOCK = bytes(BLOCK)
@@ -105,7 +114,8 @@ CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_misses",
               "read_bypassed_held", "read_resent", "fill_ios", "fill_joined", "fill_along",
               "fill_errors",
               "fill_stale", "prefetches", "prefetch_hits", "writes", "invalidations", "updates",
-              "write_allocs", "evictions", "switches"]
+              "write_allocs", "evictions", "switches", "write_cached", "write_through",
+              "write_waits", "writeback_ios", "writeback_errors", "flushes"]
 
 
 def now():
@@ -312,6 +322,19 @@ class Soak:
         return (self.dmsetup("reload", name, input=table + "\n")[0] and
                 self.dmsetup("suspend", name)[0] and self.resume(name))
 
+    def flush(self, name):
+        """fsync of dm device @name: an empty flush down its stack."""
+        try:
+            fd = os.open(self.node_of(name), os.O_WRONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self.fail(f"flush of {name}: {e}")
+            return False
+        return True
+
     def dm_table(self, name):
         ok, out = self.dmsetup("table", name, check=False)
         return out.strip() if ok else ""
@@ -350,7 +373,9 @@ class Soak:
             self.fail(f"{name}: unreadable table {' '.join(words)!r}")
             return
         f = dict(zip(feats[0::2], feats[1::2]))
-        got = ((seg, nsegs), f.get("policy", "always"), f.get("write_policy", "invalidate"))
+        # dmsetup table leaves out what is the target's default
+        got = ((seg, nsegs), f.get("policy", "adaptive+caware"),
+               f.get("write_policy", "invalidate"))
         if got != (tuple(geometry), policy, write_policy):
             self.fail(f"{name}: live table {' '.join(words)!r} is not geometry {geometry} "
                       f"policy {policy} write_policy {write_policy}")
@@ -434,7 +459,13 @@ class Soak:
     def match(self, block, data):
         """The acceptable content of @block that @data is, or None."""
         for v in self.model[block]:
-            if data == (ZERO_BLOCK if v == ZERO else stamp(block, v)):
+            if v == ANY:
+                if data == ZERO_BLOCK:
+                    return ZERO
+                _, seed = struct.unpack_from("<QQ", data)
+                if data == stamp(block, seed):
+                    return seed
+            elif data == (ZERO_BLOCK if v == ZERO else stamp(block, v)):
                 return v
         return None
 
@@ -602,8 +633,12 @@ class Soak:
             try:
                 fcntl.ioctl(fd, op, struct.pack("QQ", first * BLOCK, n * BLOCK))
             except OSError as e:
+                # The write cache drops the range's dirty data before the
+                # origin refuses: what the origin held before shows (a
+                # failed write leaves its range undefined), resolved there.
+                extra = {ANY} if self.caching() else {ZERO}
                 for b in range(first, first + n):
-                    self.model[b] = tuple(set(self.model[b]) | {ZERO})
+                    self.model[b] = tuple(set(self.model[b]) | extra)
                 self.io_error("discard" if op == BLKDISCARD else "zeroout", e, e0, first, n)
                 return f"blocks {first}+{n}: {e.strerror}"
             for b in range(first, first + n):
@@ -673,6 +708,16 @@ class Soak:
         bad = " FAILED" if getattr(self.tl, "failures", 0) > nfail else ""
         self.log(stack, f"{kind} {detail} ({dt:.2f} s){bad}")
 
+    @staticmethod
+    def other_write_policy(rng, wp):
+        """The write policy a message may switch @wp to."""
+        family = next(f for f in WRITE_FAMILIES if wp in f)
+        return rng.choice([x for x in family if x != wp])
+
+    def caching(self):
+        """Whether soak-a's write policy keeps dirty data."""
+        return self.a_state["write_policy"] in WRITE_FAMILIES[1]
+
     def set_prefetch(self, name, rng):
         n = rng.choice(PREFETCH)
         self.dmsetup("message", name, "0", "set", "prefetch", str(n))
@@ -686,7 +731,7 @@ class Soak:
                 st["policy"] = p
             return p
         if kind == "write_policy":
-            wp = self.rng_a.choice([x for x in WRITE_POLICIES if x != st["write_policy"]])
+            wp = self.other_write_policy(self.rng_a, st["write_policy"])
             if self.dmsetup("message", "soak-a", "0", "write_policy", wp)[0]:
                 st["write_policy"] = wp
             return wp
@@ -766,6 +811,9 @@ class Soak:
                 self.resume("soak-fl", check=False)
             with self.lock:
                 self.epoch += 1
+        if self.caching():
+            # What the stack serves is on the origin once a flush is done.
+            details.append("flush " + ("done" if self.flush("soak-a") else "FAILED"))
         details.append(f"{self.resolve()} blocks resolved at the origin")
         return f"{FLAKEY_SECONDS} s: " + "; ".join(details)
 
@@ -777,7 +825,7 @@ class Soak:
                 st["policy"] = p
             return p
         if kind == "write_policy":
-            wp = self.rng_b.choice([x for x in WRITE_POLICIES if x != st["write_policy"]])
+            wp = self.other_write_policy(self.rng_b, st["write_policy"])
             if self.dmsetup("message", "soak-b", "0", "write_policy", wp)[0]:
                 st["write_policy"] = wp
             return wp
@@ -934,8 +982,10 @@ class Soak:
         if rc == 0:
             os.rmdir(self.mnt)
             self.mnt = None
-        # What is cached is compared first, served whatever the policy was.
+        # What is cached is compared first, served whatever the policy was;
+        # a write cache's dirty data is on the origin after a flush.
         self.dmsetup("message", "soak-b", "0", "policy", "always")
+        self.flush("soak-b")
         diff = self.compare("/dev/mapper/soak-b", self.loop_b)
         f["b_identical"] = not diff
         if diff:
