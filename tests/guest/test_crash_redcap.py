@@ -42,6 +42,10 @@ def mnt(tmp_path_factory):
 def test_every_flush_point_is_consistent_and_holds_what_was_fsynced(fs, policy, mnt):
     with record(fs, mnt, redcap=policy, small=SMALL) as rec:
         r = crashcheck.check_recording(rec, mnt)
+    st = rec.stats
+    print(f"{fs} {policy}: writes {st['writes']}, cached {st['write_cached']}, "
+          f"through {st['write_through']}, write-backs {st['writeback_ios']}, "
+          f"flushes {st['flushes']}")
     assert r.points >= SMALL
 
 

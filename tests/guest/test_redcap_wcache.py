@@ -228,7 +228,7 @@ def test_selective_caches_background_writes_and_sends_waited_ones_through(loop64
 
 def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmname, tmp_path):
     with redcap(dmname, loop64, policy="selective") as rc:
-        sh("mkfs.ext4", "-q", "-F", rc.path)
+        sh("mkfs.ext4", "-q", "-F", "-b", "4096", rc.path)
         rc.message("reset_stats")
         mnt = tmp_path / "mnt"
         mnt.mkdir()
@@ -272,7 +272,7 @@ def test_writers_past_the_cap_under_memory_pressure_lose_nothing(loop128, dmname
     expect = bytearray(size)
     with redcap(dmname, loop128, segs=256) as rc:
         rc.message("set", "dirty", "10")
-        sh("mkfs.ext4", "-q", "-F", rc.path)
+        sh("mkfs.ext4", "-q", "-F", "-b", "4096", rc.path)
         mnt = tmp_path / "mnt"
         mnt.mkdir()
         sh("mount", rc.path, str(mnt))
