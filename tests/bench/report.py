@@ -603,6 +603,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("json")
     ap.add_argument("--command", default="", help="the command that produced the results")
+    ap.add_argument("--no-plots", dest="plots", action="store_false",
+                    help="tables only (the guest suite: matplotlib under emulation takes "
+                         "two minutes)")
     args = ap.parse_args()
     records = load(args.json)
     if not records:
@@ -656,16 +659,17 @@ def main():
         out += [f"## {io}: application time per configuration", "",
                 f"![{io}: application time per configuration, % of bare]"
                 f"({os.path.basename(base)}-{io}-bars.png)", ""] \
-            if plot_bars(g, configs, io, f"{base}-{io}-bars.png") else []
+            if args.plots and plot_bars(g, configs, io, f"{base}-{io}-bars.png") else []
         eq = table_equal_ram(g, io)
         if eq:
-            plot_equal_ram(g, io, f"{base}-{io}-equal-ram.png")
             out += [f"## {io}: equal RAM", "",
                     f"Application time in % of the bare disk's (median of the repetitions): "
                     f"the bare disk whose page cache is given the caches' {budget} MiB, and "
-                    "redcap's default stack with them below it.", "",
-                    f"![{io}: equal RAM]({os.path.basename(base)}-{io}-equal-ram.png)", ""] + \
-                eq + [""]
+                    "redcap's default stack with them below it.", ""]
+            if args.plots:
+                plot_equal_ram(g, io, f"{base}-{io}-equal-ram.png")
+                out += [f"![{io}: equal RAM]({os.path.basename(base)}-{io}-equal-ram.png)", ""]
+            out += eq + [""]
         out += [f"## {io}: summary, median change vs bare (%)", "",
                 f"rec = redcap-recommended (128 KiB segments in {budget} MiB, adaptive+caware, "
                 "read-ahead 1 MiB); 64×128, 32×256 = redcap with "
@@ -683,7 +687,7 @@ def main():
             out += ["", f"## {io}: adaptive policies, end state/switches per repetition", ""]
             out += states
         png = f"{base}-{io}.png"
-        if plot(g, configs, io, png):
+        if args.plots and plot(g, configs, io, png):
             out += ["", f"![{io}]({os.path.basename(png)})"]
         out.append("")
     out += section_repeatability(g, records)

@@ -74,7 +74,10 @@ def test_tiny_bench_case(tmp_path):
     # the bound reads the bare run's blocks once, in merged runs
     assert file_bytes // 3 <= bound["bound_unique_bytes"] <= bound["disk_read_bytes"]
     assert 1 <= bound["bound_runs"] <= 8
+    # the tables of the guest's own records (the plots are the host's tests':
+    # matplotlib under emulation takes two minutes)
     subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "report.py"),
-                    str(out)], check=True)
+                    "--no-plots", str(out)], check=True)
     md = (tmp_path / "tiny.md").read_text()
     assert "| 8k-sr | 1 |" in md and "redcap-recommended" in md
+    assert ".png" not in md and not list(tmp_path.glob("*.png"))
