@@ -1723,6 +1723,7 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 		if (cache && !(touched & ~covered & ~e->valid) &&
 		    (e->on_dirty || c->nr_dirty < rc_dirty_max(c))) {
 			c->ctr.write_cached++;
+			c->wb_last = seg + 1;
 			e->wcopies++;
 			return RC_WC_CACHE;
 		}
@@ -1739,6 +1740,7 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 			c->ctr.writes++;
 			c->ctr.write_sectors += sectors;
 			c->ctr.write_cached++;
+			c->wb_last = seg + 1;
 			c->entries[i].wcopies++;
 			*idx = i;
 			return RC_WC_CACHE;
@@ -1934,6 +1936,8 @@ bool rc_wb_due(const struct rc_cache *c, bool idle)
 u32 rc_wb_flush_seq(struct rc_cache *c)
 {
 	c->ctr.flushes++;
+	if (c->wb_last)
+		c->wb_cursor = c->wb_last;
 	return c->dirty_seq + 1;
 }
 

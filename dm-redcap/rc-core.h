@@ -240,6 +240,7 @@ struct rc_cache {
 	u32 wb_orphans;		/* entries dropped while a write of them was in flight */
 	u32 wb_failed;		/* write-back requests failed (wraps) */
 	u64 wb_cursor;		/* write-back's next segment: it sweeps up (C-SCAN) */
+	u64 wb_last;		/* 1 + the segment the last write cached went to; 0: none */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
@@ -797,7 +798,11 @@ bool rc_wb_due(const struct rc_cache *c, bool idle);
 
 /*
  * A flush arrived: what was dirty before it is what rc_wb_take() with the
- * returned sequence takes (counted in flushes).
+ * returned sequence takes (counted in flushes).  Its sweep ends with the
+ * segment written last: what a writer sends after a flush (a journal's
+ * commit block, the next record of a log) continues there, under the head
+ * (ext4's commit block after its journal blocks and PostgreSQL's WAL: the
+ * head went from the journal to the WAL and back once per transaction).
  */
 u32 rc_wb_flush_seq(struct rc_cache *c);
 

@@ -454,6 +454,36 @@ CTEST(writeback_sweeps_up_from_the_cursor)
 	rm(c);
 }
 
+/*
+ * A flush's sweep ends where the writer wrote last (a journal's blocks),
+ * so that what it sends next (the commit block) lands under the head.
+ */
+CTEST(a_flush_sweep_ends_with_the_segment_written_last)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 n, s;
+
+	rc_set_tunable(c, RC_TUN_DIRTY, 90);
+	c->wb_cursor = 5;
+	rc_wb_flush_seq(c);			/* nothing cached yet: left where it is */
+	CHECK_EQ(c->wb_cursor, 5);
+	cache_write(c, 6, 0, 2);		/* a database's log */
+	cache_write(c, 2, 0, 3);		/* then the journal's blocks */
+	s = rc_wb_flush_seq(c);
+	CHECK_EQ(c->wb_cursor, 3);
+	n = 8;
+	CHECK_EQ(rc_wb_take(c, &s, it, &n, r, 8, 2048), 2);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(it[0].seg, 6);
+	CHECK_EQ(it[1].seg, 2);
+	CHECK_EQ(r[1].sector + r[1].sectors, sec(2, 3));
+	rc_wb_done(c, it[0].idx, r[0].sector, r[0].sectors, 0, true);
+	rc_wb_done(c, it[1].idx, r[1].sector, r[1].sectors, 0, true);
+	rm(c);
+}
+
 CTEST(a_pinned_dirty_entry_is_not_taken)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
