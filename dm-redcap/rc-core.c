@@ -1700,6 +1700,8 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 	struct rc_entry *e = i != RC_NONE ? &c->entries[i] : NULL;
 	bool valid = e && e->state == RC_VALID;
 
+	/* Where the writer last wrote, cached or not: a flush's sweep ends there. */
+	c->wb_last = seg + 1;
 	/*
 	 * At the dirty cap, a write that would cache waits for a write to
 	 * the disk to end rather than go down itself: the disk then writes
@@ -1723,7 +1725,6 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 		if (cache && !(touched & ~covered & ~e->valid) &&
 		    (e->on_dirty || c->nr_dirty < rc_dirty_max(c))) {
 			c->ctr.write_cached++;
-			c->wb_last = seg + 1;
 			e->wcopies++;
 			return RC_WC_CACHE;
 		}
@@ -1740,7 +1741,6 @@ enum rc_wc_action rc_wc_write(struct rc_cache *c, u64 sector, u32 sectors, bool 
 			c->ctr.writes++;
 			c->ctr.write_sectors += sectors;
 			c->ctr.write_cached++;
-			c->wb_last = seg + 1;
 			c->entries[i].wcopies++;
 			*idx = i;
 			return RC_WC_CACHE;

@@ -240,7 +240,7 @@ struct rc_cache {
 	u32 wb_orphans;		/* entries dropped while a write of them was in flight */
 	u32 wb_failed;		/* write-back requests failed (wraps) */
 	u64 wb_cursor;		/* write-back's next segment: it sweeps up (C-SCAN) */
-	u64 wb_last;		/* 1 + the segment the last write cached went to; 0: none */
+	u64 wb_last;		/* 1 + the segment the last write went to; 0: none */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
 	u32 *wb_inflight;	/* write bucket -> writes in flight */

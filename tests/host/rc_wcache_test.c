@@ -484,6 +484,29 @@ CTEST(a_flush_sweep_ends_with_the_segment_written_last)
 	rm(c);
 }
 
+/* selective: the journal goes through, and the sweep still ends before it */
+CTEST(a_flush_sweep_ends_where_a_write_through_went)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 n, s, got = RC_NONE;
+
+	rc_set_tunable(c, RC_TUN_DIRTY, 90);
+	cache_write(c, 2, 0, 1);		/* file data */
+	cache_write(c, 6, 0, 1);
+	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, true, &got), RC_WC_ORIGIN);
+	s = rc_wb_flush_seq(c);
+	CHECK_EQ(c->wb_cursor, 5);
+	n = 8;
+	CHECK_EQ(rc_wb_take(c, &s, it, &n, r, 8, 2048), 2);
+	CHECK_EQ(it[0].seg, 6);
+	CHECK_EQ(it[1].seg, 2);
+	rc_wb_done(c, it[0].idx, r[0].sector, r[0].sectors, 0, true);
+	rc_wb_done(c, it[1].idx, r[1].sector, r[1].sectors, 0, true);
+	rm(c);
+}
+
 CTEST(a_pinned_dirty_entry_is_not_taken)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
