@@ -12,14 +12,11 @@ import subprocess
 
 import pytest
 
+from redcapctl_help import REDCAPCTL, SOURCES, help_text, usage_lines
+
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GUIDE = os.path.join(TOP, "docs", "admin-guide.rst")
 RESULTS = os.path.join(TOP, "docs", "results")
-REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
-# redcapctl's sources: main and its command table, a file per command family,
-# and what it shares with vdiskctl.
-SOURCES = ["redcapctl.c", "stacks.c", "show.c", "show-text.c", "show-json.c", "tune.c", "tab.c",
-           "model.c", "hot-cmd.c", "vdisk-tables.c", "dmctl.c"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,25 +49,10 @@ def inline_literals():
     return [node.astext() for node in find(doctree(), nodes.literal)]
 
 
-def help_text():
-    r = subprocess.run([REDCAPCTL, "--help"], capture_output=True, text=True)
-    assert (r.returncode, r.stderr) == (0, "")
-    return r.stdout
-
-
 def usage():
     """{command: [usage line, ...]}, model's keyed by its verbs too ("model save")."""
-    lines = []
-    for line in help_text().splitlines():
-        if not line.startswith(("usage: ", " ")):
-            break
-        line = line.replace("usage: ", "", 1).strip()
-        if line.startswith("redcapctl "):
-            lines.append(line)
-        else:
-            lines[-1] += " " + line
     cmds = {}
-    for line in lines:
+    for line in usage_lines():
         words = line.split()
         cmds.setdefault(words[1], []).append(line)
         if words[1] == "model":

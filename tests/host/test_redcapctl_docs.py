@@ -15,8 +15,9 @@ import subprocess
 
 import pytest
 
+from redcapctl_help import REDCAPCTL, SOURCES, help_text, usage_lines
+
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-REDCAPCTL = os.path.join(TOP, "build", "userspace", "redcapctl")
 MAN_DIR = os.path.join(TOP, "docs", "man")
 PAGES = {"redcapctl.8": os.path.join(MAN_DIR, "redcapctl.8.rst"),
          "redcaptab.5": os.path.join(MAN_DIR, "redcaptab.5.rst"),
@@ -24,10 +25,6 @@ PAGES = {"redcapctl.8": os.path.join(MAN_DIR, "redcapctl.8.rst"),
 GENERATOR = os.path.join(TOP, "build", "udev", "redcap-generator")
 COMPLETION = os.path.join(TOP, "udev", "redcapctl.bash-completion")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
-# redcapctl's sources: main and its command table, a file per command family,
-# and what it shares with vdiskctl.
-SOURCES = ["redcapctl.c", "stacks.c", "show.c", "show-text.c", "show-json.c", "tune.c", "tab.c",
-           "model.c", "hot-cmd.c", "vdisk-tables.c", "dmctl.c"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,26 +48,6 @@ def read(path):
 
 def need(tool, package):
     assert shutil.which(tool), f"{tool} not found: install {package}"
-
-
-def help_text():
-    r = subprocess.run([REDCAPCTL, "--help"], capture_output=True, text=True)
-    assert (r.returncode, r.stderr) == (0, "")
-    return r.stdout
-
-
-def usage_lines():
-    """The usage lines of --help, each joined with its continuation lines."""
-    lines = []
-    for line in help_text().splitlines():
-        if not line.startswith(("usage: ", " ")):
-            break
-        line = line.replace("usage: ", "", 1).strip()
-        if line.startswith("redcapctl "):
-            lines.append(line)
-        else:
-            lines[-1] += " " + line
-    return lines
 
 
 def commands():
