@@ -1933,6 +1933,14 @@ bool rc_wb_due(const struct rc_cache *c, bool idle)
 	return c->nr_dirty && (idle || !rc_write_caches(c) || c->nr_dirty >= rc_dirty_max(c));
 }
 
+bool rc_wb_flush_direct(struct rc_cache *c)
+{
+	if (c->nr_dirty || c->nr_wbusy)
+		return false;
+	c->ctr.flushes++;
+	return true;
+}
+
 u32 rc_wb_flush_seq(struct rc_cache *c)
 {
 	c->ctr.flushes++;

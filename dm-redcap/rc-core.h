@@ -121,7 +121,7 @@ struct rc_counters {
 	u64 writeback_ios;	/* write-back requests completed */
 	u64 writeback_sectors;
 	u64 writeback_errors;	/* ... failed: their data stays dirty */
-	u64 flushes;		/* flushes served (rc_wb_flush_seq()) */
+	u64 flushes;		/* flushes served (rc_wb_flush_seq(), rc_wb_flush_direct()) */
 	u64 dirty_dropped;	/* dirty segments dropped by a discard or write-zeroes */
 };
 
@@ -805,6 +805,14 @@ bool rc_wb_due(const struct rc_cache *c, bool idle);
  * head went from the journal to the WAL and back once per transaction).
  */
 u32 rc_wb_flush_seq(struct rc_cache *c);
+
+/*
+ * A flush arrived with nothing dirty and no write of an entry to the
+ * origin in flight: every write completed before it is on the origin, whose
+ * own flush is all it needs, so the caller sends it there at once (counted
+ * in flushes) rather than through write-back's one flush at a time.
+ */
+bool rc_wb_flush_direct(struct rc_cache *c);
 
 /* Copy entry @idx's valid units over the read of @sectors at @sector: a mask of them. */
 static inline u64 rc_merge_units(const struct rc_cache *c, u32 idx, u64 sector, u32 sectors)

@@ -804,7 +804,8 @@ static void redcap_wb_kick(struct redcap_cache *cc, bool now)
 }
 
 /*
- * An empty flush, while the write cache is on: queued for the write-back
+ * An empty flush, while the write cache is on and holds something the
+ * origin does not (rc_wb_flush_direct()): queued for the write-back
  * worker, which completes it once what was written before it is on the
  * origin and the origin is flushed.  False: the origin's to handle.
  */
@@ -814,7 +815,7 @@ static bool redcap_wc_flush(struct redcap_cache *cc, struct bio *bio)
 	bool on;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	on = rc_wc_on(cc->cache);
+	on = rc_wc_on(cc->cache) && !rc_wb_flush_direct(cc->cache);
 	/* Only a flush redcap completes is PB_CACHE: end_io counts the others back. */
 	if (on)
 		redcap_pb(bio)->kind = PB_CACHE;

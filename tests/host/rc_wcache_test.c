@@ -507,6 +507,29 @@ CTEST(a_flush_sweep_ends_where_a_write_through_went)
 	rm(c);
 }
 
+/* Nothing dirty and nothing on its way: a flush is the origin's alone. */
+CTEST(a_flush_with_nothing_dirty_goes_to_the_origin)
+{
+	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_SELECTIVE);
+	struct rc_wb_item it[8];
+	struct rc_wb_req r[8];
+	u32 n = 8, s, got = RC_NONE;
+
+	CHECK(rc_wb_flush_direct(c));
+	CHECK_EQ(rc_wc_write(c, sec(4, 0), 8, true, &got), RC_WC_ORIGIN);
+	CHECK(rc_wb_flush_direct(c));		/* went down, and completed before it */
+	cache_write(c, 2, 0, 1);
+	CHECK(!rc_wb_flush_direct(c));		/* dirty */
+	s = rc_wb_flush_seq(c);
+	CHECK_EQ(rc_wb_take(c, &s, it, &n, r, 8, 2048), 1);
+	CHECK_EQ(c->nr_dirty, 0);
+	CHECK(!rc_wb_flush_direct(c));		/* on its way to the origin */
+	rc_wb_done(c, it[0].idx, r[0].sector, r[0].sectors, 0, true);
+	CHECK(rc_wb_flush_direct(c));
+	CHECK_EQ(c->ctr.flushes, 4);
+	rm(c);
+}
+
 CTEST(a_pinned_dirty_entry_is_not_taken)
 {
 	struct rc_cache *c = mk_wc(8, SEG_SHIFT, RC_WRITE_BACK);
