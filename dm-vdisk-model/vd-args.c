@@ -23,6 +23,8 @@ static const struct {
 	[VDF_OVERHEAD] = { "overhead_us", 1, "Invalid overhead_us" },
 	[VDF_CACHE] = { "cache", 2, "Invalid cache geometry" },
 	[VDF_READAHEAD] = { "readahead", 1, "Invalid readahead" },
+	[VDF_LATENCY] = { "latency_us", 1, "Invalid latency_us" },
+	[VDF_IOPS] = { "iops", 2, "Invalid iops" },
 };
 
 /* The feature count's bound: every feature with all its values. */
@@ -82,7 +84,7 @@ static int vd_parse_feature(struct vd_table_args *t, enum vd_feature f, char **a
 	switch (f) {
 	case VDF_RPM:
 		p->rpm = v[0];
-		return v[0] ? 0 : -1;
+		return 0;
 	case VDF_CYLINDERS:
 		p->cylinders = v[0];
 		return v[0] ? 0 : -1;
@@ -112,6 +114,15 @@ static int vd_parse_feature(struct vd_table_args *t, enum vd_feature f, char **a
 		return 0;
 	case VDF_READAHEAD:
 		p->ra_sectors = v[0];
+		return 0;
+	case VDF_LATENCY:
+		if (v[0] > 1000000)
+			return -1;
+		p->latency_ns = v[0] * 1000;
+		return 0;
+	case VDF_IOPS:
+		p->iops = v[0];
+		p->io_sectors = v[1];
 		return 0;
 	default:
 		return -1;

@@ -17,7 +17,7 @@ enum vd_mode { VD_MODE_MEASURE, VD_MODE_EMULATE };
 enum vd_feature {
 	VDF_MODE, VDF_PROFILE, VDF_CAPACITY, VDF_SEED, VDF_ROWS, VDF_RPM,
 	VDF_CYLINDERS, VDF_SEEK, VDF_MEDIA, VDF_BUS, VDF_OVERHEAD, VDF_CACHE,
-	VDF_READAHEAD, VDF_NR,
+	VDF_READAHEAD, VDF_LATENCY, VDF_IOPS, VDF_NR,
 };
 
 /*
@@ -25,8 +25,10 @@ enum vd_feature {
  *   mode measure|emulate, profile <name>, capacity <sectors>, seed <n>,
  *   rows <n>, rpm <n>, cylinders <n>, seek <a_ns> <b_ns> <theta> <c_ns> <d_ns>,
  *   media_mbps <n>, bus_mbps <n>, overhead_us <n>,
- *   cache <segments> <segment sectors>, readahead <sectors>
- * Explicit drive parameters override the profile's, in any order.
+ *   cache <segments> <segment sectors>, readahead <sectors>,
+ *   latency_us <n>, iops <n> <sectors of one I/O>
+ * Explicit drive parameters override the profile's, in any order; rpm 0
+ * is a device without platters (latency, iops and media_mbps apply).
  */
 struct vd_table_args {
 	const char *dev;

@@ -8,8 +8,9 @@
  * Service time of a request that goes to the media:
  *   overhead + seek(cylinders) + rotation + length / media rate
  *   seek(n) = 0 (n = 0), alpha + beta * sqrt(n) (n <= theta), gamma + delta * n
- *   rotation = uniform in [0, one revolution), from a seeded generator; none
- *   when the request starts exactly under the head
+ *   rotation = uniform in [0, one revolution), from a seeded generator; for
+ *   a request that starts exactly under the head, none if it was queued
+ *   behind the last access, else the wait for its sector to come round
  * A read that the drive cache holds costs overhead + length / bus rate.
  *
  * Drive cache: nr_segs segments of seg_sectors, LRU.  A read miss fills a
@@ -19,6 +20,14 @@
  * that starts inside the segment being read ahead waits only for the data
  * still to come.  Writes go to the media (no write cache) and drop the
  * segments they overlap.
+ *
+ * A device without platters (rpm 0: a cloud volume, a network block device)
+ * has no seek, rotation or cache: every request costs a fixed latency plus
+ * its transfer at media_mbps, and requests overlap in flight.  Two token
+ * buckets of one request's depth pace them: the transfers share media_mbps
+ * (a throughput cap), and the I/Os are spaced by 1 / iops, where a request
+ * that continues the last one joins its I/O until io_sectors are in it (a
+ * larger one counts as several).  Completions come in submission order.
  *
  * Locking: none; the caller serialises calls on one struct vd_drive.  No
  * allocation, never sleeps.
@@ -45,6 +54,9 @@ struct vd_drive_params {
 	u32 nr_segs;		/* drive cache segments, 0 = no cache */
 	u32 seg_sectors;
 	u32 ra_sectors;		/* read-ahead past a miss */
+	u32 latency_ns;		/* rpm 0: per request */
+	u32 iops;		/* rpm 0: I/Os a second, 0 = no cap */
+	u32 io_sectors;		/* rpm 0: size of one I/O, 0 = one per request */
 };
 
 struct vd_drive_profile {
@@ -58,7 +70,10 @@ extern const struct vd_drive_profile vd_drive_profiles[];
 /* The profile called @name, or NULL. */
 const struct vd_drive_profile *vd_drive_profile(const char *name);
 
-/* 0 if @p can drive an emulation, else -1 (zero rpm or rate, too many segs). */
+/*
+ * 0 if @p can drive an emulation, else -1: zero rate, too many segments, a
+ * drive with platters but no cylinders, or one without platters with a cache.
+ */
 int vd_drive_params_check(const struct vd_drive_params *p);
 
 struct vd_drive_seg {
@@ -87,6 +102,10 @@ struct vd_drive {
 	u64 rng;
 	u64 head;		/* sector under the head after the last access */
 	u64 busy_until;		/* ns: when the drive is free */
+	u64 media_end;		/* ns: head stopped at @head (rpm 0: transfer) */
+	u64 io_next;		/* rpm 0: earliest start of the next I/O */
+	u64 io_end;		/* rpm 0: sector after the last request */
+	u32 io_left;		/* rpm 0: sectors the last I/O can still take */
 	u64 tick;		/* LRU clock */
 	int ra;			/* segment being read ahead, or -1 */
 	u64 ra_base;		/* sectors of it read by time ra_t0 */

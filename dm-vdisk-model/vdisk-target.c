@@ -616,6 +616,10 @@ static void vdisk_emit_features(struct vdisk_c *vc, char *result,
 		DMEMIT(" cache %u %u", p->nr_segs, p->seg_sectors);
 	if (vc->features & (1u << VDF_READAHEAD))
 		DMEMIT(" readahead %u", p->ra_sectors);
+	if (vc->features & (1u << VDF_LATENCY))
+		DMEMIT(" latency_us %u", p->latency_ns / 1000);
+	if (vc->features & (1u << VDF_IOPS))
+		DMEMIT(" iops %u %u", p->iops, p->io_sectors);
 	*szp = sz;
 }
 

@@ -182,8 +182,8 @@ static const struct command commands[] = {
 			      "[--capacity SECTORS] --config SPEC... [--json]" },
 		.options = { simulate_options },
 		.fn = cmd_simulate,
-		.help = "replay a block trace through the emulated disk (--disk hdd7200\n"
-			"or hdd15k) or a saved model (--model), and through redcap\n"
+		.help = "replay a block trace through the emulated disk (--disk hdd7200,\n"
+			"hdd15k, st1 or nbd) or a saved model (--model), and through redcap\n"
 			"configurations (--config bare, or SEGMENTSxSIZE:POLICY[,KEY=VALUE],\n"
 			"e.g. 64x128k:adaptive+caware)",
 	},

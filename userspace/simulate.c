@@ -361,8 +361,8 @@ int cmd_simulate(int argc, char **argv)
 			a.disk = "hdd7200";
 		prof = vd_drive_profile(a.disk);
 		if (!prof)
-			usage_error("simulate: --disk: no disk profile '%s' (hdd7200, hdd15k)",
-				    a.disk);
+			usage_error("simulate: --disk: no disk profile '%s' (hdd7200, hdd15k, "
+				    "st1, nbd)", a.disk);
 		sd.drive = &prof->p;
 	}
 

@@ -71,6 +71,9 @@ SECTOR = 512
 PROFILES = {
     "hdd7200": {"capacity": 1953125000, "access_s": 0.0085 + 0.00417, "rate": 150e6},
     "hdd15k": {"capacity": 71687369, "access_s": 0.0034 + 0.002, "rate": 48e6},
+    # Without platters: a 1 TiB st1-class cloud volume, a network device.
+    "st1": {"capacity": 2147483648, "access_s": 0.003, "rate": 262e6},
+    "nbd": {"capacity": 2147483648, "access_s": 0.001, "rate": 117e6},
 }
 
 # Same RAM budget for every cache: 8 MiB (a set's budget_mib: set_budget()).

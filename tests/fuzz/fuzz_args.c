@@ -441,13 +441,13 @@ static const char *const vd_feature_names[VDF_NR] = {
 	[VDF_SEED] = "seed", [VDF_ROWS] = "rows", [VDF_RPM] = "rpm",
 	[VDF_CYLINDERS] = "cylinders", [VDF_SEEK] = "seek", [VDF_MEDIA] = "media_mbps",
 	[VDF_BUS] = "bus_mbps", [VDF_OVERHEAD] = "overhead_us", [VDF_CACHE] = "cache",
-	[VDF_READAHEAD] = "readahead",
+	[VDF_READAHEAD] = "readahead", [VDF_LATENCY] = "latency_us", [VDF_IOPS] = "iops",
 };
 static const unsigned int vd_nargs[VDF_NR] = {
-	[VDF_SEEK] = 5, [VDF_CACHE] = 2,
+	[VDF_SEEK] = 5, [VDF_CACHE] = 2, [VDF_IOPS] = 2,
 	[VDF_MODE] = 1, [VDF_PROFILE] = 1, [VDF_CAPACITY] = 1, [VDF_SEED] = 1,
 	[VDF_ROWS] = 1, [VDF_RPM] = 1, [VDF_CYLINDERS] = 1, [VDF_MEDIA] = 1,
-	[VDF_BUS] = 1, [VDF_OVERHEAD] = 1, [VDF_READAHEAD] = 1,
+	[VDF_BUS] = 1, [VDF_OVERHEAD] = 1, [VDF_READAHEAD] = 1, [VDF_LATENCY] = 1,
 };
 
 static void fuzz(struct words *w)
@@ -478,7 +478,11 @@ static void fuzz(struct words *w)
 		;
 	CHECK(t.profile && pr == t.profile);
 
-	/* Which features the words name, and where their values are. */
+	/*
+	 * Which features the words name, and where their values are.  The
+	 * count's bound (vd-args.c's VD_MAX_FEATURE_ARGS): every feature with
+	 * all its values is 36 words.
+	 */
 	if (w->argc > 1) {
 		nr = dec(w->argv[1], UINT32_MAX);
 		CHECK(nr == w->argc - 2 && nr <= 40);
@@ -537,15 +541,22 @@ static void fuzz(struct words *w)
 	}
 	if (val[VDF_READAHEAD])
 		want.ra_sectors = dec(val[VDF_READAHEAD][0], UINT32_MAX);
+	if (val[VDF_LATENCY])
+		want.latency_ns = dec(val[VDF_LATENCY][0], 1000000) * 1000;
+	if (val[VDF_IOPS]) {
+		want.iops = dec(val[VDF_IOPS][0], UINT32_MAX);
+		want.io_sectors = dec(val[VDF_IOPS][1], UINT32_MAX);
+	}
 	CHECK(!memcmp(&want, &t.params, sizeof(want)));
 }
 
 /*
  * A valid vdisk table line from the input's bytes: any of the features in
  * any order, each value in its range (non-zero where the drive needs it, a
- * cache of 1..64 segments with a size, overhead up to a second), keywords
- * in any case (the profile's name too), numbers with leading zeros, the
- * kernel's whitespace, backslash escapes.  It
+ * cache of 0..64 segments with a size, overhead and latency up to a second,
+ * rpm 0 too), then made a drive that vd_drive_params_check() takes (below),
+ * keywords in any case (the profile's name too), numbers with leading zeros,
+ * the kernel's whitespace, backslash escapes.  It
  * must be accepted as meant, pass fuzz()'s own reading, and the line that
  * status TABLE writes back (vdisk_emit_features()) must parse to the same.
  */
@@ -557,8 +568,10 @@ static void gen_valid(const uint8_t *data, size_t size)
 	static struct gen_line l, back;	/* static: large */
 	struct vd_table_args t, t2;
 	struct words w, w2;
+	const struct vd_drive_params *base;
 	unsigned int order[VDF_NR], nfeat, nargs = 0, i, k, f;
-	uint64_t v[VDF_NR][5];
+	uint64_t v[VDF_NR][5], rpm, cyl, segs;
+	uint32_t chosen = 0;
 	const char *dev, *err;
 
 	l.len = back.len = 0;
@@ -569,6 +582,7 @@ static void gen_valid(const uint8_t *data, size_t size)
 		memset(v[f], 0, sizeof(v[f]));
 	for (i = 0; i < nfeat; i++) {
 		f = order[i];
+		chosen |= 1u << f;
 		nargs += 1 + vd_feature_nargs((enum vd_feature)f);
 		switch (f) {
 		case VDF_MODE:
@@ -588,23 +602,55 @@ static void gen_valid(const uint8_t *data, size_t size)
 		case VDF_ROWS:
 			v[f][0] = gen_range(&g, 1, VD_MAX_ROWS);
 			break;
-		case VDF_RPM: case VDF_CYLINDERS: case VDF_MEDIA: case VDF_BUS:
+		case VDF_CYLINDERS: case VDF_MEDIA: case VDF_BUS:
 			v[f][0] = gen_range(&g, 1, UINT32_MAX);
 			break;
 		case VDF_SEEK:
 			for (k = 0; k < 5; k++)
 				v[f][k] = gen_range(&g, 0, UINT32_MAX);
 			break;
-		case VDF_OVERHEAD:
+		case VDF_OVERHEAD: case VDF_LATENCY:
 			v[f][0] = gen_range(&g, 0, 1000000);
 			break;
 		case VDF_CACHE:
 			v[f][0] = gen_range(&g, 0, VD_DRIVE_MAX_SEGS);
 			v[f][1] = gen_range(&g, v[f][0] ? 1 : 0, UINT32_MAX);
 			break;
-		default:	/* VDF_READAHEAD */
+		case VDF_IOPS:
+			v[f][0] = gen_range(&g, 0, UINT32_MAX);
+			v[f][1] = gen_range(&g, 0, UINT32_MAX);
+			break;
+		default:	/* VDF_RPM, VDF_READAHEAD */
 			v[f][0] = gen_range(&g, 0, UINT32_MAX);
 			break;
+		}
+	}
+
+	/*
+	 * A drive vd_drive_params_check() takes: with platters (rpm != 0) it
+	 * needs cylinders, without them no cache.  The effective rpm,
+	 * cylinders and cache: the explicit value, else the profile's (the
+	 * first one's if none is named).  The profiles pass the check and an
+	 * explicit cylinders is non-zero, so whatever breaks it has an
+	 * explicit rpm or cache.
+	 */
+	base = &vd_drive_profiles[(chosen & (1u << VDF_PROFILE)) ? v[VDF_PROFILE][0] : 0].p;
+	rpm = (chosen & (1u << VDF_RPM)) ? v[VDF_RPM][0] : base->rpm;
+	cyl = (chosen & (1u << VDF_CYLINDERS)) ? v[VDF_CYLINDERS][0] : base->cylinders;
+	segs = (chosen & (1u << VDF_CACHE)) ? v[VDF_CACHE][0] : base->nr_segs;
+	if (rpm && !cyl) {
+		/* An explicit rpm over a flat profile, without cylinders: flat. */
+		CHECK(chosen & (1u << VDF_RPM));
+		v[VDF_RPM][0] = rpm = 0;
+	}
+	if (!rpm && segs) {
+		if (chosen & (1u << VDF_CACHE)) {
+			/* Flat with an explicit cache: no cache. */
+			v[VDF_CACHE][0] = v[VDF_CACHE][1] = 0;
+		} else {
+			/* An explicit rpm 0 over a profile with a cache (and cylinders). */
+			CHECK((chosen & (1u << VDF_RPM)) && cyl);
+			v[VDF_RPM][0] = 7200;
 		}
 	}
 
@@ -670,6 +716,12 @@ static void gen_valid(const uint8_t *data, size_t size)
 		case VDF_CACHE:
 			GEN_CHECK(t.params.nr_segs == v[f][0] && t.params.seg_sectors == v[f][1], l.s);
 			break;
+		case VDF_LATENCY:
+			GEN_CHECK(t.params.latency_ns == v[f][0] * 1000, l.s);
+			break;
+		case VDF_IOPS:
+			GEN_CHECK(t.params.iops == v[f][0] && t.params.io_sectors == v[f][1], l.s);
+			break;
 		default:	/* the rest: fuzz()'s reading below */
 			break;
 		}
@@ -727,8 +779,14 @@ static void gen_valid(const uint8_t *data, size_t size)
 		case VDF_CACHE:
 			line_put(&back, " %u %u", p->nr_segs, p->seg_sectors);
 			break;
-		default:	/* VDF_READAHEAD */
+		case VDF_READAHEAD:
 			line_put(&back, " %u", p->ra_sectors);
+			break;
+		case VDF_LATENCY:
+			line_put(&back, " %u", p->latency_ns / 1000);
+			break;
+		default:	/* VDF_IOPS */
+			line_put(&back, " %u %u", p->iops, p->io_sectors);
 			break;
 		}
 	}

@@ -142,6 +142,42 @@ def test_emulate_is_deterministic_for_a_seed(ram, dmname):
     assert runs[2][2] == runs[0][2]
 
 
+@pytest.mark.parametrize("profile,lat_us,mbps,iops", [("st1", 3000, 262, 500),
+                                                      ("nbd", 1000, 117, 0)])
+def test_emulate_devices_without_platters(ram, dmname, profile, lat_us, mbps, iops):
+    """A cloud volume and a network block device: no seek, rotation or
+    drive cache; each request costs the latency plus its transfer, and
+    requests in flight together overlap, paced by the I/O and throughput
+    caps.  Checked on the emulator's own clock (emu_busy_us: the union of
+    the requests' spans), which the host's speed does not move."""
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 4 mode emulate profile {profile}") as d:
+        d.message("reset")
+        # One at a time: every request pays its latency and transfer.
+        fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%")
+        st = d.stats()
+        xfer_us = 4096 / mbps
+        assert st["emu_requests"] == 100
+        assert st["emu_seeks"] == st["emu_cache_hits"] == st["emu_rotation_us"] == 0
+        assert st["emu_seek_us"] == 0
+        assert abs(st["emu_busy_us"] - 100 * (lat_us + xfer_us)) <= 100
+        r = fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%")
+        assert r["lat_us"] >= 0.99 * (lat_us + xfer_us)
+        # 32 in flight: they overlap, so the device is busy for less than
+        # the sum of their times; the I/O cap, where there is one, spaces
+        # them at least 1 / iops apart.
+        d.message("reset")
+        fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%",
+            "--ioengine=libaio", "--iodepth=32")
+        st = d.stats()
+        assert st["emu_requests"] == 100
+        assert st["queued_max"] > 1
+        floor = 99 * 1e6 / iops + lat_us if iops else lat_us
+        assert floor - 100 <= st["emu_busy_us"] < 0.9 * 100 * (lat_us + xfer_us)
+        # Write then read back through it: the data is the RAM disk's.
+        write_stamped(d.path, 0, 64, seed=5)
+        read_pattern(d.path, range(64), seed=5)
+
+
 def test_emulate_writes_go_to_the_media_and_drop_cached_segments(emu):
     fio(emu.path, "--rw=read", "--bs=4k", "--size=16k", "--offset=4m")
     write_stamped(emu.path, 1024, 1, seed=5)     # block 1024 = 4 MiB
@@ -403,7 +439,9 @@ def test_a_reload_of_the_same_geometry_keeps_what_was_learnt(ram, dmname):
     "6 capacity 976773168 seed 9 rows 32",
     "23 mode emulate rpm 5400 cylinders 50000 seek 1000000 60000 5000 5000000 90 "
     "media_mbps 100 bus_mbps 300 overhead_us 200 cache 8 512 readahead 256",
-], ids=["none", "mode", "mode_profile", "capacity_seed_rows", "explicit_drive"])
+    "9 mode emulate profile st1 latency_us 5000 iops 250 2048",
+], ids=["none", "mode", "mode_profile", "capacity_seed_rows", "explicit_drive",
+        "flat_drive"])
 def test_table_line_round_trips(ram, dmname, features):
     n = dev_sectors(ram)
     given = f"0 {n} vdisk {ram} {features}".rstrip()
@@ -439,7 +477,10 @@ BAD_TABLES = [
     ("capacity_below_device", "{dev} 2 capacity 1024", "Capacity smaller than the device (-EINVAL)"),
     ("rows_zero", "{dev} 2 rows 0", "Invalid rows (-EINVAL)"),
     ("rows_too_many", "{dev} 2 rows 4096", "Invalid rows (-EINVAL)"),
-    ("rpm_zero", "{dev} 2 rpm 0", "Invalid rpm (-EINVAL)"),
+    ("rpm_not_a_number", "{dev} 2 rpm x", "Invalid rpm (-EINVAL)"),
+    ("rpm_zero_with_a_drive_cache", "{dev} 2 rpm 0", "Invalid drive parameters (-EINVAL)"),
+    ("latency_over_a_second", "{dev} 2 latency_us 1000001", "Invalid latency_us (-EINVAL)"),
+    ("iops_missing_io_size", "{dev} 2 iops 500", "Invalid iops (-EINVAL)"),
     ("seek_missing_values", "{dev} 3 seek 1 2", "Invalid seek curve (-EINVAL)"),
     ("seek_not_a_number", "{dev} 6 seek 1 2 3 4 x", "Invalid seek curve (-EINVAL)"),
     ("too_many_cache_segments", "{dev} 3 cache 65 512", "Invalid cache geometry (-EINVAL)"),

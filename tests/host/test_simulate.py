@@ -113,6 +113,26 @@ def test_blkparse_text_is_read(tmp_path):
     assert out["results"][0]["app_time_s"] > 0.005
 
 
+@pytest.mark.parametrize("disk,busy_s", [("st1", 0.006031266), ("nbd", 0.002070016)])
+def test_devices_without_platters_cost_latency_and_transfer(tmp_path, disk, busy_s):
+    """st1 and nbd: two 4 KiB reads far apart, each its latency (3 ms, 1 ms)
+    plus 4 KiB at the link's rate (262, 117 MB/s); no seek, no rotation."""
+    trace = tmp_path / "t.trace"
+    trace.write_text(
+        "  8,16   0        1     0.000000000  4321  Q   R 2048 + 8 [fio]\n"
+        "  8,16   0        2     0.000001000  4321  D   R 2048 + 8 [fio]\n"
+        "  8,16   0        3     0.010000000     0  C   R 2048 + 8 [0]\n"
+        "  8,16   0        4     0.015000000  4321  Q   R 900000 + 8 [fio]\n"
+        "  8,16   0        5     0.015001000  4321  D   R 900000 + 8 [fio]\n"
+        "  8,16   0        6     0.020000000     0  C   R 900000 + 8 [0]\n")
+    r = simulate("--trace", trace, "--config", "bare", "--disk", disk, "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    res = json.loads(r.stdout)["results"][0]
+    assert (res["disk_requests"], res["disk_busy_s"]) == (2, busy_s)
+    # the 5 ms the process thought between its two reads are kept
+    assert res["app_time_s"] == pytest.approx(busy_s + 0.005, abs=1e-9)
+
+
 @pytest.mark.parametrize("args,trace,err", [
     ([], None, "redcapctl: simulate: --trace FILE is needed\n"),
     (["--trace", "T"], None, "redcapctl: simulate: at least one --config is needed "
@@ -120,7 +140,7 @@ def test_blkparse_text_is_read(tmp_path):
     (["--trace", "T", "--config", "64x128k"], None,
      "redcapctl: simulate: config '64x128k': not bare nor <segments>x<size>:<policy>\n"),
     (["--trace", "T", "--config", "bare", "--disk", "ssd"], None,
-     "redcapctl: simulate: --disk: no disk profile 'ssd' (hdd7200, hdd15k)\n"),
+     "redcapctl: simulate: --disk: no disk profile 'ssd' (hdd7200, hdd15k, st1, nbd)\n"),
     (["--trace", "T", "--config", "bare", "--format", "json"], None,
      "redcapctl: simulate: --format: 'json' is not blkparse or csv\n"),
     (["--trace", "T", "--config", "bare", "--capacity", "1G"], None,

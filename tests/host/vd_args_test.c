@@ -86,6 +86,32 @@ CTEST(table_features_over_profile)
 	CHECK_EQ(t.params.ra_sectors, 7);
 }
 
+/* A device without platters: rpm 0, its latency and I/O cap, no cache. */
+CTEST(table_flat_device)
+{
+	const struct vd_drive_profile *pr = vd_drive_profile("st1");
+	struct vd_table_args t;
+
+	CHECK(pr);
+	CHECK(!table("d 2 profile st1", &t));
+	CHECK(!memcmp(&t.params, &pr->p, sizeof(t.params)));
+	CHECK_EQ(t.params.rpm, 0);
+	CHECK_EQ(t.params.latency_ns, 3000000);
+	CHECK_EQ(t.params.iops, 500);
+	CHECK_EQ(t.params.io_sectors, 2048);
+
+	CHECK(!table("d 7 profile nbd latency_us 250 iops 1000 0", &t));
+	CHECK_EQ(t.features, (1u << VDF_PROFILE) | (1u << VDF_LATENCY) | (1u << VDF_IOPS));
+	CHECK_EQ(t.params.latency_ns, 250000);
+	CHECK_EQ(t.params.iops, 1000);
+	CHECK_EQ(t.params.io_sectors, 0);
+	CHECK_EQ(t.params.media_mbps, 117);
+
+	CHECK(!table("d 5 rpm 0 cache 0 0", &t));
+	CHECK_EQ(t.params.rpm, 0);
+	CHECK_EQ(t.params.nr_segs, 0);
+}
+
 /* The texts tests/guest/test_vdisk.py expects from the kernel. */
 CTEST(table_errors)
 {
@@ -103,7 +129,12 @@ CTEST(table_errors)
 		{ "d 2 seed -1", "Invalid seed" },
 		{ "d 2 rows 0", "Invalid rows" },
 		{ "d 2 rows 4096", "Invalid rows" },
-		{ "d 2 rpm 0", "Invalid rpm" },
+		{ "d 2 rpm x", "Invalid rpm" },
+		{ "d 2 rpm 0", "Invalid drive parameters" },
+		{ "d 4 profile nbd rpm 7200", "Invalid drive parameters" },
+		{ "d 2 latency_us 1000001", "Invalid latency_us" },
+		{ "d 2 iops 500", "Invalid iops" },
+		{ "d 3 iops 500 x", "Invalid iops" },
 		{ "d 2 cylinders 0", "Invalid cylinders" },
 		{ "d 3 seek 1 2", "Invalid seek curve" },
 		{ "d 6 seek 1 2 3 4 x", "Invalid seek curve" },

@@ -620,6 +620,69 @@ CTEST(sequential_write_after_write_has_no_rotation)
 	}
 }
 
+CTEST(sequential_write_after_idle_waits_for_its_sector)
+{
+	struct vd_drive d;
+	u64 c1, rot, seek, svc, gap = MS + OVH_7200;
+
+	mk(&d, "hdd7200", 13);
+	sub(&d, VD_WRITE, 700000, 8, 0, &c1);
+	rot = d.st.rotation_ns;
+	seek = d.st.seek_ns;
+	/* 1 ms idle: the media access starts 1 ms + overhead after the last. */
+	svc = sub(&d, VD_WRITE, 700008, 8, c1 + MS, NULL);
+	CHECK_EQ(d.st.rotation_ns - rot, REV_7200 - gap);
+	CHECK_EQ(d.st.seek_ns, seek);
+	CHECK_EQ(svc, OVH_7200 + REV_7200 - gap + MEDIA_7200(8));
+}
+
+CTEST(sequential_write_after_whole_revolutions_idle_has_no_rotation)
+{
+	struct vd_drive d;
+	u64 c1, rot, svc;
+
+	mk(&d, "hdd7200", 13);
+	sub(&d, VD_WRITE, 700000, 8, 0, &c1);
+	rot = d.st.rotation_ns;
+	svc = sub(&d, VD_WRITE, 700008, 8, c1 + 3 * REV_7200 - OVH_7200, NULL);
+	CHECK_EQ(d.st.rotation_ns, rot);
+	CHECK_EQ(svc, OVH_7200 + MEDIA_7200(8));
+}
+
+CTEST(queued_sequential_writes_have_no_rotation)
+{
+	struct vd_drive d;
+	u64 rot, svc;
+	u32 i;
+
+	mk(&d, "hdd7200", 13);
+	sub(&d, VD_WRITE, 700000, 8, 0, NULL);
+	rot = d.st.rotation_ns;
+	for (i = 1; i <= 10; i++) {
+		svc = sub(&d, VD_WRITE, 700000 + 8 * i, 8, 0, NULL);
+		CHECK_EQ(svc, OVH_7200 + MEDIA_7200(8));
+	}
+	CHECK_EQ(d.st.rotation_ns, rot);
+}
+
+CTEST(sequential_read_without_cache_after_idle_waits_for_its_sector)
+{
+	struct vd_drive_params p = *prof("hdd7200");
+	struct vd_drive d;
+	u64 c1, rot, svc, gap = 2 * MS + OVH_7200;
+
+	p.nr_segs = 0;
+	CHECK_EQ(vd_drive_init(&d, &p, CAP, CAP, 13), 0);
+	sub(&d, VD_READ, 700000, 8, 0, &c1);
+	rot = d.st.rotation_ns;
+	svc = sub(&d, VD_READ, 700008, 8, c1 + 2 * MS, NULL);
+	CHECK_EQ(d.st.rotation_ns - rot, REV_7200 - gap);
+	CHECK_EQ(svc, OVH_7200 + REV_7200 - gap + MEDIA_7200(8));
+	/* Queued behind it, the next one goes on at once. */
+	svc = sub(&d, VD_READ, 700016, 8, 0, NULL);
+	CHECK_EQ(svc, OVH_7200 + MEDIA_7200(8));
+}
+
 CTEST(first_request_at_sector_0_has_no_rotation)
 {
 	struct vd_drive d;
@@ -685,4 +748,165 @@ CTEST(stats_add_up)
 	/* Every request pays the overhead on top of these parts. */
 	CHECK_EQ(d.st.busy_ns, d.st.seek_ns + d.st.rotation_ns +
 		 d.st.transfer_ns + 500 * OVH_7200);
+}
+
+/* --- devices without platters (st1, nbd) --------------------------------- */
+
+#define ST1_LAT		3000000ULL
+#define ST1_IO		2000000ULL	/* 1 s / 500 */
+#define ST1_XFER(s)	((u64)(s) * 512000 / 262)
+#define NBD_LAT		1000000ULL
+#define NBD_XFER(s)	((u64)(s) * 512000 / 117)
+
+/* Submits to a flat device; returns the completion, checks the service. */
+static u64 fsub(struct vd_drive *d, u64 sector, u32 sectors, u64 now, u64 lat,
+		u64 xfer)
+{
+	u64 svc = ~0ULL, before = d->busy_until, c;
+
+	c = vd_drive_submit(d, ctest_rand(2) ? VD_READ : VD_WRITE, sector, sectors,
+			    now, &svc);
+	CHECK_EQ(svc, lat + xfer);
+	CHECK(c >= now + svc);
+	CHECK(c >= before);		/* completions in submission order */
+	CHECK_EQ(d->busy_until, c);
+	return c;
+}
+
+CTEST(flat_profiles_have_no_platters_or_cache)
+{
+	CHECK_EQ(prof("st1")->rpm, 0);
+	CHECK_EQ(prof("st1")->nr_segs, 0);
+	CHECK_EQ(prof("nbd")->rpm, 0);
+	CHECK_EQ(prof("nbd")->iops, 0);
+}
+
+CTEST(flat_request_after_idle_costs_latency_and_transfer)
+{
+	struct vd_drive d;
+
+	mk(&d, "st1", 1);
+	CHECK_EQ(fsub(&d, 123456, 8, 5 * MS, ST1_LAT, ST1_XFER(8)),
+		 5 * MS + ST1_XFER(8) + ST1_LAT);
+	CHECK_EQ(fsub(&d, 999, 8, 50 * MS, ST1_LAT, ST1_XFER(8)),
+		 50 * MS + ST1_XFER(8) + ST1_LAT);
+	CHECK_EQ(d.st.requests, 2);
+	CHECK_EQ(d.st.busy_ns, 2 * (ST1_XFER(8) + ST1_LAT));
+	CHECK_EQ(d.st.transfer_ns, 2 * ST1_XFER(8));
+	CHECK_EQ(d.st.seeks + d.st.seek_ns + d.st.rotation_ns + d.st.cache_hits, 0);
+}
+
+CTEST(flat_random_ios_are_spaced_by_the_iops_cap)
+{
+	struct vd_drive d;
+	u32 i;
+
+	mk(&d, "st1", 1);
+	/* Ten random 4 KiB requests at once overlap, one I/O slot apart. */
+	for (i = 0; i < 10; i++)
+		CHECK_EQ(fsub(&d, region(i), 8, 0, ST1_LAT, ST1_XFER(8)),
+			 i * ST1_IO + ST1_XFER(8) + ST1_LAT);
+	CHECK_EQ(d.st.busy_ns, 9 * ST1_IO + ST1_XFER(8) + ST1_LAT);
+}
+
+CTEST(flat_sequential_requests_merge_into_one_io)
+{
+	struct vd_drive d;
+	u32 i;
+
+	mk(&d, "st1", 1);
+	/* 256 x 4 KiB in a row are one 1 MiB I/O: only the transfers queue. */
+	for (i = 0; i < 256; i++)
+		CHECK_EQ(fsub(&d, 4096 + 8 * i, 8, 0, ST1_LAT, ST1_XFER(8)),
+			 (i + 1) * ST1_XFER(8) + ST1_LAT);
+	/*
+	 * The next one opens a second I/O: its slot is free at 2 ms, but the
+	 * link is busy with the first I/O's transfers until 4 ms.
+	 */
+	CHECK(256 * ST1_XFER(8) > ST1_IO);
+	CHECK_EQ(fsub(&d, 4096 + 2048, 8, 0, ST1_LAT, ST1_XFER(8)),
+		 257 * ST1_XFER(8) + ST1_LAT);
+	/* At 3 ms, one elsewhere is an I/O of its own: its slot is at 4 ms. */
+	CHECK_EQ(fsub(&d, 0, 8, 3 * MS, ST1_LAT, ST1_XFER(8)),
+		 258 * ST1_XFER(8) + ST1_LAT);
+	CHECK_EQ(d.io_next, 3 * ST1_IO);
+}
+
+CTEST(flat_large_request_counts_as_several_ios)
+{
+	struct vd_drive_params p = *prof("st1");
+	struct vd_drive d;
+
+	/* A fast link, so that only the I/O slots pace the requests. */
+	p.media_mbps = p.bus_mbps = 1000000;
+	CHECK_EQ(vd_drive_init(&d, &p, CAP, CAP, 1), 0);
+#define FAST(s)	((u64)(s) * 512000 / 1000000)
+	/* 2.5 MiB: three I/Os, so the next I/O may start 6 ms later. */
+	CHECK_EQ(fsub(&d, 0, 5120, 0, ST1_LAT, FAST(5120)), FAST(5120) + ST1_LAT);
+	CHECK_EQ(d.io_next, 3 * ST1_IO);
+	/* Continuing it fills the third I/O's free half without a slot. */
+	CHECK_EQ(fsub(&d, 5120, 1024, 0, ST1_LAT, FAST(1024)),
+		 FAST(5120) + FAST(1024) + ST1_LAT);
+	CHECK_EQ(d.io_next, 3 * ST1_IO);
+	CHECK_EQ(fsub(&d, 1 << 20, 8, 0, ST1_LAT, FAST(8)),
+		 3 * ST1_IO + FAST(8) + ST1_LAT);
+#undef FAST
+}
+
+CTEST(flat_transfers_share_the_throughput_cap)
+{
+	struct vd_drive d;
+	u64 c = 0;
+	u32 i;
+
+	mk(&d, "nbd", 1);
+	/* No I/O cap: 100 x 128 KiB at once complete at the link's rate. */
+	for (i = 0; i < 100; i++)
+		c = fsub(&d, region(i % 20) + 256 * i, 256, 0, NBD_LAT, NBD_XFER(256));
+	CHECK_EQ(c, 100 * NBD_XFER(256) + NBD_LAT);
+	CHECK_EQ(d.st.busy_ns, c);
+	/* 100 x 128 KiB = 13.1 MB at 117 MB/s, plus one latency. */
+	CHECK_NEAR(c, 13107200.0 / 117e6 * 1e9 + NBD_LAT);
+}
+
+CTEST(flat_requests_overlap_in_flight)
+{
+	struct vd_drive d;
+	u64 c = 0;
+	u32 i;
+
+	mk(&d, "nbd", 1);
+	/* Sixteen 4 KiB requests at once: one latency, not sixteen. */
+	for (i = 0; i < 16; i++)
+		c = fsub(&d, region(i), 8, 0, NBD_LAT, NBD_XFER(8));
+	CHECK_EQ(c, 16 * NBD_XFER(8) + NBD_LAT);
+	/* One at a time, each waits its own latency. */
+	vd_drive_reset(&d);
+	c = 0;
+	for (i = 0; i < 16; i++)
+		c = fsub(&d, region(i), 8, c, NBD_LAT, NBD_XFER(8));
+	CHECK_EQ(c, 16 * (NBD_XFER(8) + NBD_LAT));
+	CHECK_EQ(d.st.busy_ns, c);
+}
+
+CTEST(flat_reset_reproduces_sequence)
+{
+	struct vd_drive d;
+	u64 a[40], c = 0;
+	u32 i;
+
+	mk(&d, "st1", 1);
+	ctest_rng = 0x42ULL;
+	for (i = 0; i < 40; i++)
+		a[i] = c = fsub(&d, ctest_rand(2) ? d.io_end : ctest_rand(CAP / 8) * 8,
+				8, c / 2, ST1_LAT, ST1_XFER(8));
+	vd_drive_reset(&d);
+	CHECK_EQ(d.io_next + d.io_end + d.io_left + d.media_end, 0);
+	c = 0;
+	ctest_rng = 0x42ULL;
+	for (i = 0; i < 40; i++) {
+		c = fsub(&d, ctest_rand(2) ? d.io_end : ctest_rand(CAP / 8) * 8,
+			 8, c / 2, ST1_LAT, ST1_XFER(8));
+		CHECK_EQ(c, a[i]);
+	}
 }
