@@ -314,7 +314,7 @@ static u64 vd_drive_media(struct vd_drive *d, enum vd_dir dir, u64 a, u32 n,
 static u32 vd_flat_ios(struct vd_drive *d, u64 a, u32 n)
 {
 	u32 unit = d->p.io_sectors, left = a == d->io_end ? d->io_left : 0;
-	u32 ios = 0;
+	u32 ios;
 
 	d->io_end = a + n;
 	if (!unit) {
@@ -363,11 +363,11 @@ static u64 vd_flat_submit(struct vd_drive *d, u64 a, u32 n, u64 now,
 u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
 		    u32 sectors, u64 now, u64 *service)
 {
-	u64 s = now > d->busy_until ? now : d->busy_until;
-	u64 t;
+	u64 s, t;
 
 	if (!d->p.rpm)
 		return vd_flat_submit(d, sector, sectors, now, service);
+	s = now > d->busy_until ? now : d->busy_until;
 	d->tick++;
 	if (dir == VD_READ && d->p.nr_segs)
 		t = vd_drive_read(d, sector, sectors, s);
