@@ -351,11 +351,16 @@ static u64 vd_flat_submit(struct vd_drive *d, u64 a, u32 n, u64 now,
 		t = d->media_end;
 	d->media_end = t + xfer;
 	done = d->media_end + d->p.latency_ns;
-	*service = xfer + d->p.latency_ns;
+	/*
+	 * What a request adds to the device's time, as the vdisk glue measures
+	 * a real device's: from its arrival or the previous completion,
+	 * whichever is later.  Behind others in flight, its latency is theirs.
+	 */
+	*service = done - (now > d->busy_until ? now : d->busy_until);
 	d->st.requests++;
 	d->st.transfer_ns += xfer;
-	/* Busy while anything is in flight: the union of the requests' spans. */
-	d->st.busy_ns += done - (t > d->busy_until ? t : d->busy_until);
+	/* So busy while anything is in flight: the union of the spans. */
+	d->st.busy_ns += *service;
 	d->busy_until = done;
 	return done;
 }

@@ -131,7 +131,9 @@ u64 vd_drive_seek_ns(const struct vd_drive_params *p, u64 cyl);
 
 /*
  * Queues a request arriving at @now (ns) behind the ones already queued and
- * returns when it completes; *service gets the time the drive spent on it.
+ * returns when it completes; *service gets the time it added to the drive's:
+ * from its arrival or the previous completion, whichever is later (on a
+ * drive with platters, the time the drive spent on it).
  */
 u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
 		    u32 sectors, u64 now, u64 *service);

@@ -173,6 +173,10 @@ def test_emulate_devices_without_platters(ram, dmname, profile, lat_us, mbps, io
         assert st["queued_max"] > 1
         floor = 99 * 1e6 / iops + lat_us if iops else lat_us
         assert floor - 100 <= st["emu_busy_us"] < 0.9 * 100 * (lat_us + xfer_us)
+        # The model learns what each request added, as a real device's
+        # completion gaps show it: the samples sum to the busy time.
+        assert st["read_samples"] == 100
+        assert abs(100 * st["mean_read_us"] - st["emu_busy_us"]) <= 100
         # Write then read back through it: the data is the RAM disk's.
         write_stamped(d.path, 0, 64, seed=5)
         read_pattern(d.path, range(64), seed=5)
