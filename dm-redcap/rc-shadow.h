@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Portable core of redcap's shadow caches: what the reads a cache receives
+ * would cost the disk with other segment sizes and other amounts of RAM,
+ * measured while the live cache serves them (issue 49, after the virtual
+ * disk paper's simultaneous evaluation).
+ *
+ * A shadow is a plain LRU cache of whole segments without data: a read
+ * touches its segments, and the segments it misses are filled, a run of
+ * consecutive ones as one request, priced by the caller (the virtual disk's
+ * model).  For each of RC_SHADOW_SIZES segment sizes (32 KiB .. 1 MiB) one
+ * LRU list answers for all RC_SHADOW_RAMS amounts of RAM at once (1/2, 1, 2
+ * and 4 times the live cache's): LRU's inclusion property, kept as tiers
+ * (tier i holds the entries a cache of size i would hold beyond those of
+ * size i - 1), so a read costs one lookup per segment and size.
+ *
+ * Cost is bounded by spatial sampling (SHARDS, Waldspurger et al., FAST
+ * 2015): a segment is shadowed only if the hash of its 1 MiB region falls
+ * under the size's rate, 1 in 2^k, and the shadow's capacities shrink by
+ * the same 2^k.  k grows with the RAM so that no size keeps more than
+ * a set number of entries (RC_SHADOW_ENTRIES); a region sampled at a rate is sampled at every
+ * larger rate, so the sizes compare the same regions where they can.  Each
+ * size also sums the bare disk's price of the reads it sampled (given by the
+ * caller), so that its costs read as a fraction of the bare disk's time on
+ * the same reads, whatever its sample.
+ *
+ * Writes are not shadowed: they cost every shadow the same, and a cached
+ * segment a write reaches stays (redcap's update-in-place).
+ *
+ * Locking: none; the caller serialises every call on one struct rc_shadow.
+ * No allocation: rc_shadow_init() carves everything out of one block of
+ * rc_shadow_mem_size() bytes.
+ */
+#ifndef RC_SHADOW_H
+#define RC_SHADOW_H
+
+#include "rc-types.h"
+
+#define RC_SHADOW_SIZES		6	/* 32 KiB << 0 .. 5 */
+#define RC_SHADOW_MIN_SHIFT	6	/* 32 KiB in sectors, as a shift */
+#define RC_SHADOW_RAMS		4	/* 1/2, 1, 2, 4 x the live RAM */
+#define RC_SHADOW_REGION_SHIFT	11	/* sampling regions of 1 MiB */
+#define RC_SHADOW_ENTRIES	8192	/* per size, at four times the RAM */
+#define RC_SHADOW_FULL		0xffffffffu	/* entries: no sampling */
+
+struct rc_shadow_ent {
+	u64 seg;
+	u32 prev, next;		/* in its tier's list, RC_SHADOW_NIL at the ends */
+	u32 hnext;		/* hash chain, or the free list */
+	u8 tier;
+};
+
+struct rc_shadow_cost {
+	u64 misses;		/* segments filled (sampled) */
+	u64 fills;		/* fill requests: runs of missed segments */
+	u64 ns;			/* their price */
+};
+
+struct rc_shadow_size {
+	u32 seg_shift;		/* segment size in sectors, as a shift */
+	u32 rate_shift;		/* 1 region in 2^rate_shift sampled; 32: off */
+	u32 cap[RC_SHADOW_RAMS];	/* entries a cache of each size holds */
+	u32 count[RC_SHADOW_RAMS];	/* entries in each tier */
+	u32 head[RC_SHADOW_RAMS], tail[RC_SHADOW_RAMS];
+	u32 free;
+	u32 hash_mask;
+	u32 *hash;
+	struct rc_shadow_ent *ent;
+	/* Counters (rc_shadow_decay() halves them). */
+	u64 reads;		/* reads (pieces in a sampled region) seen */
+	u64 read_sectors;
+	u64 bare_ns;		/* the bare disk's price of those */
+	struct rc_shadow_cost cost[RC_SHADOW_RAMS];
+};
+
+struct rc_shadow {
+	u64 ram_bytes;
+	u64 bare_ns;		/* the bare disk's price of every read */
+	struct rc_shadow_size sz[RC_SHADOW_SIZES];
+};
+
+/*
+ * Prices a read of @sectors at seek @distance on the disk (ns); false if it
+ * cannot (no model yet).
+ */
+typedef bool rc_shadow_price_fn(void *ctx, s64 distance, u32 sectors, u64 *ns);
+
+/*
+ * Bytes rc_shadow_init() needs for shadows of a cache of @ram_bytes, each
+ * size keeping up to @entries (>= 4; RC_SHADOW_FULL: as many as unsampled
+ * shadows need), or 0 if an argument is out of range.
+ */
+size_t rc_shadow_mem_size(u64 ram_bytes, u32 entries);
+
+/*
+ * Empty shadows in @mem (rc_shadow_mem_size() bytes, 8-byte aligned).  A
+ * size whose half-RAM cache would hold no segment is off (rate_shift 32).
+ * Returns 0, or -1 if an argument is out of range.
+ */
+int rc_shadow_init(struct rc_shadow *sh, void *mem, u64 ram_bytes, u32 entries);
+
+/* Forgets every entry and counter. */
+void rc_shadow_reset(struct rc_shadow *sh);
+
+/*
+ * A read of @sectors at @sector that the bare disk would serve at seek
+ * @distance for @bare_ns: every size that samples a region it touches
+ * shadows the piece in that region.  A piece the price function cannot
+ * price costs 0 and is counted all the same.
+ */
+void rc_shadow_read(struct rc_shadow *sh, u64 sector, u32 sectors, s64 distance,
+		    u64 bare_ns, rc_shadow_price_fn *price, void *ctx);
+
+/* Halves every counter: the recent past weighs as much as all before it. */
+void rc_shadow_decay(struct rc_shadow *sh);
+
+/*
+ * The disk time of shadow (@size, @ram) as parts per million of the bare
+ * disk's time on the same reads; false while that size has seen no priced
+ * read.
+ */
+bool rc_shadow_ppm(const struct rc_shadow *sh, u32 size, u32 ram, u64 *ppm);
+
+/* Segment bytes of shadow size @size; the RAM of @ram in bytes. */
+static inline u64 rc_shadow_seg_bytes(u32 size)
+{
+	return 32768ULL << size;
+}
+
+static inline u64 rc_shadow_ram_bytes(const struct rc_shadow *sh, u32 ram)
+{
+	return (sh->ram_bytes << ram) >> 1;
+}
+
+#endif
