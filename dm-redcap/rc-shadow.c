@@ -101,11 +101,23 @@ int rc_shadow_init(struct rc_shadow *sh, void *mem, u64 ram_bytes, u32 entries)
 	return 0;
 }
 
+void rc_shadow_reset_stats(struct rc_shadow *sh)
+{
+	u32 i;
+
+	sh->bare_ns = 0;
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		struct rc_shadow_size *z = &sh->sz[i];
+
+		memset(z->cost, 0, sizeof(z->cost));
+		z->reads = z->read_sectors = z->bare_ns = 0;
+	}
+}
+
 void rc_shadow_reset(struct rc_shadow *sh)
 {
 	u32 i, j, r, n;
 
-	sh->bare_ns = 0;
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
 		struct rc_shadow_size *z = &sh->sz[i];
 
@@ -118,10 +130,10 @@ void rc_shadow_reset(struct rc_shadow *sh)
 		for (r = 0; r < RC_SHADOW_RAMS; r++) {
 			z->count[r] = 0;
 			z->head[r] = z->tail[r] = RC_SHADOW_NIL;
-			z->cost[r] = (struct rc_shadow_cost){ 0 };
+			z->nr_ends[r] = z->next_end[r] = 0;
 		}
-		z->reads = z->read_sectors = z->bare_ns = 0;
 	}
+	rc_shadow_reset_stats(sh);
 }
 
 /* Entries tier @r may hold: those of its RAM beyond the smaller one's. */
@@ -241,15 +253,46 @@ static u64 rc_shadow_price(struct rc_shadow_memo *m, u32 j, u32 run, s64 distanc
 	return m->ns[j];
 }
 
+static u64 rc_shadow_abs(s64 d)
+{
+	return d < 0 ? -(u64)d : (u64)d;
+}
+
+/*
+ * The distance of a fill of RAM @r from @start: from the nearest of its
+ * last fills' ends, or @d (the read's), whichever is nearer.
+ */
+static s64 rc_shadow_distance(const struct rc_shadow_size *z, u32 r, u64 start, s64 d)
+{
+	s64 e;
+	u32 i;
+
+	/* Newest first: on a tie, the newer end (the read's before either). */
+	for (i = 0; i < z->nr_ends[r]; i++) {
+		e = (s64)(start - z->end[r][(z->next_end[r] + RC_SHADOW_ENDS - 1 - i) %
+					    RC_SHADOW_ENDS]);
+		if (rc_shadow_abs(e) < rc_shadow_abs(d))
+			d = e;
+	}
+	return d;
+}
+
+static void rc_shadow_note_end(struct rc_shadow_size *z, u32 r, u64 end)
+{
+	z->end[r][z->next_end[r]] = end;
+	z->next_end[r] = (z->next_end[r] + 1) % RC_SHADOW_ENDS;
+	if (z->nr_ends[r] < RC_SHADOW_ENDS)
+		z->nr_ends[r]++;
+}
+
 /*
  * Piece [@a, @b) of a read, in one region, on size @z; @d is its distance
- * on the bare disk.  Each RAM fills its runs of missed segments, the first
- * from where the piece began, the next ones skipping the segments it held.
+ * on the bare disk.  Each RAM fills its runs of missed segments.
  */
 static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 bare_ns,
 			    rc_shadow_price_fn *price, void *ctx)
 {
-	u64 first = a >> z->seg_shift, last = (b - 1) >> z->seg_shift, start, end;
+	u64 first = a >> z->seg_shift, last = (b - 1) >> z->seg_shift, start;
 	u32 n = (u32)(last - first + 1), j, r, run;
 	u8 tier[RC_SHADOW_MAX_SEGS];
 	struct rc_shadow_memo memo;
@@ -264,7 +307,6 @@ static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 b
 	for (r = 0; r < RC_SHADOW_RAMS; r++) {
 		struct rc_shadow_cost *c = &z->cost[r];
 
-		end = 0;
 		for (j = 0; j < n; j += run) {
 			for (run = 0; j + run < n && tier[j + run] > r; run++)
 				;
@@ -273,8 +315,8 @@ static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 b
 				continue;
 			}
 			start = (first + j) << z->seg_shift;
-			dist = end ? (s64)(start - end) : d + (s64)(start - a);
-			end = (first + j + run) << z->seg_shift;
+			dist = rc_shadow_distance(z, r, start, d + (s64)(start - a));
+			rc_shadow_note_end(z, r, (first + j + run) << z->seg_shift);
 			c->misses += run;
 			c->fills++;
 			c->ns += rc_shadow_price(&memo, j, run, dist, run << z->seg_shift,

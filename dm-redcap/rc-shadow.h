@@ -8,7 +8,10 @@
  * A shadow is a plain LRU cache of whole segments without data: a read
  * touches its segments, and the segments it misses are filled, a run of
  * consecutive ones as one request, priced by the caller (the virtual disk's
- * model).  For each of RC_SHADOW_SIZES segment sizes (32 KiB .. 1 MiB) one
+ * model) at a seek distance: from the nearest of the shadow's last
+ * RC_SHADOW_ENDS fill ends, or from where the read would have found the
+ * bare disk's head, whichever is nearer (a stream's fills follow each
+ * other; a sampled region's first fill follows the stream's reads).  For each of RC_SHADOW_SIZES segment sizes (32 KiB .. 1 MiB) one
  * LRU list answers for all RC_SHADOW_RAMS amounts of RAM at once (1/2, 1, 2
  * and 4 times the live cache's): LRU's inclusion property, kept as tiers
  * (tier i holds the entries a cache of size i would hold beyond those of
@@ -42,6 +45,7 @@
 #define RC_SHADOW_REGION_SHIFT	11	/* sampling regions of 1 MiB */
 #define RC_SHADOW_ENTRIES	8192	/* per size, at four times the RAM */
 #define RC_SHADOW_FULL		0xffffffffu	/* entries: no sampling */
+#define RC_SHADOW_ENDS		4	/* fill ends a fill's distance is taken from */
 
 struct rc_shadow_ent {
 	u64 seg;
@@ -71,6 +75,9 @@ struct rc_shadow_size {
 	u64 read_sectors;
 	u64 bare_ns;		/* the bare disk's price of those */
 	struct rc_shadow_cost cost[RC_SHADOW_RAMS];
+	/* Where each RAM's last fills ended, for the next one's distance. */
+	u64 end[RC_SHADOW_RAMS][RC_SHADOW_ENDS];
+	u8 nr_ends[RC_SHADOW_RAMS], next_end[RC_SHADOW_RAMS];
 };
 
 struct rc_shadow {
@@ -101,6 +108,9 @@ int rc_shadow_init(struct rc_shadow *sh, void *mem, u64 ram_bytes, u32 entries);
 
 /* Forgets every entry and counter. */
 void rc_shadow_reset(struct rc_shadow *sh);
+
+/* Zeroes the counters; what the shadows hold stays. */
+void rc_shadow_reset_stats(struct rc_shadow *sh);
 
 /*
  * A read of @sectors at @sector that the bare disk would serve at seek

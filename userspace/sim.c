@@ -254,6 +254,8 @@ struct sim {
 	void *cache_mem;
 	struct rc_hot hot;		/* HDC's counts, as the glue keeps them */
 	void *hot_mem;
+	struct rc_shadow shadow;	/* the shadows of the reads received */
+	void *shadow_mem;
 	/* HDC's worker, as the glue's (redcap_hdc_work()) */
 	u32 hdc_periods;		/* hot_periods when it last chose */
 	u64 *hdc_queue;			/* the chosen segments, by LBA */
@@ -429,13 +431,29 @@ static int add_waiter(struct sim *s, u32 idx, u32 req, u64 sector, u32 sectors)
 	return 0;
 }
 
-/* rc_map_read()'s prices: a request played on one of the two virtual disks (the glue's). */
-static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+/* A shadow's fill, priced by the model (the glue's redcap_shadow_price()). */
+static bool shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 {
 	struct sim *s = ctx;
 
-	return vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
-			   sectors, now, ns);
+	return vd_model_estimate(s->model, VD_READ, distance, sectors, ns);
+}
+
+/*
+ * rc_map_read()'s prices: a request played on one of the two virtual disks
+ * (the glue's); the read received goes to the shadows with its bare price.
+ */
+static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	struct sim *s = ctx;
+	bool ok;
+
+	ok = vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
+			 sectors, now, ns);
+	if (vd == RC_VD_BARE)
+		rc_shadow_read(&s->shadow, sector, sectors, s->vdisk.distance, *ns,
+			       shadow_price, s);
+	return ok;
 }
 
 /*
@@ -851,12 +869,26 @@ static int model_setup(struct sim *s, const struct vd_model *from,
 	return 0;
 }
 
+static void shadow_result(const struct rc_shadow *sh, struct sim_result *r)
+{
+	u32 i, k;
+
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		r->shadow[i].rate_shift = sh->sz[i].rate_shift;
+		for (k = 0; k < RC_SHADOW_RAMS; k++) {
+			r->shadow[i].ok[k] = rc_shadow_ppm(sh, i, k, &r->shadow[i].ppm[k]);
+			r->shadow[i].misses[k] = sh->sz[i].cost[k].misses;
+		}
+	}
+}
+
 static int cache_setup(struct sim *s)
 {
 	const struct sim_config *c = s->c;
 	size_t i;
 
 	u64 regions = (s->capacity + c->seg_sectors - 1) / c->seg_sectors;
+	u64 cache_bytes = (u64)c->nr_segs * c->seg_sectors * 512;
 
 	s->cache_mem = malloc(sizeof(*s->cache) + rc_cache_mem_size(c->nr_segs));
 	s->hot_mem = calloc(1, rc_hot_mem_size(regions, rc_hot_slots_for(c->nr_segs)));
@@ -864,6 +896,10 @@ static int cache_setup(struct sim *s)
 	s->wait_tail = malloc(c->nr_segs * sizeof(*s->wait_tail));
 	if (!s->cache_mem || !s->hot_mem || !s->wait_head || !s->wait_tail)
 		return oom(s);
+	s->shadow_mem = malloc(rc_shadow_mem_size(cache_bytes, RC_SHADOW_ENTRIES));
+	if (!s->shadow_mem)
+		return oom(s);
+	rc_shadow_init(&s->shadow, s->shadow_mem, cache_bytes, RC_SHADOW_ENTRIES);
 	s->cache = s->cache_mem;
 	if (rc_cache_init(s->cache, (char *)s->cache_mem + sizeof(*s->cache), c->nr_segs,
 			  (u32)__builtin_ctz(c->seg_sectors), 0)) {
@@ -916,6 +952,8 @@ static void warm_done(struct sim *s)
 		rc_reset_counters(s->cache);
 	vd_vdisk_reset_stats(&s->vdisk);
 	vd_vdisk_reset_stats(&s->vdisk_cache);
+	if (s->cache)
+		rc_shadow_reset_stats(&s->shadow);
 }
 
 int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_config *c,
@@ -974,6 +1012,7 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		r->hdc_max = rc_hdc_max(s.cache);
 		r->hot_periods = s.cache->hot_periods;
 		r->active = rc_active(s.cache);
+		shadow_result(&s.shadow, r);
 	}
 	ret = 0;
 out:
@@ -982,6 +1021,7 @@ out:
 	free(s.w);
 	free(s.q);
 	free(s.cache_mem);
+	free(s.shadow_mem);
 	free(s.hot_mem);
 	free(s.hdc_queue);
 	free(s.hdc_top);

@@ -63,6 +63,7 @@
 
 #include "rc-types.h"
 #include "rc-args.h"
+#include "rc-shadow.h"
 #include "vd-drive.h"
 #include "vd-model.h"
 #include "trace.h"
@@ -115,6 +116,16 @@ struct sim_result {
 	u32 segments_valid, segments_ghost;
 	u32 hdc_pinned, hdc_max, hot_periods;	/* HDC's, at the end */
 	bool active;			/* the cache's state at the end */
+	/*
+	 * The shadow caches of the reads received (rc-shadow.h), as the
+	 * glue keeps them: segment sizes by amounts of the cache's RAM.
+	 */
+	struct sim_shadow {
+		u32 rate_shift;		/* 1 region in 2^rate_shift; 32: off */
+		bool ok[RC_SHADOW_RAMS];
+		u64 ppm[RC_SHADOW_RAMS];	/* disk time, of the bare disk's */
+		u64 misses[RC_SHADOW_RAMS];	/* sampled */
+	} shadow[RC_SHADOW_SIZES];
 };
 
 /* The disk a trace is replayed on. */

@@ -96,6 +96,52 @@ static void policy_json(json_object *st, const struct sim_result *r)
 	}
 }
 
+/* The shadows' disk time as a share of the bare disk's: "12.3 %", or "-". */
+static const char *shadow_cell(const struct sim_shadow *z, u32 k, char *buf, size_t n)
+{
+	if (!z->ok[k])
+		return "-";
+	snprintf(buf, n, "%.1f %%", z->ppm[k] / 1e4);
+	return buf;
+}
+
+/* The RAM of shadow @k for config @c, e.g. "32M". */
+static void shadow_ram(const struct sim_config *c, u32 k, char *buf, size_t n)
+{
+	u64 b = ((u64)c->nr_segs * c->seg_sectors * 512 << k) >> 1;
+
+	if (b % (1 << 30) == 0)
+		snprintf(buf, n, "%lluG", (unsigned long long)(b >> 30));
+	else if (b % (1 << 20) == 0)
+		snprintf(buf, n, "%lluM", (unsigned long long)(b >> 20));
+	else
+		snprintf(buf, n, "%lluK", (unsigned long long)(b >> 10));
+}
+
+static json_object *shadows_json(const struct sim_config *c, const struct sim_result *r)
+{
+	json_object *arr = json_object_new_array(), *o;
+	char ram[32];
+	u32 i, k;
+
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		for (k = 0; k < RC_SHADOW_RAMS; k++) {
+			const struct sim_shadow *z = &r->shadow[i];
+
+			o = json_object_new_object();
+			put_u64(o, "segment_bytes", rc_shadow_seg_bytes(i));
+			shadow_ram(c, k, ram, sizeof(ram));
+			put_str(o, "ram", ram);
+			put_u64(o, "sampled_1_in", z->rate_shift < 32 ? 1ULL << z->rate_shift : 0);
+			json_object_object_add(o, "disk_time_of_bare", z->ok[k] ?
+					       json_object_new_double(z->ppm[k] / 1e6) : NULL);
+			put_u64(o, "misses", z->misses[k]);
+			json_object_array_add(arr, o);
+		}
+	}
+	return arr;
+}
+
 static json_object *result_json(const struct sim_config *c, const struct sim_result *r)
 {
 	json_object *o = json_object_new_object(), *st;
@@ -128,7 +174,37 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	put_u64(st, "vdisk_unestimated", r->vdisk.unestimated);
 	policy_json(st, r);
 	json_object_object_add(o, "stats", st);
+	json_object_object_add(o, "shadows", shadows_json(c, r));
 	return o;
+}
+
+/*
+ * Each cache config's shadows: the disk time of a plain LRU segment cache
+ * of each segment size and RAM, as a share of the bare disk's.
+ */
+static void print_shadows(const struct sim_config *c, const struct sim_result *r, int n)
+{
+	char buf[RC_SHADOW_RAMS][32];
+	u32 i, k;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		if (c[j].bare)
+			continue;
+		printf("\nshadows of %s: disk time of an LRU cache, of the bare disk's\n",
+		       c[j].spec);
+		for (k = 0; k < RC_SHADOW_RAMS; k++)
+			shadow_ram(&c[j], k, buf[k], sizeof(buf[k]));
+		printf("%-9s %9s %9s %9s %9s\n", "segment", buf[0], buf[1], buf[2], buf[3]);
+		for (i = 0; i < RC_SHADOW_SIZES; i++) {
+			printf("%-9s", i < 5 ? (const char *[]){ "32K", "64K", "128K", "256K",
+							      "512K" }[i] : "1M");
+			for (k = 0; k < RC_SHADOW_RAMS; k++)
+				printf(" %9s", shadow_cell(&r[j].shadow[i], k, buf[k],
+							   sizeof(buf[k])));
+			printf("\n");
+		}
+	}
 }
 
 static void print_table(const char *disk, u64 capacity, const struct trace *t,
@@ -261,7 +337,7 @@ struct sim_args {
 	const char *path, *warm_path, *disk, *model_file, *save_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
-	bool json, frozen, drive_cache;
+	bool json, frozen, drive_cache, shadows;
 	int n;
 	struct sim_config *configs;
 };
@@ -313,6 +389,9 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	case 'D':
 		a->drive_cache = true;
 		break;
+	case 'S':
+		a->shadows = true;
+		break;
 	}
 }
 
@@ -329,6 +408,7 @@ const struct option simulate_options[] = {
 	{ "capacity", required_argument, NULL, 'C' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "shadows", no_argument, NULL, 'S' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -434,6 +514,8 @@ int cmd_simulate(int argc, char **argv)
 		json_object_put(top);
 	} else {
 		print_table(a.disk ? a.disk : a.model_file, a.capacity, &t, configs, results, a.n);
+		if (a.shadows)
+			print_shadows(configs, results, a.n);
 	}
 	trace_free(&t);
 	trace_free(&warm);
