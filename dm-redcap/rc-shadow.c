@@ -42,7 +42,7 @@ static void rc_shadow_geometry(struct rc_shadow_size *z, u32 i, u64 ram_bytes,
 			       u32 entries)
 {
 	u64 base = ram_bytes >> (RC_SHADOW_MIN_SHIFT + 9 + i), s;
-	u32 k = 0, r;
+	u32 k = entries == RC_SHADOW_FULL ? 0 : RC_SHADOW_MIN_RATE, r;
 
 	while ((base >> k) > entries / 4)
 		k++;

@@ -214,9 +214,12 @@ static u64 bare_price(s64 d, u32 sectors)
 CTEST(geometry_of_the_default_cache)
 {
 	struct rc_shadow *sh = mk(64ULL << 20, RC_SHADOW_ENTRIES);
-	/* 64 MiB: 2048 segments of 32 KiB, 64 of 1 MiB: none sampled. */
-	static const u32 rate[RC_SHADOW_SIZES] = { 0, 0, 0, 0, 0, 0 };
-	static const u32 cap1[RC_SHADOW_SIZES] = { 2048, 1024, 512, 256, 128, 64 };
+	/*
+	 * 64 MiB: 2048 segments of 32 KiB, 64 of 1 MiB, each size sampled at
+	 * the floor of 1 region in 4 (the cost of a read: RC_SHADOW_MIN_RATE).
+	 */
+	static const u32 rate[RC_SHADOW_SIZES] = { 2, 2, 2, 2, 2, 2 };
+	static const u32 cap1[RC_SHADOW_SIZES] = { 512, 256, 128, 64, 32, 16 };
 	u32 i;
 
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
@@ -383,8 +386,9 @@ CTEST(regions_sampled_at_a_rate_are_sampled_at_every_larger_one)
 	u64 region, seen[RC_SHADOW_SIZES] = { 0 };
 	u32 i;
 
-	for (i = 1; i < RC_SHADOW_SIZES; i++)
-		CHECK_EQ(sh->sz[i].rate_shift + 1, sh->sz[i - 1].rate_shift);
+	/* 1 in 64 at 32 KiB, then half as sparse a size, down to the floor. */
+	for (i = 0; i < RC_SHADOW_SIZES; i++)
+		CHECK_EQ(sh->sz[i].rate_shift, i < 4 ? 6 - i : RC_SHADOW_MIN_RATE);
 	for (region = 0; region < 1 << 16; region++) {
 		bool in[RC_SHADOW_SIZES];
 
