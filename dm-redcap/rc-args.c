@@ -122,6 +122,7 @@ static const struct rc_verb rc_msgs[RC_MSG_NR] = {
 	[RC_MSG_UNPIN] = { "unpin", 1, RC_PIN_MAX },
 	[RC_MSG_CHOSEN] = { "chosen", 0, 1 },
 	[RC_MSG_PREFILL] = { "prefill", 1, RC_PIN_MAX },
+	[RC_MSG_SHADOWS] = { "shadows", 0, 0 },
 };
 
 const char *rc_msg_name(enum rc_msg_verb verb)

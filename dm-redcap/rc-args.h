@@ -41,7 +41,7 @@ int rc_write_policy_parse(const char *name);
 enum rc_msg_verb {
 	RC_MSG_STATS, RC_MSG_RESET_STATS, RC_MSG_DROP_CACHE, RC_MSG_POLICY,
 	RC_MSG_WRITE_POLICY, RC_MSG_ESTIMATOR, RC_MSG_SET, RC_MSG_HOT,
-	RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN, RC_MSG_PREFILL, RC_MSG_NR,
+	RC_MSG_PIN, RC_MSG_UNPIN, RC_MSG_CHOSEN, RC_MSG_PREFILL, RC_MSG_SHADOWS, RC_MSG_NR,
 };
 
 /* The first word of message @verb ("policy", "drop_cache", ...). */

@@ -23,6 +23,7 @@
 #include <linux/sort.h>
 
 #include "rc-args.h"
+#include "rc-shadow.h"
 #include "vdisk.h"
 
 #define DM_MSG_PREFIX "redcap"
@@ -288,6 +289,15 @@ struct redcap_cache {
 
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
+	/*
+	 * The shadow caches of the reads received (rc-shadow.h), in
+	 * shadow_mem, under lock; halved when hot_periods moves from
+	 * shadow_period (HDC's period: the last one weighs as much as all
+	 * before it).
+	 */
+	struct rc_shadow shadow;
+	void *shadow_mem;
+	u32 shadow_period;
 	/*
 	 * HDC's chosen set, by LBA (the core's rc_hdc_want()), replaced under
 	 * hdc_lock and lock (the worker's choice, prefill), its generation,
@@ -686,13 +696,35 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bo
 				    bio_sectors(bio), now, &ns);
 }
 
-/* rc_map_read()'s prices: a request played on one of the two virtual disks. */
-static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+/* A shadow's fill, priced by the model (cc->lock held). */
+static bool redcap_shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 {
 	struct redcap_c *rc = ctx;
 
-	return redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &rc->cc->vdisk : &rc->cc->vdisk_cache,
-				   VD_READ, sector, sectors, now, ns);
+	return rc->vm_api->estimate(rc->vm, VD_READ, distance, sectors, ns);
+}
+
+/*
+ * rc_map_read()'s prices: a request played on one of the two virtual
+ * disks.  The read received goes to the shadows with its bare price.
+ */
+static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	struct redcap_c *rc = ctx;
+	struct redcap_cache *cc = rc->cc;
+	bool ok;
+
+	ok = redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &cc->vdisk : &cc->vdisk_cache,
+				 VD_READ, sector, sectors, now, ns);
+	if (vd == RC_VD_BARE && rc->vm) {
+		if (cc->shadow_period != cc->cache->hot_periods) {
+			cc->shadow_period = cc->cache->hot_periods;
+			rc_shadow_decay(&cc->shadow);
+		}
+		rc_shadow_read(&cc->shadow, sector, sectors, cc->vdisk.distance, *ns,
+			       redcap_shadow_price, rc);
+	}
+	return ok;
 }
 
 /*
@@ -1769,6 +1801,7 @@ static void redcap_cache_free(struct redcap_cache *cc)
 	redcap_free_pages(cc);
 	kvfree(cc->ents);
 	kvfree(cc->hot_mem);
+	kvfree(cc->shadow_mem);
 	kvfree(cc->hdc_chosen);
 	kvfree(cc->core_mem);
 	kfree(cc->cache);
@@ -1801,6 +1834,7 @@ static u64 redcap_hot_regions(const struct redcap_cache *cc)
 static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 {
 	size_t i, nr_pages = (size_t)cc->nr_segs * cc->pages_per_seg;
+	u64 ram;
 
 	ti->error = "Cannot allocate cache memory";
 	/* More than half of RAM would starve the system before failing. */
@@ -1842,6 +1876,14 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 		return -ENOMEM;
 	rc_hot_init(&cc->hot, cc->hot_mem, redcap_hot_regions(cc), rc_hot_slots_for(cc->nr_segs));
 	rc_hot_attach(cc->cache, &cc->hot, ktime_get_ns());
+
+	ram = (u64)cc->nr_segs * cc->seg_sectors << SECTOR_SHIFT;
+	cc->shadow_mem = kvmalloc(rc_shadow_mem_size(ram, RC_SHADOW_ENTRIES),
+				  GFP_KERNEL | __GFP_NOWARN);
+	if (!cc->shadow_mem)
+		return -ENOMEM;
+	rc_shadow_init(&cc->shadow, cc->shadow_mem, ram, RC_SHADOW_ENTRIES);
+	cc->shadow_period = cc->cache->hot_periods;
 
 	if (bioset_init(&cc->bs, REDCAP_FILL_POOL, offsetof(struct redcap_fill, bio),
 			BIOSET_NEED_BVECS)) {
@@ -2406,6 +2448,50 @@ static void redcap_msg_reset_stats(struct redcap_cache *cc)
 	rc_reset_counters(cc->cache);
 	vd_vdisk_reset_stats(&cc->vdisk);
 	vd_vdisk_reset_stats(&cc->vdisk_cache);
+	rc_shadow_reset_stats(&cc->shadow);
+}
+
+static const char *const redcap_shadow_rams[RC_SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
+
+/*
+ * shadows: what the reads received would have cost the disk with other
+ * segment sizes and RAM (docs/redcap.rst), as parts per million of their
+ * price on the bare disk; a shadow that has priced nothing is left out.
+ */
+static int redcap_msg_shadows(struct redcap_cache *cc, char *result, unsigned int maxlen)
+{
+	struct rc_shadow_size *z;
+	unsigned int sz = 0;
+	unsigned long flags;
+	u64 reads[RC_SHADOW_SIZES], ppm[RC_SHADOW_SIZES][RC_SHADOW_RAMS], bare;
+	bool ok[RC_SHADOW_SIZES][RC_SHADOW_RAMS];
+	u32 rate[RC_SHADOW_SIZES], i, k;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	bare = cc->shadow.bare_ns;
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		z = &cc->shadow.sz[i];
+		reads[i] = z->reads;
+		rate[i] = z->rate_shift;
+		for (k = 0; k < RC_SHADOW_RAMS; k++)
+			ok[i][k] = rc_shadow_ppm(&cc->shadow, i, k, &ppm[i][k]);
+	}
+	spin_unlock_irqrestore(&cc->lock, flags);
+
+	DMEMIT("shadow_ram=%llu\nshadow_bare_us=%llu\n", cc->shadow.ram_bytes, redcap_us(bare));
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		u64 kib = rc_shadow_seg_bytes(i) >> 10;
+
+		if (rate[i] >= 32)
+			continue;
+		DMEMIT("shadow_%lluk_sampled=%u\nshadow_%lluk_reads=%llu\n", kib, 1u << rate[i],
+		       kib, reads[i]);
+		for (k = 0; k < RC_SHADOW_RAMS; k++)
+			if (ok[i][k])
+				DMEMIT("shadow_%lluk_%s=%llu\n", kib, redcap_shadow_rams[k],
+				       ppm[i][k]);
+	}
+	return 1;
 }
 
 static int redcap_msg_drop_cache(struct redcap_c *rc)
@@ -2426,6 +2512,10 @@ static int redcap_msg_drop_cache(struct redcap_c *rc)
 	if (r)
 		DMERR("drop_cache: write-back failed (%d): dirty segments stay", r);
 
+	/* The shadows stand for this cache with other geometries: empty too. */
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_shadow_reset(&cc->shadow);
+	spin_unlock_irqrestore(&cc->lock, flags);
 	for (;;) {
 		spin_lock_irqsave(&cc->lock, flags);
 		done = rc_drop_some(cc->cache, REDCAP_WALK_CHUNK);
@@ -2474,6 +2564,8 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return redcap_msg_pin(rc, m.verb == RC_MSG_PIN, argc - 1, argv + 1);
 	case RC_MSG_CHOSEN:
 		return redcap_msg_chosen(cc, m.uvalue, result, maxlen);
+	case RC_MSG_SHADOWS:
+		return redcap_msg_shadows(cc, result, maxlen);
 	case RC_MSG_PREFILL:
 		return redcap_msg_prefill(rc, argc - 1, argv + 1, result, maxlen);
 	case RC_MSG_ESTIMATOR:

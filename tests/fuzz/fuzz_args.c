@@ -341,6 +341,7 @@ static void fuzz(struct words *w)
 		[RC_MSG_UNPIN] = { "unpin", ~0u },
 		[RC_MSG_CHOSEN] = { "chosen", 1 },
 		[RC_MSG_PREFILL] = { "prefill", ~0u },
+		[RC_MSG_SHADOWS] = { "shadows", 0 },
 	};
 	static const struct {
 		const char *key;
