@@ -54,6 +54,31 @@ static json_object *bypass_json(const struct bypass *b)
 	return o;
 }
 
+static json_object *shadows_json(const struct shadows *h)
+{
+	static const char *const rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
+	json_object *o = json_object_new_object(), *a = json_object_new_array(), *z, *t;
+	int i, r;
+
+	add(o, "bare_disk_time_us", ju64(h->bare_us));
+	for (i = 0; i < SHADOW_SIZES; i++) {
+		if (!h->size[i].sampled)
+			continue;
+		z = json_object_new_object();
+		t = json_object_new_object();
+		add(z, "segment_bytes", ju64(h->size[i].segment_bytes));
+		add(z, "sampled_1_in", ju64(h->size[i].sampled));
+		add(z, "reads", ju64(h->size[i].reads));
+		for (r = 0; r < SHADOW_RAMS; r++)
+			if (h->size[i].ok[r])
+				add(t, rams[r], json_object_new_double(h->size[i].ppm[r] / 1e6));
+		add(z, "disk_time_of_bare", t);
+		json_object_array_add(a, z);
+	}
+	add(o, "sizes", a);
+	return o;
+}
+
 json_object *stack_json(const struct stack_stats *s)
 {
 	json_object *o = json_object_new_object(), *m;
@@ -128,6 +153,8 @@ json_object *stack_json(const struct stack_stats *s)
 	add(m, "read_samples", ju64(s->model_read_samples));
 	add(m, "write_samples", ju64(s->model_write_samples));
 	add(o, "model", m);
+	if (s->shadows.have)
+		add(o, "shadows", shadows_json(&s->shadows));
 	return o;
 }
 

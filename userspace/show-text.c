@@ -17,6 +17,35 @@
 #include "show.h"
 
 
+/*
+ * The RAM advice: the disk's time with half, twice and four times the RAM,
+ * against now, from the shadows of the stack's own segment size.
+ */
+static void shadows_text(const struct shadows *h)
+{
+	static const char *const name[SHADOW_RAMS] = { "half", "", "twice", "four times" };
+	int r;
+
+	if (!h->have)
+		return;
+	if (h->live < 0) {
+		printf("  advice:     none for this segment size (shadows: 32 KiB to 1 MiB)\n");
+		return;
+	}
+	if (!h->size[h->live].ok[1] || !h->size[h->live].ppm[1]) {
+		printf("  advice:     no reads priced yet\n");
+		return;
+	}
+	printf("  advice:     the disk's time with");
+	for (r = 0; r < SHADOW_RAMS; r++) {
+		if (r == 1 || !h->size[h->live].ok[r])
+			continue;
+		printf("%s %s the RAM %+.1f %%", r ? "," : "", name[r],
+		       100.0 * ((double)h->size[h->live].ppm[r] / h->size[h->live].ppm[1] - 1));
+	}
+	printf(" (an LRU's, now %.1f %% of the bare disk's)\n", h->size[h->live].ppm[1] / 1e4);
+}
+
 void stack_text(const struct stack_stats *s)
 {
 	const struct bypass *b = &s->bypassed;
@@ -66,6 +95,7 @@ void stack_text(const struct stack_stats *s)
 		       s->model_read_samples, s->model_write_samples);
 	else
 		printf("  model:      none (created with --no-model)\n");
+	shadows_text(&s->shadows);
 }
 
 void list_text(const struct stack_stats *s, size_t n)

@@ -26,6 +26,7 @@
 #include "dmctl.h"
 #include "metrics.h"
 #include "redcapctl.h"
+#include "kv.h"
 #include "show.h"
 
 static uint64_t sv(const struct stack *k, const char *key)
@@ -144,6 +145,54 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->model_write_samples = stats_u64(v, &k->vst, "write_samples", 0, UINT64_MAX);
 }
 
+/*
+ * The target's shadows, for status' advice: none without a model, or from
+ * a module that does not answer "shadows" (loaded before an upgrade).
+ */
+static void stack_shadows(const struct stack *k, struct stack_stats *s)
+{
+	struct shadows *h = &s->shadows;
+	static const char *const rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
+	char *text, *p, *key, *val = NULL, what[16];
+	unsigned int kib, i, r;
+	int n, got;
+
+	*h = (struct shadows){ .live = -1 };
+	if (s->linear || !s->has_model || dm_send(&k->dev, "shadows", &text))
+		return;
+	h->have = true;
+	for (i = 0; i < SHADOW_SIZES; i++) {
+		h->size[i].segment_bytes = 32768ULL << i;
+		if (h->size[i].segment_bytes == s->segment_bytes)
+			h->live = (int)i;
+	}
+	for (p = text; (got = kv_next(&p, &key, &val));) {
+		uint64_t v;
+
+		if (got < 0)
+			continue;
+		v = strtoull(val, NULL, 10);
+		if (!strcmp(key, "shadow_bare_us"))
+			h->bare_us = v;
+		if (sscanf(key, "shadow_%uk_%15s%n", &kib, what, &n) != 2 || key[n])
+			continue;
+		for (i = 0; i < SHADOW_SIZES && h->size[i].segment_bytes != kib * 1024ULL; i++)
+			;
+		if (i == SHADOW_SIZES)
+			continue;
+		if (!strcmp(what, "sampled"))
+			h->size[i].sampled = v;
+		else if (!strcmp(what, "reads"))
+			h->size[i].reads = v;
+		for (r = 0; r < SHADOW_RAMS; r++)
+			if (!strcmp(what, rams[r])) {
+				h->size[i].ok[r] = true;
+				h->size[i].ppm[r] = v;
+			}
+	}
+	free(text);
+}
+
 /* list's and status' options. */
 const struct option list_options[] = {
 	{ "json", no_argument, NULL, 'j' },
@@ -199,6 +248,7 @@ int cmd_status(int argc, char **argv)
 	if (stack_load(argv[i], &k))
 		return 1;
 	stack_stats(&k, &s);
+	stack_shadows(&k, &s);
 	if (json)
 		json_print(stack_json(&s), false);
 	else

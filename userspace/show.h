@@ -16,6 +16,24 @@ struct bypass {
 	uint64_t inactive, busy, caware, budget, held, nomem, joined, write;
 };
 
+/*
+ * The target's shadow caches (its "shadows" answer): for each segment size
+ * and half, once, twice and four times the cache's RAM, the disk time of
+ * an LRU cache of that shape as parts per million of the bare disk's.
+ */
+#define SHADOW_SIZES	6
+#define SHADOW_RAMS	4
+struct shadows {
+	bool have;			/* the target answered (status only) */
+	uint64_t bare_us;		/* the model's price of the reads, bare */
+	int live;			/* the size of the stack's segments, or -1 */
+	struct {
+		uint64_t segment_bytes, sampled, reads;
+		bool ok[SHADOW_RAMS];
+		uint64_t ppm[SHADOW_RAMS];
+	} size[SHADOW_SIZES];
+};
+
 /* A stack as list and status show it: its geometry, state and counters. */
 struct stack_stats {
 	const char *name, *origin;
@@ -39,6 +57,7 @@ struct stack_stats {
 	const char *model_device, *model_mode;
 	bool model_learning;
 	uint64_t model_cells_filled, model_read_samples, model_write_samples;
+	struct shadows shadows;		/* status: the RAM advice */
 };
 
 /* The counters of one stats sample, at time t. */

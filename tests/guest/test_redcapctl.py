@@ -169,6 +169,10 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
         "fill_bytes": 65536, "fill_errors": 0, "hit_ratio": 15 / 16}
     assert st["state_reason"] == "policy always: every read miss fills the cache"
     assert st["model"]["device"] == f"{name}-vd" and st["model"]["mode"] == "measure"
+    # the shadows of 8 MiB: every size, 1 MiB region 0 sampled (one in
+    # four), the 16 reads after drop-cache shadowed at each
+    assert [(z["segment_bytes"], z["sampled_1_in"], z["reads"])
+            for z in st["shadows"]["sizes"]] == [(32768 << i, 4, 16) for i in range(6)]
 
     human = ok("status", name).stdout.splitlines()
     assert human[0] == f"{name}: {mapper}"
@@ -180,6 +184,7 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     assert human[6] == ("  reads:      16: 15 hits, 0 hits after a wait, 1 misses, 0 bypassed, "
                         "0 resent")
     assert human[8] == "  hit ratio:  93.8 %"
+    assert [x for x in human if x.startswith("  advice:     ")], human
 
     lst = valid(json.loads(ok("list", "--json").stdout))
     assert [s["name"] for s in lst["stacks"]] == [name]
@@ -213,7 +218,7 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
     assert (st["policy"], st["estimator"], st["prefetch"]) == ("adaptive+caware", "spk", "8")
     assert f"{name}-vd" not in dm_devices()
     st = valid(json.loads(ok("status", name, "--json").stdout))
-    assert st["model"] is None and st["estimator"] == "spk"
+    assert st["model"] is None and st["estimator"] == "spk" and "shadows" not in st
     assert ok("status", name).stdout.splitlines()[-1] == \
         "  model:      none (created with --no-model)"
     r = rctl("set", name, "estimator=vdisk")
