@@ -21,9 +21,11 @@
  * 2015): a segment is shadowed only if the hash of its 1 MiB region falls
  * under the size's rate, 1 in 2^k, and the shadow's capacities shrink by
  * the same 2^k.  k is at least RC_SHADOW_MIN_RATE, which bounds what a
- * read costs (tests/bench/shadow-cost.c: 118 ns on the host for 64 MiB,
- * 430 unsampled), and grows with the RAM so that no size keeps more than a
- * set number of entries (RC_SHADOW_ENTRIES); a region sampled at a rate is sampled at every
+ * read costs (tests/bench/shadow-cost.c: 21 ns on the host for 64 MiB,
+ * 118 at 1 in 4, 430 unsampled; tests/bench/hit-overhead.sh: 5 % of a
+ * cache hit's path under icount, 15 % at 1 in 4), and grows with the RAM
+ * so that no size keeps more than a set number of entries
+ * (RC_SHADOW_ENTRIES); a region sampled at a rate is sampled at every
  * larger rate, so the sizes compare the same regions where they can.  Each
  * size also sums the bare disk's price of the reads it sampled (given by the
  * caller), so that its costs read as a fraction of the bare disk's time on
@@ -47,7 +49,7 @@
 #define RC_SHADOW_REGION_SHIFT	11	/* sampling regions of 1 MiB */
 #define RC_SHADOW_ENTRIES	8192	/* per size, at four times the RAM */
 #define RC_SHADOW_FULL		0xffffffffu	/* entries: no sampling */
-#define RC_SHADOW_MIN_RATE	2	/* sampled: at most 1 region in 4 (a read's cost) */
+#define RC_SHADOW_MIN_RATE	5	/* sampled: at most 1 region in 32 (a read's cost) */
 #define RC_SHADOW_ENDS		4	/* fill ends a fill's distance is taken from */
 
 struct rc_shadow_ent {

@@ -1,19 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """The shadow caches (issue 49): the shadows message says what the reads
 redcap received would have cost the disk with other segment sizes and
-RAM.  A loop over 12 MiB through an 8 MiB cache over a pinned model: the
-shadows with 8 MiB or less miss every pass, those with 16 and 32 MiB only
-the first; the sampled reads are exactly those of the regions the hash
-picks; reset_stats zeroes them; a stack without a model has none."""
+RAM.  A loop over 96 MiB through a 64 MiB cache over a pinned model: the
+shadows with 64 MiB or less miss every pass, those with 128 and 256 MiB
+only the first; the sampled reads are exactly those of the regions the
+hash picks; reset_stats zeroes them; a stack without a model has none."""
 import pytest
 
 from dmtest import Dm, brd_device, dev_sectors, read_pattern, write_stamped
 from test_redcap_policies import PRICES_7200, pinned_disk
 
-SEG, NSEGS = 256, 64            # 8 MiB of 128 KiB segments
+SEG, NSEGS = 256, 512           # 64 MiB of 128 KiB segments
 RAM = SEG * NSEGS * 512
 SEED = 4949
-BRD_MIB = 64
+BRD_MIB = 128
+RATE = 5                        # 1 region in 32: rc-shadow.h's RC_SHADOW_MIN_RATE
 REGION = 2048                   # sectors: the shadows' 1 MiB sampling regions
 SIZES_K = [32, 64, 128, 256, 512, 1024]
 M64 = (1 << 64) - 1
@@ -35,9 +36,9 @@ def sampled(region, rate_shift):
 
 def loop_start(nregions, want):
     """The first region of @nregions consecutive ones of which exactly
-    @want are sampled at 1 in 4."""
+    @want are sampled at 1 in 32."""
     for r0 in range(BRD_MIB - nregions):
-        if sum(sampled(r, 2) for r in range(r0, r0 + nregions)) == want:
+        if sum(sampled(r, RATE) for r in range(r0, r0 + nregions)) == want:
             return r0
     raise AssertionError("no such run of regions")
 
@@ -55,8 +56,8 @@ def ram():
 
 
 def test_shadows_of_a_loop_larger_than_the_ram(ram, dmname):
-    r0 = loop_start(12, 3)
-    blocks = range(r0 * 256, (r0 + 12) * 256, 32)      # 128 KiB reads, in 4 KiB blocks
+    r0 = loop_start(96, 3)
+    blocks = range(r0 * 256, (r0 + 96) * 256, 32)      # 128 KiB reads, in 4 KiB blocks
     with pinned_disk(ram, "shd", "hdd7200", PRICES_7200) as (_, meas), \
             Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
                "2 policy always") as rc:
@@ -64,10 +65,10 @@ def test_shadows_of_a_loop_larger_than_the_ram(ram, dmname):
         st = shadows(rc)
         assert st["shadow_ram"] == RAM
         assert st["shadow_bare_us"] == 0
-        # 8 MiB: every size sampled at 1 in 4 (the floor); 1 MiB segments:
-        # 8 of them, 2 sampled, one in the half-RAM shadow
+        # 64 MiB: every size sampled at 1 in 32 (the floor); 1 MiB
+        # segments: 64 of them, 2 sampled, one in the half-RAM shadow
         for k in SIZES_K:
-            assert st[f"shadow_{k}k_sampled"] == 4
+            assert st[f"shadow_{k}k_sampled"] == 32
             assert st[f"shadow_{k}k_reads"] == 0
         for _ in range(3):
             read_pattern(rc.path, blocks, SEED, bs=128 * 1024)
@@ -79,9 +80,9 @@ def test_shadows_of_a_loop_larger_than_the_ram(ram, dmname):
             half, x1, x2, x4 = (st[f"shadow_{k}k_{r}"] for r in ("half", "x1", "x2", "x4"))
             # LRU's inclusion: more RAM never costs more
             assert half >= x1 >= x2 >= x4, (k, half, x1, x2, x4)
-            # 3 sampled regions a pass, scaled down by 4 like the RAM: 24
-            # of 16 sampled 128 KiB segments in the 8 MiB shadow (a loop
-            # larger than an LRU misses every pass), 32 in the 16 MiB one
+            # 3 sampled regions a pass, scaled down by 32 like the RAM: 24
+            # of 16 sampled 128 KiB segments in the 64 MiB shadow (a loop
+            # larger than an LRU misses every pass), 32 in the 128 MiB one
             # (only the first pass misses); so at every size
             assert half == x1 and x2 == x4 and x1 > 2.5 * x2, (k, half, x1, x2, x4)
         rc.message("reset_stats")

@@ -216,10 +216,10 @@ CTEST(geometry_of_the_default_cache)
 	struct rc_shadow *sh = mk(64ULL << 20, RC_SHADOW_ENTRIES);
 	/*
 	 * 64 MiB: 2048 segments of 32 KiB, 64 of 1 MiB, each size sampled at
-	 * the floor of 1 region in 4 (the cost of a read: RC_SHADOW_MIN_RATE).
+	 * the floor of 1 region in 32 (the cost of a read: RC_SHADOW_MIN_RATE).
 	 */
-	static const u32 rate[RC_SHADOW_SIZES] = { 2, 2, 2, 2, 2, 2 };
-	static const u32 cap1[RC_SHADOW_SIZES] = { 512, 256, 128, 64, 32, 16 };
+	static const u32 rate[RC_SHADOW_SIZES] = { 5, 5, 5, 5, 5, 5 };
+	static const u32 cap1[RC_SHADOW_SIZES] = { 64, 32, 16, 8, 4, 2 };
 	u32 i;
 
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
@@ -386,9 +386,9 @@ CTEST(regions_sampled_at_a_rate_are_sampled_at_every_larger_one)
 	u64 region, seen[RC_SHADOW_SIZES] = { 0 };
 	u32 i;
 
-	/* 1 in 64 at 32 KiB, then half as sparse a size, down to the floor. */
+	/* 1 in 64 at 32 KiB, then the floor of 1 in 32. */
 	for (i = 0; i < RC_SHADOW_SIZES; i++)
-		CHECK_EQ(sh->sz[i].rate_shift, i < 4 ? 6 - i : RC_SHADOW_MIN_RATE);
+		CHECK_EQ(sh->sz[i].rate_shift, i ? RC_SHADOW_MIN_RATE : 6);
 	for (region = 0; region < 1 << 16; region++) {
 		bool in[RC_SHADOW_SIZES];
 
@@ -410,14 +410,15 @@ CTEST(regions_sampled_at_a_rate_are_sampled_at_every_larger_one)
 }
 
 /*
- * The sampled shadows of a 1 GiB cache (up to 8192 entries a size: 1 region
- * in 16 at 32 KiB, every one at 256 KiB and up) against the unsampled ones,
- * on four workloads of 400,000 reads over 64 GiB: the disk time of every
- * size and RAM as a share of the bare disk's, within SAMPLED_ERR points.
- * The worst (4.6) is the loop over 3 GiB at 32 KiB: its misses are as many
- * as the sampled share of its 3072 regions, 180 of the 192 expected.
+ * The sampled shadows of a 1 GiB cache (up to 8192 entries a size, at
+ * least 1 region in 32 sampled: 1 in 32 at every size here) against the
+ * unsampled ones, on four workloads of 400,000 reads over 64 GiB: the disk
+ * time of every size and RAM as a share of the bare disk's, within
+ * SAMPLED_ERR points.  The worst (8.1) is the Zipf load at 1 MiB: its
+ * 32 GiB of files are 32,768 regions, of which a sample of 1,024 holds
+ * more or fewer of the popular ones.  (At 1 in 4, 4.6.)
  */
-#define SAMPLED_ERR	5.0
+#define SAMPLED_ERR	8.5
 
 CTEST(sampled_shadows_predict_the_unsampled_ones)
 {
