@@ -22,7 +22,7 @@
  * under the size's rate, 1 in 2^k, and the shadow's capacities shrink by
  * the same 2^k.  k is at least RC_SHADOW_MIN_RATE, which bounds what a
  * read costs (tests/bench/shadow-cost.c: 21 ns on the host for 64 MiB,
- * 118 at 1 in 4, 430 unsampled; tests/bench/hit-overhead.sh: 5 % of a
+ * 118 at 1 in 4, 430 unsampled; tests/bench/overhead.sh, "hit": 5 % of a
  * cache hit's path under icount, 15 % at 1 in 4), and grows with the RAM
  * so that no size keeps more than a set number of entries
  * (RC_SHADOW_ENTRIES); a region sampled at a rate is sampled at every

@@ -2,6 +2,10 @@
 # Fast-device overhead of redcap (policy off) and vdisk (measure) against
 # dm-linear: 4 KiB random O_DIRECT reads on a loop device over tmpfs, all in
 # one guest run, alternating configurations, median of the repetitions.
+# "hit": redcap over the vdisk, every read a hit (64 MiB read through a
+# 64 MiB cache, warmed first): what the hit path costs, the model's pricing
+# and the shadow caches included.  Under icount (--icount) IOPS count
+# instructions: run it in the guests of two builds to price a change.
 # Runs in the guest:  tests/vm/run -- sh tests/bench/overhead.sh [reps] [seconds]
 set -eu
 reps=${1:-5}
@@ -21,11 +25,13 @@ mk() {	# <name> <table>
 mk ov-linear "linear $loop 0"
 mk ov-redcap "redcap $loop 256 64 2 policy off"
 mk ov-vdisk "vdisk $loop"
+mk ov-hit "redcap /dev/mapper/ov-vdisk 256 512 2 policy always"
+dd if=/dev/mapper/ov-hit of=/dev/null bs=128k count=512 iflag=direct status=none
 
-iops() {	# <device> -> IOPS
+iops() {	# <device> [size] -> IOPS
 	fio --name=ov --filename="$1" --direct=1 --ioengine=psync --rw=randread --bs=4k \
-		--time_based --runtime="$secs" --randseed=5 --output-format=terse --terse-version=3 |
-		awk -F';' '{ print $8 }'
+		${2:+--size=$2} --time_based --runtime="$secs" --randseed=5 --output-format=terse \
+		--terse-version=3 | awk -F';' '{ print $8 }'
 }
 
 echo "config rep iops"
@@ -34,8 +40,10 @@ while [ "$r" -le "$reps" ]; do
 	for c in linear redcap vdisk; do
 		echo "$c $r $(iops /dev/mapper/ov-$c)"
 	done
+	echo "hit $r $(iops /dev/mapper/ov-hit 64m)"
 	r=$((r + 1))
 done
-dmsetup remove ov-linear ov-redcap ov-vdisk
+dmsetup message ov-hit 0 stats | grep -E '^(reads|read_hits|read_misses)='
+dmsetup remove ov-hit ov-linear ov-redcap ov-vdisk
 losetup -d "$loop"
 umount "$dir"
