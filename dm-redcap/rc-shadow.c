@@ -110,7 +110,7 @@ void rc_shadow_reset_stats(struct rc_shadow *sh)
 		struct rc_shadow_size *z = &sh->sz[i];
 
 		memset(z->cost, 0, sizeof(z->cost));
-		z->reads = z->read_sectors = z->bare_ns = 0;
+		z->reads = 0;
 	}
 }
 
@@ -289,7 +289,7 @@ static void rc_shadow_note_end(struct rc_shadow_size *z, u32 r, u64 end)
  * Piece [@a, @b) of a read, in one region, on size @z; @d is its distance
  * on the bare disk.  Each RAM fills its runs of missed segments.
  */
-static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 bare_ns,
+static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d,
 			    rc_shadow_price_fn *price, void *ctx)
 {
 	u64 first = a >> z->seg_shift, last = (b - 1) >> z->seg_shift, start;
@@ -302,8 +302,6 @@ static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 b
 	for (j = 0; j < n; j++)
 		tier[j] = (u8)rc_shadow_touch(z, first + j);
 	z->reads++;
-	z->read_sectors += b - a;
-	z->bare_ns += bare_ns;
 	for (r = 0; r < RC_SHADOW_RAMS; r++) {
 		struct rc_shadow_cost *c = &z->cost[r];
 
@@ -328,7 +326,7 @@ static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d, u64 b
 void rc_shadow_read(struct rc_shadow *sh, u64 sector, u32 sectors, s64 distance,
 		    u64 bare_ns, rc_shadow_price_fn *price, void *ctx)
 {
-	u64 a = sector, end = sector + sectors, b, region, piece_ns;
+	u64 a = sector, end = sector + sectors, b, region;
 	u32 h, i;
 
 	sh->bare_ns += bare_ns;
@@ -338,14 +336,13 @@ void rc_shadow_read(struct rc_shadow *sh, u64 sector, u32 sectors, s64 distance,
 		if (b > end)
 			b = end;
 		h = rc_shadow_hash(region);
-		piece_ns = sectors ? rc_div64(bare_ns * (b - a), sectors) : 0;
 		for (i = 0; i < RC_SHADOW_SIZES; i++) {
 			struct rc_shadow_size *z = &sh->sz[i];
 
 			if (z->rate_shift >= 32 ||
 			    (z->rate_shift && h >> (32 - z->rate_shift)))
 				continue;
-			rc_shadow_piece(z, a, b, a == sector ? distance : 0, piece_ns,
+			rc_shadow_piece(z, a, b, a == sector ? distance : 0,
 					price, ctx);
 		}
 	}
@@ -360,8 +357,6 @@ void rc_shadow_decay(struct rc_shadow *sh)
 		struct rc_shadow_size *z = &sh->sz[i];
 
 		z->reads >>= 1;
-		z->read_sectors >>= 1;
-		z->bare_ns >>= 1;
 		for (r = 0; r < RC_SHADOW_RAMS; r++) {
 			z->cost[r].misses >>= 1;
 			z->cost[r].fills >>= 1;

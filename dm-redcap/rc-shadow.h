@@ -26,10 +26,11 @@
  * cache hit's path under icount, 15 % at 1 in 4), and grows with the RAM
  * so that no size keeps more than a set number of entries
  * (RC_SHADOW_ENTRIES); a region sampled at a rate is sampled at every
- * larger rate, so the sizes compare the same regions where they can.  Each
- * size also sums the bare disk's price of the reads it sampled (given by the
- * caller), so that its costs read as a fraction of the bare disk's time on
- * the same reads, whatever its sample.
+ * larger rate, so the sizes compare the same regions where they can.  A
+ * size's cost, scaled up by its rate, reads as a share of the bare disk's
+ * price of every read (given by the caller): a sample short of the popular
+ * regions, whose reads are hits, does not read as a cache that misses
+ * (SHARDS' adjustment, in cost).
  *
  * Writes are not shadowed: they cost every shadow the same, and a cached
  * segment a write reaches stays (redcap's update-in-place).
@@ -77,8 +78,6 @@ struct rc_shadow_size {
 	struct rc_shadow_ent *ent;
 	/* Counters (rc_shadow_decay() halves them). */
 	u64 reads;		/* reads (pieces in a sampled region) seen */
-	u64 read_sectors;
-	u64 bare_ns;		/* the bare disk's price of those */
 	struct rc_shadow_cost cost[RC_SHADOW_RAMS];
 	/* Where each RAM's last fills ended, for the next one's distance. */
 	u64 end[RC_SHADOW_RAMS][RC_SHADOW_ENDS];

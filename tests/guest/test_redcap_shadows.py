@@ -5,6 +5,8 @@ RAM.  A loop over 96 MiB through a 64 MiB cache over a pinned model: the
 shadows with 64 MiB or less miss every pass, those with 128 and 256 MiB
 only the first; the sampled reads are exactly those of the regions the
 hash picks; reset_stats zeroes them; a stack without a model has none."""
+import time
+
 import pytest
 
 from dmtest import Dm, brd_device, dev_sectors, read_pattern, write_stamped
@@ -85,6 +87,22 @@ def test_shadows_of_a_loop_larger_than_the_ram(ram, dmname):
             # larger than an LRU misses every pass), 32 in the 128 MiB one
             # (only the first pass misses); so at every size
             assert half == x1 and x2 == x4 and x1 > 2.5 * x2, (k, half, x1, x2, x4)
+        # an HDC period's end halves the counters: read where no shadow
+        # samples (region 2) once the period is over, and once more
+        assert not sampled(2, RATE)
+        rc.message("set", "hot_period", "1")
+        time.sleep(1.1)
+        for _ in range(2):
+            read_pattern(rc.path, [2 * 256], SEED)
+        rc.message("set", "hot_period", "3600")
+        st2 = shadows(rc)
+        for k in SIZES_K:
+            assert st2[f"shadow_{k}k_reads"] == 36, k
+            # a ratio: cost and bare price halved alike, the two reads' price
+            # added to the bare side only
+            assert 0.97 * st[f"shadow_{k}k_x1"] <= st2[f"shadow_{k}k_x1"] \
+                <= st[f"shadow_{k}k_x1"], k
+        assert st2["shadow_bare_us"] < st["shadow_bare_us"]
         rc.message("reset_stats")
         st = shadows(rc)
         assert st["shadow_bare_us"] == 0
