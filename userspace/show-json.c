@@ -56,7 +56,6 @@ static json_object *bypass_json(const struct bypass *b)
 
 static json_object *shadows_json(const struct shadows *h)
 {
-	static const char *const rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
 	json_object *o = json_object_new_object(), *a = json_object_new_array(), *z, *t;
 	int i, r;
 
@@ -71,7 +70,7 @@ static json_object *shadows_json(const struct shadows *h)
 		add(z, "reads", ju64(h->size[i].reads));
 		for (r = 0; r < SHADOW_RAMS; r++)
 			if (h->size[i].ok[r])
-				add(t, rams[r], json_object_new_double(h->size[i].ppm[r] / 1e6));
+				add(t, shadow_rams[r], json_object_new_double(h->size[i].ppm[r] / 1e6));
 		add(z, "disk_time_of_bare", t);
 		json_object_array_add(a, z);
 	}

@@ -145,6 +145,8 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->model_write_samples = stats_u64(v, &k->vst, "write_samples", 0, UINT64_MAX);
 }
 
+const char *const shadow_rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
+
 /*
  * The target's shadows, for status' advice: none without a model, or from
  * a module that does not answer "shadows" (loaded before an upgrade).
@@ -152,7 +154,6 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 static void stack_shadows(const struct stack *k, struct stack_stats *s)
 {
 	struct shadows *h = &s->shadows;
-	static const char *const rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };
 	char *text, *p, *key, *val = NULL, what[16];
 	unsigned int kib, i, r;
 	int n, got;
@@ -185,7 +186,7 @@ static void stack_shadows(const struct stack *k, struct stack_stats *s)
 		else if (!strcmp(what, "reads"))
 			h->size[i].reads = v;
 		for (r = 0; r < SHADOW_RAMS; r++)
-			if (!strcmp(what, rams[r])) {
+			if (!strcmp(what, shadow_rams[r])) {
 				h->size[i].ok[r] = true;
 				h->size[i].ppm[r] = v;
 			}

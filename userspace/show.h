@@ -34,6 +34,9 @@ struct shadows {
 	} size[SHADOW_SIZES];
 };
 
+/* The target's names of the shadows' RAM: half, x1, x2, x4. */
+extern const char *const shadow_rams[SHADOW_RAMS];
+
 /* A stack as list and status show it: its geometry, state and counters. */
 struct stack_stats {
 	const char *name, *origin;

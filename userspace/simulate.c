@@ -105,23 +105,15 @@ static const char *shadow_cell(const struct sim_shadow *z, u32 k, char *buf, siz
 	return buf;
 }
 
-/* The RAM of shadow @k for config @c, e.g. "32M". */
-static void shadow_ram(const struct sim_config *c, u32 k, char *buf, size_t n)
+/* The RAM of shadow @k for config @c: half, once, twice, four times its own. */
+static u64 shadow_ram(const struct sim_config *c, u32 k)
 {
-	u64 b = ((u64)c->nr_segs * c->seg_sectors * 512 << k) >> 1;
-
-	if (b % (1 << 30) == 0)
-		snprintf(buf, n, "%lluG", (unsigned long long)(b >> 30));
-	else if (b % (1 << 20) == 0)
-		snprintf(buf, n, "%lluM", (unsigned long long)(b >> 20));
-	else
-		snprintf(buf, n, "%lluK", (unsigned long long)(b >> 10));
+	return ((u64)c->nr_segs * c->seg_sectors * 512 << k) >> 1;
 }
 
 static json_object *shadows_json(const struct sim_config *c, const struct sim_result *r)
 {
 	json_object *arr = json_object_new_array(), *o;
-	char ram[32];
 	u32 i, k;
 
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
@@ -130,8 +122,7 @@ static json_object *shadows_json(const struct sim_config *c, const struct sim_re
 
 			o = json_object_new_object();
 			put_u64(o, "segment_bytes", rc_shadow_seg_bytes(i));
-			shadow_ram(c, k, ram, sizeof(ram));
-			put_str(o, "ram", ram);
+			put_u64(o, "ram_bytes", shadow_ram(c, k));
 			put_u64(o, "sampled_1_in", z->rate_shift < 32 ? 1ULL << z->rate_shift : 0);
 			json_object_object_add(o, "disk_time_of_bare", z->ok[k] ?
 					       json_object_new_double(z->ppm[k] / 1e6) : NULL);
@@ -194,11 +185,10 @@ static void print_shadows(const struct sim_config *c, const struct sim_result *r
 		printf("\nshadows of %s: disk time of an LRU cache, of the bare disk's\n",
 		       c[j].spec);
 		for (k = 0; k < RC_SHADOW_RAMS; k++)
-			shadow_ram(&c[j], k, buf[k], sizeof(buf[k]));
+			fmt_size(shadow_ram(&c[j], k), buf[k], sizeof(buf[k]));
 		printf("%-9s %9s %9s %9s %9s\n", "segment", buf[0], buf[1], buf[2], buf[3]);
 		for (i = 0; i < RC_SHADOW_SIZES; i++) {
-			printf("%-9s", i < 5 ? (const char *[]){ "32K", "64K", "128K", "256K",
-							      "512K" }[i] : "1M");
+			printf("%-9s", fmt_size(rc_shadow_seg_bytes(i), buf[0], sizeof(buf[0])));
 			for (k = 0; k < RC_SHADOW_RAMS; k++)
 				printf(" %9s", shadow_cell(&r[j].shadow[i], k, buf[k],
 							   sizeof(buf[k])));

@@ -28,7 +28,6 @@ import importlib.util
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
@@ -66,16 +65,15 @@ def check(workload, procs, disk, res):
     out = []
     for policy in POLICIES:
         live = by[cfg(LIVE_MIB, LIVE_KIB, policy)]
-        shadow = {(s["segment_bytes"] >> 10, s["ram"]): s["disk_time_of_bare"]
+        shadow = {(s["segment_bytes"] >> 10, s["ram_bytes"]): s["disk_time_of_bare"]
                   for s in live["shadows"]}
-        ram_name = {r: (f"{int(LIVE_MIB * r)}M" if LIVE_MIB * r >= 1 else
-                        f"{int(LIVE_MIB * r * 1024)}K") for r in RAMS}
+        ram_bytes = {r: int(LIVE_MIB * r * ss.MiB) for r in RAMS}
         meas = {}
         for ram in RAMS:
             meas[(LIVE_KIB, ram)] = by[cfg(LIVE_MIB * ram, LIVE_KIB, policy)]["disk_busy_s"] / bare
         for kib in SIZES_KIB:
             meas[(kib, 1)] = by[cfg(LIVE_MIB, kib, policy)]["disk_busy_s"] / bare
-        pred = {(kib, ram): shadow.get((kib, ram_name[ram])) for kib, ram in meas}
+        pred = {(kib, ram): shadow.get((kib, ram_bytes[ram])) for kib, ram in meas}
         base_p, base_m = pred[(LIVE_KIB, 1)], meas[(LIVE_KIB, 1)]
         for (kib, ram), m in sorted(meas.items()):
             p = pred[(kib, ram)]
@@ -133,10 +131,7 @@ def main():
     ap.add_argument("--lkr-layout", default=os.path.join(TOP, "build", "bench-sim",
                                                          "lkr-layout.csv"))
     args = ap.parse_args()
-    if not os.path.exists(args.lkr_layout):
-        ss.subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "lkr-layout.py"),
-                           "--out", args.lkr_layout], check=True)
-    layout = ss.load_layout(args.lkr_layout)
+    layout = ss.lkr_layout(args.lkr_layout)
     disks = ["hdd7200"] if args.quick else list(ss.DISKS)
     procs_all = [1, 4] if args.quick else [1, 4, 16]
     records = []

@@ -5,13 +5,14 @@
  * with a price function that costs next to nothing (the kernel's asks the
  * latency model, under its lock).
  *
- *   gcc -O2 -Iinclude -Idm-redcap tests/bench/shadow-cost.c dm-redcap/rc-shadow.c \
+ *   gcc -O2 -Iinclude -Idm-redcap -Itests/host tests/bench/shadow-cost.c dm-redcap/rc-shadow.c \
  *       -o build/shadow-cost && build/shadow-cost 64 1024 16384
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "ctest.h"		/* its reproducible random numbers */
 #include "rc-shadow.h"
 
 static bool price(void *ctx, s64 d, u32 sectors, u64 *ns)
@@ -19,16 +20,6 @@ static bool price(void *ctx, s64 d, u32 sectors, u64 *ns)
 	(void)ctx;
 	*ns = 1000 + (u64)(d < 0 ? -d : d) / 16 + sectors * 10;
 	return true;
-}
-
-static u64 rng = 88172645463325252ULL;
-
-static u64 rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
 }
 
 int main(int argc, char **argv)
@@ -47,7 +38,7 @@ int main(int argc, char **argv)
 			return 1;
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		for (j = 0; j < n; j++) {
-			sector = j % 2 ? rnd() % (span / 8) * 8 : rnd() % ((ram >> 9) * 2 / 8) * 8;
+			sector = j % 2 ? ctest_rand64() % (span / 8) * 8 : ctest_rand64() % ((ram >> 9) * 2 / 8) * 8;
 			rc_shadow_read(&sh, sector, 8, 12345, 5000000, price, NULL);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &b);

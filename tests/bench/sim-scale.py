@@ -257,6 +257,14 @@ def load_layout(path):
     return image, events
 
 
+def lkr_layout(path):
+    """The LKR tree's layout in @path, made by lkr-layout.py if it is not there."""
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "lkr-layout.py"),
+                        "--out", path], check=True)
+    return load_layout(path)
+
+
 def lkr_requests(layout, proc):
     image, events = layout
     base = FILE_GAP // SECTOR + proc * ((image + FILE_GAP) // SECTOR)
@@ -514,10 +522,7 @@ def main():
     ap.add_argument("--lkr-layout", default=os.path.join(TOP, "build", "bench-sim",
                                                          "lkr-layout.csv"))
     args = ap.parse_args()
-    if not os.path.exists(args.lkr_layout):
-        subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "lkr-layout.py"),
-                        "--out", args.lkr_layout], check=True)
-    layout = load_layout(args.lkr_layout)
+    layout = lkr_layout(args.lkr_layout)
     procs_all = [1, 4] if args.quick else PROCS
     records = []
     t0 = time.monotonic()
