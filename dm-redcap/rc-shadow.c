@@ -14,17 +14,6 @@ static size_t rc_shadow_align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* A 64-bit finaliser: regions and segments both spread evenly. */
-static u32 rc_shadow_hash(u64 x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return (u32)x;
-}
-
 static u32 rc_shadow_pow2(u32 n)
 {
 	u32 p = 1;
@@ -49,8 +38,10 @@ static void rc_shadow_geometry(struct rc_shadow_size *z, u32 i, u64 ram_bytes,
 	s = base >> k;
 	z->seg_shift = RC_SHADOW_MIN_SHIFT + i;
 	z->rate_shift = s >= 2 ? k : 32;
-	for (r = 0; r < RC_SHADOW_RAMS; r++)
+	for (r = 0; r < RC_SHADOW_RAMS; r++) {
 		z->cap[r] = z->rate_shift == 32 ? 0 : (u32)((s << r) >> 1);
+		z->tier_cap[r] = z->cap[r] - (r ? z->cap[r - 1] : 0);
+	}
 }
 
 /* An unsampled shadow's entries fit a u32 index up to 2^29 (16 TiB). */
@@ -58,6 +49,12 @@ static bool rc_shadow_args_ok(u64 ram_bytes, u32 entries)
 {
 	return ram_bytes && entries >= 4 &&
 	       (entries != RC_SHADOW_FULL || ram_bytes >> (RC_SHADOW_MIN_SHIFT + 9) <= 1u << 27);
+}
+
+/* Fill counts of size @i: by RAM, run length and distance class. */
+static u32 rc_shadow_nr_counts(u32 i)
+{
+	return RC_SHADOW_RAMS * (RC_SHADOW_MAX_SEGS >> i) * RC_SHADOW_CLASSES;
 }
 
 size_t rc_shadow_mem_size(u64 ram_bytes, u32 entries)
@@ -73,6 +70,7 @@ size_t rc_shadow_mem_size(u64 ram_bytes, u32 entries)
 		n = z.cap[RC_SHADOW_RAMS - 1];
 		sz += rc_shadow_align8((size_t)n * sizeof(struct rc_shadow_ent));
 		sz += rc_shadow_align8((size_t)rc_shadow_pow2(n) * sizeof(u32));
+		sz += (size_t)rc_shadow_nr_counts(i) * sizeof(u32);
 	}
 	return sz;
 }
@@ -86,6 +84,7 @@ int rc_shadow_init(struct rc_shadow *sh, void *mem, u64 ram_bytes, u32 entries)
 		return -1;
 	memset(sh, 0, sizeof(*sh));
 	sh->ram_bytes = ram_bytes;
+	sh->min_rate = 32;
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
 		struct rc_shadow_size *z = &sh->sz[i];
 
@@ -96,7 +95,14 @@ int rc_shadow_init(struct rc_shadow *sh, void *mem, u64 ram_bytes, u32 entries)
 		z->hash = (u32 *)p;
 		z->hash_mask = rc_shadow_pow2(n) - 1;
 		p += rc_shadow_align8((size_t)(z->hash_mask + 1) * sizeof(u32));
+		z->runs = RC_SHADOW_MAX_SEGS >> i;
+		z->counts = sh->nr_counts;
+		sh->nr_counts += rc_shadow_nr_counts(i);
+		if (z->rate_shift < sh->min_rate)
+			sh->min_rate = z->rate_shift;
 	}
+	/* The counts last: the rest stays 8-byte aligned. */
+	sh->counts = (u32 *)p;
 	rc_shadow_reset(sh);
 	return 0;
 }
@@ -106,12 +112,9 @@ void rc_shadow_reset_stats(struct rc_shadow *sh)
 	u32 i;
 
 	sh->bare_ns = 0;
-	for (i = 0; i < RC_SHADOW_SIZES; i++) {
-		struct rc_shadow_size *z = &sh->sz[i];
-
-		memset(z->cost, 0, sizeof(z->cost));
-		z->reads = 0;
-	}
+	memset(sh->counts, 0, rc_shadow_counts_bytes(sh));
+	for (i = 0; i < RC_SHADOW_SIZES; i++)
+		sh->sz[i].reads = 0;
 }
 
 void rc_shadow_reset(struct rc_shadow *sh)
@@ -130,19 +133,13 @@ void rc_shadow_reset(struct rc_shadow *sh)
 		for (r = 0; r < RC_SHADOW_RAMS; r++) {
 			z->count[r] = 0;
 			z->head[r] = z->tail[r] = RC_SHADOW_NIL;
-			z->nr_ends[r] = z->next_end[r] = 0;
+			z->nr_ends[r] = 0;
 		}
 	}
 	rc_shadow_reset_stats(sh);
 }
 
-/* Entries tier @r may hold: those of its RAM beyond the smaller one's. */
-static u32 rc_shadow_tier_cap(const struct rc_shadow_size *z, u32 r)
-{
-	return z->cap[r] - (r ? z->cap[r - 1] : 0);
-}
-
-static void rc_shadow_unlink(struct rc_shadow_size *z, u32 e)
+static inline void rc_shadow_unlink(struct rc_shadow_size *z, u32 e)
 {
 	struct rc_shadow_ent *x = &z->ent[e];
 
@@ -157,7 +154,7 @@ static void rc_shadow_unlink(struct rc_shadow_size *z, u32 e)
 	z->count[x->tier]--;
 }
 
-static void rc_shadow_push(struct rc_shadow_size *z, u32 e, u32 tier)
+static inline void rc_shadow_push(struct rc_shadow_size *z, u32 e, u32 tier)
 {
 	struct rc_shadow_ent *x = &z->ent[e];
 
@@ -174,7 +171,8 @@ static void rc_shadow_push(struct rc_shadow_size *z, u32 e, u32 tier)
 
 static u32 *rc_shadow_bucket(struct rc_shadow_size *z, u64 seg)
 {
-	return &z->hash[rc_shadow_hash(seg) & z->hash_mask];
+	/* Fibonacci hashing: a region's consecutive segments spread. */
+	return &z->hash[(u32)((seg * 0x9e3779b97f4a7c15ULL) >> 32) & z->hash_mask];
 }
 
 /* Takes @e out of the cache (the LRU end of the last tier) onto the free list. */
@@ -218,39 +216,15 @@ static u32 rc_shadow_touch(struct rc_shadow_size *z, u64 seg)
 	rc_shadow_push(z, e, 0);
 	/* One entry came in at the top: at most one moves down each tier. */
 	for (r = 0; r + 1 < RC_SHADOW_RAMS; r++) {
-		if (z->count[r] <= rc_shadow_tier_cap(z, r))
+		if (z->count[r] <= z->tier_cap[r])
 			break;
 		e = z->tail[r];
 		rc_shadow_unlink(z, e);
 		rc_shadow_push(z, e, r + 1);
 	}
-	if (z->count[RC_SHADOW_RAMS - 1] > rc_shadow_tier_cap(z, RC_SHADOW_RAMS - 1))
+	if (z->count[RC_SHADOW_RAMS - 1] > z->tier_cap[RC_SHADOW_RAMS - 1])
 		rc_shadow_evict(z, z->tail[RC_SHADOW_RAMS - 1]);
 	return t;
-}
-
-/*
- * The prices asked for one piece, by the segment a run starts at: a run is
- * often the same for every RAM, and priced once.
- */
-struct rc_shadow_memo {
-	u32 valid;		/* bit j: the run at segment j is priced */
-	u8 run[RC_SHADOW_MAX_SEGS];
-	s64 distance[RC_SHADOW_MAX_SEGS];
-	u64 ns[RC_SHADOW_MAX_SEGS];
-};
-
-static u64 rc_shadow_price(struct rc_shadow_memo *m, u32 j, u32 run, s64 distance,
-			   u32 sectors, rc_shadow_price_fn *price, void *ctx)
-{
-	if (!(m->valid & (1u << j)) || m->run[j] != run || m->distance[j] != distance) {
-		if (!price(ctx, distance, sectors, &m->ns[j]))
-			m->ns[j] = 0;
-		m->run[j] = (u8)run;
-		m->distance[j] = distance;
-		m->valid |= 1u << j;
-	}
-	return m->ns[j];
 }
 
 static u64 rc_shadow_abs(s64 d)
@@ -264,47 +238,102 @@ static u64 rc_shadow_abs(s64 d)
  */
 static s64 rc_shadow_distance(const struct rc_shadow_size *z, u32 r, u64 start, s64 d)
 {
-	s64 e;
+	const u64 *end = z->end[r];
+	u64 best = rc_shadow_abs(d);
 	u32 i;
+	s64 e;
 
 	/* Newest first: on a tie, the newer end (the read's before either). */
 	for (i = 0; i < z->nr_ends[r]; i++) {
-		e = (s64)(start - z->end[r][(z->next_end[r] + RC_SHADOW_ENDS - 1 - i) %
-					    RC_SHADOW_ENDS]);
-		if (rc_shadow_abs(e) < rc_shadow_abs(d))
+		e = (s64)(start - end[i]);
+		if (rc_shadow_abs(e) < best) {
 			d = e;
+			best = rc_shadow_abs(e);
+		}
 	}
 	return d;
 }
 
 static void rc_shadow_note_end(struct rc_shadow_size *z, u32 r, u64 end)
 {
-	z->end[r][z->next_end[r]] = end;
-	z->next_end[r] = (z->next_end[r] + 1) % RC_SHADOW_ENDS;
+	u64 *e = z->end[r];
+	u32 k;
+
+	for (k = RC_SHADOW_ENDS - 1; k; k--)
+		e[k] = e[k - 1];
+	e[0] = end;
 	if (z->nr_ends[r] < RC_SHADOW_ENDS)
 		z->nr_ends[r]++;
 }
 
+u32 rc_shadow_class(s64 d)
+{
+	u32 k;
+
+	if (!d)
+		return 0;
+	k = rc_log2(rc_shadow_abs(d));
+	if (k > RC_SHADOW_CLASS_LOG)
+		k = RC_SHADOW_CLASS_LOG;
+	return 1 + k + (d < 0 ? RC_SHADOW_CLASS_LOG + 1 : 0);
+}
+
 /*
- * Piece [@a, @b) of a read, in one region, on size @z; @d is its distance
+ * A class's distance: [2^k, 2^(k+1)) sectors is one column of the vdisk
+ * model below 1 GiB (2^21 sectors), priced at its start; beyond, where the
+ * model's columns are 1 GiB each, at its middle.
+ */
+s64 rc_shadow_class_distance(u32 cls)
+{
+	u32 k;
+	s64 d;
+
+	if (!cls || cls >= RC_SHADOW_CLASSES)
+		return 0;
+	k = (cls - 1) % (RC_SHADOW_CLASS_LOG + 1);
+	d = k < 21 ? (s64)1 << k : (s64)3 << (k - 1);
+	return cls > RC_SHADOW_CLASS_LOG + 1 ? -d : d;
+}
+
+/* Where fills of size @i, RAM @r, run @run (>= 1) are counted. */
+static u32 *rc_shadow_count(const struct rc_shadow *sh, u32 i, u32 r, u32 run)
+{
+	const struct rc_shadow_size *z = &sh->sz[i];
+
+	return &sh->counts[z->counts + (r * z->runs + run - 1) * RC_SHADOW_CLASSES];
+}
+
+/* RAM @r of size @i fills @run segments from sector @start, @d from the read. */
+static void rc_shadow_fill(struct rc_shadow *sh, u32 i, u32 r, u32 run, u64 start, s64 d)
+{
+	struct rc_shadow_size *z = &sh->sz[i];
+	u32 *cnt = rc_shadow_count(sh, i, r, run) +
+		   rc_shadow_class(rc_shadow_distance(z, r, start, d));
+
+	if (*cnt <= ~0u - (1u << RC_SHADOW_COUNT_SHIFT))
+		*cnt += 1u << RC_SHADOW_COUNT_SHIFT;
+	rc_shadow_note_end(z, r, start + ((u64)run << z->seg_shift));
+}
+
+/*
+ * Piece [@a, @b) of a read, in one region, on size @i; @d is its distance
  * on the bare disk.  Each RAM fills its runs of missed segments.
  */
-static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d,
-			    rc_shadow_price_fn *price, void *ctx)
+static void rc_shadow_piece(struct rc_shadow *sh, u32 i, u64 a, u64 b, s64 d)
 {
+	struct rc_shadow_size *z = &sh->sz[i];
 	u64 first = a >> z->seg_shift, last = (b - 1) >> z->seg_shift, start;
-	u32 n = (u32)(last - first + 1), j, r, run;
+	u32 n = (u32)(last - first + 1), j, r, run, top = 0;
 	u8 tier[RC_SHADOW_MAX_SEGS];
-	struct rc_shadow_memo memo;
-	s64 dist;
 
-	memo.valid = 0;
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		tier[j] = (u8)rc_shadow_touch(z, first + j);
+		if (tier[j] > top)
+			top = tier[j];
+	}
 	z->reads++;
-	for (r = 0; r < RC_SHADOW_RAMS; r++) {
-		struct rc_shadow_cost *c = &z->cost[r];
-
+	/* A RAM fills only what it did not hold: those below the top tier. */
+	for (r = 0; r < top; r++) {
 		for (j = 0; j < n; j += run) {
 			for (run = 0; j + run < n && tier[j + run] > r; run++)
 				;
@@ -313,78 +342,113 @@ static void rc_shadow_piece(struct rc_shadow_size *z, u64 a, u64 b, s64 d,
 				continue;
 			}
 			start = (first + j) << z->seg_shift;
-			dist = rc_shadow_distance(z, r, start, d + (s64)(start - a));
-			rc_shadow_note_end(z, r, (first + j + run) << z->seg_shift);
-			c->misses += run;
-			c->fills++;
-			c->ns += rc_shadow_price(&memo, j, run, dist, run << z->seg_shift,
-						 price, ctx);
+			rc_shadow_fill(sh, i, r, run, start, d + (s64)(start - a));
 		}
 	}
 }
 
-void rc_shadow_read(struct rc_shadow *sh, u64 sector, u32 sectors, s64 distance,
-		    u64 bare_ns, rc_shadow_price_fn *price, void *ctx)
+void rc_shadow_read_all(struct rc_shadow *sh, u64 sector, u32 sectors, s64 distance,
+			u64 bare_ns, u32 period)
 {
 	u64 a = sector, end = sector + sectors, b, region;
 	u32 h, i;
 
+	if (period != sh->period) {
+		sh->period = period;
+		rc_shadow_decay(sh);
+	}
 	sh->bare_ns += bare_ns;
 	for (; a < end; a = b) {
 		region = a >> RC_SHADOW_REGION_SHIFT;
 		b = (region + 1) << RC_SHADOW_REGION_SHIFT;
 		if (b > end)
 			b = end;
+		if (!rc_shadow_sampled(sh, region))
+			continue;
 		h = rc_shadow_hash(region);
 		for (i = 0; i < RC_SHADOW_SIZES; i++) {
-			struct rc_shadow_size *z = &sh->sz[i];
+			u32 k = sh->sz[i].rate_shift;
 
-			if (z->rate_shift >= 32 ||
-			    (z->rate_shift && h >> (32 - z->rate_shift)))
+			if (k >= 32 || (k && h >> (32 - k)))
 				continue;
-			rc_shadow_piece(z, a, b, a == sector ? distance : 0,
-					price, ctx);
+			rc_shadow_piece(sh, i, a, b, a == sector ? distance : 0);
 		}
 	}
 }
 
 void rc_shadow_decay(struct rc_shadow *sh)
 {
-	u32 i, r;
+	u32 i;
 
 	sh->bare_ns >>= 1;
-	for (i = 0; i < RC_SHADOW_SIZES; i++) {
-		struct rc_shadow_size *z = &sh->sz[i];
+	for (i = 0; i < sh->nr_counts; i++)
+		sh->counts[i] >>= 1;
+	for (i = 0; i < RC_SHADOW_SIZES; i++)
+		sh->sz[i].reads >>= 1;
+}
 
-		z->reads >>= 1;
-		for (r = 0; r < RC_SHADOW_RAMS; r++) {
-			z->cost[r].misses >>= 1;
-			z->cost[r].fills >>= 1;
-			z->cost[r].ns >>= 1;
-		}
+void rc_shadow_copy(struct rc_shadow *dst, u32 *counts, const struct rc_shadow *src)
+{
+	u32 i;
+
+	*dst = *src;
+	memcpy(counts, src->counts, rc_shadow_counts_bytes(src));
+	dst->counts = counts;
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		dst->sz[i].ent = NULL;
+		dst->sz[i].hash = NULL;
 	}
 }
 
-bool rc_shadow_ppm(const struct rc_shadow *sh, u32 size, u32 ram, u64 *ppm)
+/* @ns of the disk's @bare, in parts per million. */
+static u64 rc_shadow_share(u64 ns, u64 bare)
 {
-	const struct rc_shadow_size *z;
-	u64 ns, bare;
-
-	*ppm = 0;
-	if (size >= RC_SHADOW_SIZES || ram >= RC_SHADOW_RAMS)
-		return false;
-	z = &sh->sz[size];
-	if (!z->reads)
-		return false;
-	ns = z->cost[ram].ns;
-	bare = sh->bare_ns >> z->rate_shift;
-	if (!bare)
-		return false;
 	/* Both scaled down alike where ns * 10^6 would overflow. */
 	while (ns > ~0ULL / 1000000) {
 		ns >>= 1;
 		bare >>= 1;
 	}
-	*ppm = bare ? rc_div64(ns * 1000000ULL, bare) : ~0ULL;
-	return true;
+	return bare ? rc_div64(ns * 1000000ULL, bare) : ~0ULL;
+}
+
+void rc_shadow_eval(const struct rc_shadow *sh, rc_shadow_price_fn *price, void *ctx,
+		    struct rc_shadow_eval *ev)
+{
+	u32 i, r, run, c;
+	u64 ns, n, bare;
+	bool any;
+
+	memset(ev, 0, sizeof(*ev));
+	for (i = 0; i < RC_SHADOW_SIZES; i++) {
+		const struct rc_shadow_size *z = &sh->sz[i];
+
+		if (z->rate_shift >= 32)
+			continue;
+		/* One price per run and class, whichever RAMs made such fills. */
+		for (run = 1; run <= z->runs; run++) {
+			for (c = 0; c < RC_SHADOW_CLASSES; c++) {
+				for (any = false, r = 0; r < RC_SHADOW_RAMS; r++)
+					any |= rc_shadow_count(sh, i, r, run)[c] != 0;
+				if (!any)
+					continue;
+				if (!price(ctx, rc_shadow_class_distance(c), run << z->seg_shift, &ns))
+					ns = 0;
+				for (r = 0; r < RC_SHADOW_RAMS; r++) {
+					n = rc_shadow_count(sh, i, r, run)[c];
+					ev->fills[i][r] += n;
+					ev->misses[i][r] += n * run;
+					ev->ns[i][r] += n * ns;
+				}
+			}
+		}
+		bare = sh->bare_ns >> z->rate_shift;
+		for (r = 0; r < RC_SHADOW_RAMS; r++) {
+			ev->fills[i][r] >>= RC_SHADOW_COUNT_SHIFT;
+			ev->misses[i][r] >>= RC_SHADOW_COUNT_SHIFT;
+			ev->ns[i][r] >>= RC_SHADOW_COUNT_SHIFT;
+			ev->ok[i][r] = z->reads && bare;
+			if (ev->ok[i][r])
+				ev->ppm[i][r] = rc_shadow_share(ev->ns[i][r], bare);
+		}
+	}
 }

@@ -291,13 +291,11 @@ struct redcap_cache {
 	void *hot_mem;
 	/*
 	 * The shadow caches of the reads received (rc-shadow.h), in
-	 * shadow_mem, under lock; halved when hot_periods moves from
-	 * shadow_period (HDC's period: the last one weighs as much as all
-	 * before it).
+	 * shadow_mem, under lock; halved when hot_periods moves (HDC's
+	 * period: the last one weighs as much as all before it).
 	 */
 	struct rc_shadow shadow;
 	void *shadow_mem;
-	u32 shadow_period;
 	/*
 	 * HDC's chosen set, by LBA (the core's rc_hdc_want()), replaced under
 	 * hdc_lock and lock (the worker's choice, prefill), its generation,
@@ -696,7 +694,7 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bo
 				    bio_sectors(bio), now, &ns);
 }
 
-/* A shadow's fill, priced by the model (cc->lock held). */
+/* A shadow's fill, priced by the model. */
 static bool redcap_shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 {
 	struct redcap_c *rc = ctx;
@@ -716,14 +714,9 @@ static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 
 
 	ok = redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &cc->vdisk : &cc->vdisk_cache,
 				 VD_READ, sector, sectors, now, ns);
-	if (vd == RC_VD_BARE && rc->vm) {
-		if (cc->shadow_period != cc->cache->hot_periods) {
-			cc->shadow_period = cc->cache->hot_periods;
-			rc_shadow_decay(&cc->shadow);
-		}
+	if (vd == RC_VD_BARE && rc->vm)
 		rc_shadow_read(&cc->shadow, sector, sectors, cc->vdisk.distance, *ns,
-			       redcap_shadow_price, rc);
-	}
+			       cc->cache->hot_periods);
 	return ok;
 }
 
@@ -1883,7 +1876,6 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	if (!cc->shadow_mem)
 		return -ENOMEM;
 	rc_shadow_init(&cc->shadow, cc->shadow_mem, ram, RC_SHADOW_ENTRIES);
-	cc->shadow_period = cc->cache->hot_periods;
 
 	if (bioset_init(&cc->bs, REDCAP_FILL_POOL, offsetof(struct redcap_fill, bio),
 			BIOSET_NEED_BVECS)) {
@@ -2457,40 +2449,49 @@ static const char *const redcap_shadow_rams[RC_SHADOW_RAMS] = { "half", "x1", "x
  * shadows: what the reads received would have cost the disk with other
  * segment sizes and RAM (docs/redcap.rst), as parts per million of their
  * price on the bare disk; a shadow that has priced nothing is left out.
+ * The fills are priced on a copy of the counts, outside the lock.
  */
-static int redcap_msg_shadows(struct redcap_cache *cc, char *result, unsigned int maxlen)
+static int redcap_msg_shadows(struct redcap_c *rc, char *result, unsigned int maxlen)
 {
-	struct rc_shadow_size *z;
+	struct redcap_cache *cc = rc->cc;
+	struct {
+		struct rc_shadow sh;
+		struct rc_shadow_eval ev;
+		u32 counts[];
+	} *x;
 	unsigned int sz = 0;
 	unsigned long flags;
-	u64 reads[RC_SHADOW_SIZES], ppm[RC_SHADOW_SIZES][RC_SHADOW_RAMS], bare;
-	bool ok[RC_SHADOW_SIZES][RC_SHADOW_RAMS];
-	u32 rate[RC_SHADOW_SIZES], i, k;
+	u32 i, k;
 
-	spin_lock_irqsave(&cc->lock, flags);
-	bare = cc->shadow.bare_ns;
-	for (i = 0; i < RC_SHADOW_SIZES; i++) {
-		z = &cc->shadow.sz[i];
-		reads[i] = z->reads;
-		rate[i] = z->rate_shift;
-		for (k = 0; k < RC_SHADOW_RAMS; k++)
-			ok[i][k] = rc_shadow_ppm(&cc->shadow, i, k, &ppm[i][k]);
+	x = kvmalloc(struct_size(x, counts, cc->shadow.nr_counts), GFP_KERNEL);
+	if (!x) {
+		DMERR("shadows: out of memory");
+		return -ENOMEM;
 	}
+	spin_lock_irqsave(&cc->lock, flags);
+	rc_shadow_copy(&x->sh, x->counts, &cc->shadow);
 	spin_unlock_irqrestore(&cc->lock, flags);
+	if (rc->vm)
+		rc_shadow_eval(&x->sh, redcap_shadow_price, rc, &x->ev);
+	else
+		memset(&x->ev, 0, sizeof(x->ev));
 
-	DMEMIT("shadow_ram=%llu\nshadow_bare_us=%llu\n", cc->shadow.ram_bytes, redcap_us(bare));
+	DMEMIT("shadow_ram=%llu\nshadow_bare_us=%llu\n", x->sh.ram_bytes,
+	       redcap_us(x->sh.bare_ns));
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
 		u64 kib = rc_shadow_seg_bytes(i) >> 10;
+		u32 rate = x->sh.sz[i].rate_shift;
 
-		if (rate[i] >= 32)
+		if (rate >= 32)
 			continue;
-		DMEMIT("shadow_%lluk_sampled=%u\nshadow_%lluk_reads=%llu\n", kib, 1u << rate[i],
-		       kib, reads[i]);
+		DMEMIT("shadow_%lluk_sampled=%u\nshadow_%lluk_reads=%llu\n", kib, 1u << rate,
+		       kib, x->sh.sz[i].reads);
 		for (k = 0; k < RC_SHADOW_RAMS; k++)
-			if (ok[i][k])
+			if (x->ev.ok[i][k])
 				DMEMIT("shadow_%lluk_%s=%llu\n", kib, redcap_shadow_rams[k],
-				       ppm[i][k]);
+				       x->ev.ppm[i][k]);
 	}
+	kvfree(x);
 	return 1;
 }
 
@@ -2565,7 +2566,7 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	case RC_MSG_CHOSEN:
 		return redcap_msg_chosen(cc, m.uvalue, result, maxlen);
 	case RC_MSG_SHADOWS:
-		return redcap_msg_shadows(cc, result, maxlen);
+		return redcap_msg_shadows(rc, result, maxlen);
 	case RC_MSG_PREFILL:
 		return redcap_msg_prefill(rc, argc - 1, argv + 1, result, maxlen);
 	case RC_MSG_ESTIMATOR:

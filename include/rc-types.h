@@ -11,10 +11,17 @@
 #include <linux/string.h>
 #include <linux/math64.h>
 #include <linux/kernel.h>
+#include <linux/bitops.h>
 
 static inline u64 rc_div64(u64 a, u64 b)
 {
 	return div64_u64(a, b);
+}
+
+/* floor(log2(@x)), 0 for 0 and 1. */
+static inline u32 rc_log2(u64 x)
+{
+	return x ? fls64(x) - 1 : 0;
 }
 #else
 #include <stdbool.h>
@@ -32,6 +39,11 @@ typedef uint8_t u8;
 static inline u64 rc_div64(u64 a, u64 b)
 {
 	return a / b;
+}
+
+static inline u32 rc_log2(u64 x)
+{
+	return x ? 63 - (u32)__builtin_clzll(x) : 0;
 }
 #endif
 

@@ -452,7 +452,7 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 			 sectors, now, ns);
 	if (vd == RC_VD_BARE)
 		rc_shadow_read(&s->shadow, sector, sectors, s->vdisk.distance, *ns,
-			       shadow_price, s);
+			       s->cache->hot_periods);
 	return ok;
 }
 
@@ -869,15 +869,19 @@ static int model_setup(struct sim *s, const struct vd_model *from,
 	return 0;
 }
 
-static void shadow_result(const struct rc_shadow *sh, struct sim_result *r)
+static void shadow_result(struct sim *s, struct sim_result *r)
 {
+	const struct rc_shadow *sh = &s->shadow;
+	struct rc_shadow_eval ev;
 	u32 i, k;
 
+	rc_shadow_eval(sh, shadow_price, s, &ev);
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
 		r->shadow[i].rate_shift = sh->sz[i].rate_shift;
 		for (k = 0; k < RC_SHADOW_RAMS; k++) {
-			r->shadow[i].ok[k] = rc_shadow_ppm(sh, i, k, &r->shadow[i].ppm[k]);
-			r->shadow[i].misses[k] = sh->sz[i].cost[k].misses;
+			r->shadow[i].ok[k] = ev.ok[i][k];
+			r->shadow[i].ppm[k] = ev.ppm[i][k];
+			r->shadow[i].misses[k] = ev.misses[i][k];
 		}
 	}
 }
@@ -1012,7 +1016,7 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		r->hdc_max = rc_hdc_max(s.cache);
 		r->hot_periods = s.cache->hot_periods;
 		r->active = rc_active(s.cache);
-		shadow_result(&s.shadow, r);
+		shadow_result(&s, r);
 	}
 	ret = 0;
 out:

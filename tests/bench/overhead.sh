@@ -6,10 +6,11 @@
 # 64 MiB cache, warmed first): what the hit path costs, the model's pricing
 # and the shadow caches included.  Under icount (--icount) IOPS count
 # instructions: run it in the guests of two builds to price a change.
-# Runs in the guest:  tests/vm/run -- sh tests/bench/overhead.sh [reps] [seconds]
+# Runs in the guest:  tests/vm/run -- sh tests/bench/overhead.sh [reps] [seconds] [configs]
 set -eu
 reps=${1:-5}
 secs=${2:-10}
+configs=${3:-linear redcap vdisk hit}
 dir=$(mktemp -d)
 mount -t tmpfs -o size=300m none "$dir"
 truncate -s 256M "$dir/disk"
@@ -37,13 +38,16 @@ iops() {	# <device> [size] -> IOPS
 echo "config rep iops"
 r=1
 while [ "$r" -le "$reps" ]; do
-	for c in linear redcap vdisk; do
-		echo "$c $r $(iops /dev/mapper/ov-$c)"
+	for c in $configs; do
+		case $c in
+		hit) echo "hit $r $(iops /dev/mapper/ov-hit 64m)" ;;
+		*) echo "$c $r $(iops /dev/mapper/ov-$c)" ;;
+		esac
 	done
-	echo "hit $r $(iops /dev/mapper/ov-hit 64m)"
 	r=$((r + 1))
 done
 dmsetup message ov-hit 0 stats | grep -E '^(reads|read_hits|read_misses)='
+dmsetup message ov-hit 0 shadows | grep -E "^shadow_(32k|1024k)_|^shadow_bare"
 dmsetup remove ov-hit ov-linear ov-redcap ov-vdisk
 losetup -d "$loop"
 umount "$dir"

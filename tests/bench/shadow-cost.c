@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What the shadow caches cost a read on the host: rc_shadow_read() of
- * 4 KiB reads, half over 16 GiB at random, half over twice the cache's RAM,
- * with a price function that costs next to nothing (the kernel's asks the
- * latency model, under its lock).
+ * 4 KiB reads, half over 16 GiB at random, half over twice the cache's RAM
+ * (the fills are counted, and priced only by rc_shadow_eval()).
  *
  *   gcc -O2 -Iinclude -Idm-redcap -Itests/host tests/bench/shadow-cost.c dm-redcap/rc-shadow.c \
  *       -o build/shadow-cost && build/shadow-cost 64 1024 16384
@@ -14,13 +13,6 @@
 
 #include "ctest.h"		/* its reproducible random numbers */
 #include "rc-shadow.h"
-
-static bool price(void *ctx, s64 d, u32 sectors, u64 *ns)
-{
-	(void)ctx;
-	*ns = 1000 + (u64)(d < 0 ? -d : d) / 16 + sectors * 10;
-	return true;
-}
 
 int main(int argc, char **argv)
 {
@@ -39,7 +31,7 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		for (j = 0; j < n; j++) {
 			sector = j % 2 ? ctest_rand64() % (span / 8) * 8 : ctest_rand64() % ((ram >> 9) * 2 / 8) * 8;
-			rc_shadow_read(&sh, sector, 8, 12345, 5000000, price, NULL);
+			rc_shadow_read(&sh, sector, 8, 12345, 5000000, 0);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		printf("%6llu MiB: %zu bytes of shadows, %.1f ns a read\n",

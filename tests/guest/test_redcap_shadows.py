@@ -23,7 +23,7 @@ M64 = (1 << 64) - 1
 
 
 def shadow_hash(x):
-    """rc-shadow.c's rc_shadow_hash()."""
+    """rc-shadow.h's rc_shadow_hash()."""
     x ^= x >> 33
     x = (x * 0xff51afd7ed558ccd) & M64
     x ^= x >> 33

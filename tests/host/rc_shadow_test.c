@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Host tests of the shadow caches (rc-shadow.c): the unsampled shadows
- * against a naive LRU that keeps the whole recency order, the geometry
- * and the sampling, and the sampled shadows against the unsampled ones on
+ * against a naive LRU that keeps the whole recency order, the distance
+ * classes against the vdisk model's columns, the geometry and the
+ * sampling, and the sampled shadows against the unsampled ones on
  * workloads of a server's size.
  */
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "ctest.h"
 #include "rc-shadow.h"
+#include "vd-model.h"
 
 #define KIB	2ULL		/* sectors */
 #define MIB	(1024 * KIB)
@@ -43,12 +45,21 @@ static void rm(struct rc_shadow *sh)
 	free(sh);
 }
 
+/* The shadows priced by price(), counting its calls in *calls if not NULL. */
+static struct rc_shadow_eval eval(const struct rc_shadow *sh, u64 *calls)
+{
+	struct rc_shadow_eval ev;
+
+	rc_shadow_eval(sh, price, calls, &ev);
+	return ev;
+}
+
 /* --- a naive reference: the whole recency order, one list per size ------- */
 
 struct ref {
 	u64 *mru;		/* segments, most recent first */
 	u32 n, max;
-	struct rc_shadow_cost cost[RC_SHADOW_RAMS];
+	u64 misses[RC_SHADOW_RAMS], fills[RC_SHADOW_RAMS], ns[RC_SHADOW_RAMS];
 	u64 ends[RC_SHADOW_RAMS][64];	/* every fill's end, in order */
 	u32 nr_ends[RC_SHADOW_RAMS];
 };
@@ -101,12 +112,14 @@ static void ref_piece(struct ref *r, const struct rc_shadow_size *z, u64 a, u64 
 			j = 0;
 			while (s + j <= last && pos[s + j - first] >= z->cap[ram])
 				j++;
-			price(NULL, ref_distance(r, ram, s << z->seg_shift,
-						 d + (s64)((s << z->seg_shift) - a)),
+			/* Priced at its distance's class (rc_shadow_eval()). */
+			price(NULL, rc_shadow_class_distance(rc_shadow_class(
+					ref_distance(r, ram, s << z->seg_shift,
+						     d + (s64)((s << z->seg_shift) - a)))),
 			      j << z->seg_shift, &ns);
-			r->cost[ram].misses += j;
-			r->cost[ram].fills++;
-			r->cost[ram].ns += ns;
+			r->misses[ram] += j;
+			r->fills[ram]++;
+			r->ns[ram] += ns;
 			r->ends[ram][r->nr_ends[ram]++ % 64] = (s + j) << z->seg_shift;
 			s += j - 1;
 		}
@@ -236,17 +249,17 @@ CTEST(sizes_too_large_for_the_ram_are_off)
 {
 	/* 1 MiB of RAM: half of it holds one 512 KiB segment, no 1 MiB one. */
 	struct rc_shadow *sh = mk(1 << 20, RC_SHADOW_FULL);
-	u64 ppm;
 
 	CHECK_EQ(sh->sz[4].rate_shift, 0);
 	CHECK_EQ(sh->sz[4].cap[0], 1);
 	CHECK_EQ(sh->sz[5].rate_shift, 32);
 	CHECK_EQ(sh->sz[5].cap[3], 0);
-	rc_shadow_read(sh, 0, 2048, 0, 1000, price, NULL);
+	rc_shadow_read(sh, 0, 2048, 0, 1000, 0);
 	CHECK_EQ(sh->sz[5].reads, 0);
-	CHECK(!rc_shadow_ppm(sh, 5, 1, &ppm));
+	CHECK(!eval(sh, NULL).ok[5][1]);
+	CHECK(eval(sh, NULL).ok[4][1]);
 	CHECK_EQ(sh->sz[4].reads, 1);
-	CHECK_EQ(sh->sz[4].cost[0].misses, 2);
+	CHECK_EQ(eval(sh, NULL).misses[4][0], 2);
 	rm(sh);
 }
 
@@ -259,7 +272,7 @@ CTEST(bad_arguments_are_refused)
 	CHECK_EQ(rc_shadow_mem_size(1 << 20, 3), 0);
 	CHECK_EQ(rc_shadow_mem_size(1ULL << 45, RC_SHADOW_FULL), 0);
 	CHECK_EQ(rc_shadow_init(&sh, mem, 0, RC_SHADOW_ENTRIES), -1);
-	CHECK(!rc_shadow_ppm(&sh, RC_SHADOW_SIZES, 0, &(u64){ 0 }));
+	CHECK_EQ(rc_shadow_class_distance(RC_SHADOW_CLASSES), 0);
 }
 
 CTEST(loop_larger_than_the_ram_misses_every_time)
@@ -267,16 +280,18 @@ CTEST(loop_larger_than_the_ram_misses_every_time)
 	/* 8 MiB of RAM: 1 MiB segments, caches of 4, 8, 16 and 32. */
 	struct rc_shadow *sh = mk(8 << 20, RC_SHADOW_FULL);
 	const struct rc_shadow_size *z = &sh->sz[5];
+	struct rc_shadow_eval ev;
 	u32 pass, i;
 
 	for (pass = 0; pass < 3; pass++)
 		for (i = 0; i < 12; i++)
-			rc_shadow_read(sh, i * MIB, 2048, 0, 1000, price, NULL);
+			rc_shadow_read(sh, i * MIB, 2048, 0, 1000, 0);
 	/* 12 segments: the caches of 16 and 32 miss the first pass only. */
-	CHECK_EQ(z->cost[0].misses, 36);
-	CHECK_EQ(z->cost[1].misses, 36);
-	CHECK_EQ(z->cost[2].misses, 12);
-	CHECK_EQ(z->cost[3].misses, 12);
+	ev = eval(sh, NULL);
+	CHECK_EQ(ev.misses[5][0], 36);
+	CHECK_EQ(ev.misses[5][1], 36);
+	CHECK_EQ(ev.misses[5][2], 12);
+	CHECK_EQ(ev.misses[5][3], 12);
 	CHECK_EQ(z->count[0] + z->count[1] + z->count[2], 12);
 	CHECK_EQ(sh->bare_ns, 36 * 1000);
 	rm(sh);
@@ -285,30 +300,33 @@ CTEST(loop_larger_than_the_ram_misses_every_time)
 CTEST(runs_of_misses_are_one_fill_priced_from_where_they_start)
 {
 	struct rc_shadow *sh = mk(8 << 20, RC_SHADOW_FULL);
-	const struct rc_shadow_size *z = &sh->sz[0];	/* 32 KiB */
-	u64 calls = 0, ppm;
+	struct rc_shadow_eval ev;
+	u64 calls = 0;
 
 	/* Segment 2 of 0..3 is held: two fills, the second skipping it. */
-	rc_shadow_read(sh, 128, 8, 0, 0, price, &calls);
-	rc_shadow_read(sh, 0, 256, 5000, 20000000, price, &calls);
-	CHECK_EQ(z->cost[0].misses, 1 + 3);
-	CHECK_EQ(z->cost[0].fills, 1 + 2);
+	rc_shadow_read(sh, 128, 8, 0, 0, 0);
+	rc_shadow_read(sh, 0, 256, 5000, 20000000, 0);
+	ev = eval(sh, &calls);
+	CHECK_EQ(ev.misses[0][0], 1 + 3);
+	CHECK_EQ(ev.fills[0][0], 1 + 2);
 	/*
 	 * The first read's fill from where it read.  The second read's first
 	 * run starts 192 sectors before the end of that fill, nearer than the
 	 * read's 5000: a step back, an 8 ms seek, and 2 x 32 KiB; its second
 	 * run starts where that first fill ended: 32 KiB, no seek.
 	 */
-	CHECK_EQ(z->cost[0].ns, 64 * 5120 + (8000000 + 128 * 5120) + 64 * 5120);
-	CHECK_EQ(z->cost[3].ns, z->cost[0].ns);
+	CHECK_EQ(ev.ns[0][0], 64 * 5120 + (8000000 + 128 * 5120) + 64 * 5120);
+	CHECK_EQ(ev.ns[0][3], ev.ns[0][0]);
 	/*
-	 * The same runs for every RAM are priced once: one fill per size for
-	 * the first read; for the second, two at 32 KiB, one at 64 KiB (its
-	 * second segment is held) and none above (the first is).
+	 * Each run length and distance class is priced once, whichever RAMs
+	 * and reads made such fills: at 32 KiB the second read's two runs (its
+	 * second is the first read's, one segment with no seek), at 64 KiB the
+	 * first read's and the second's step back (its second segment is
+	 * held), above only the first read's (the second's segment is held).
 	 */
-	CHECK_EQ(calls, RC_SHADOW_SIZES + 2 + 1);
-	CHECK(rc_shadow_ppm(sh, 0, 0, &ppm));
-	CHECK_EQ(ppm, z->cost[0].ns * 1000000 / 20000000);
+	CHECK_EQ(calls, 2 + 2 + (RC_SHADOW_SIZES - 2));
+	CHECK(ev.ok[0][0]);
+	CHECK_EQ(ev.ppm[0][0], ev.ns[0][0] * 1000000 / 20000000);
 	rm(sh);
 }
 
@@ -317,6 +335,7 @@ CTEST(unsampled_shadows_match_a_naive_lru)
 	struct rc_shadow *sh = mk(8 << 20, RC_SHADOW_FULL);
 	struct ref ref[RC_SHADOW_SIZES] = { 0 };
 	struct gen g = { .disk = 64 * GIB, .file_sectors = 512 };
+	struct rc_shadow_eval ev;
 	u64 sector, bare = 0;
 	u32 i, r, sectors, n;
 	s64 d;
@@ -333,24 +352,58 @@ CTEST(unsampled_shadows_match_a_naive_lru)
 		/* Some reads cross a region's end. */
 		if (n % 7 == 0)
 			sector |= 2048 - 16;
-		rc_shadow_read(sh, sector, sectors, d, bare_price(d, sectors), price, NULL);
+		rc_shadow_read(sh, sector, sectors, d, bare_price(d, sectors), 0);
 		ref_read(ref, sh, sector, sectors, d);
 		bare += bare_price(d, sectors);
 	}
 	CHECK_EQ(sh->bare_ns, bare);
+	ev = eval(sh, NULL);
 	for (i = 0; i < RC_SHADOW_SIZES; i++) {
 		for (r = 0; r < RC_SHADOW_RAMS; r++) {
-			CHECK_EQ(sh->sz[i].cost[r].misses, ref[i].cost[r].misses);
-			CHECK_EQ(sh->sz[i].cost[r].fills, ref[i].cost[r].fills);
-			CHECK_EQ(sh->sz[i].cost[r].ns, ref[i].cost[r].ns);
+			CHECK_EQ(ev.misses[i][r], ref[i].misses[r]);
+			CHECK_EQ(ev.fills[i][r], ref[i].fills[r]);
+			CHECK_EQ(ev.ns[i][r], ref[i].ns[r]);
 		}
 		/* A bigger cache never misses more (LRU's inclusion). */
 		for (r = 1; r < RC_SHADOW_RAMS; r++)
-			CHECK(sh->sz[i].cost[r].misses <= sh->sz[i].cost[r - 1].misses);
+			CHECK(ev.misses[i][r] <= ev.misses[i][r - 1]);
 		free(ref[i].mru);
 	}
 	free(g.zcdf);
 	rm(sh);
+}
+
+CTEST(distance_classes_are_the_model_columns_below_a_gib)
+{
+	const u64 cap = 1ULL << 35;	/* 16 TiB */
+	size_t n = vd_model_mem_size(cap, 1, 0);
+	struct vd_model *m = malloc(sizeof(*m));
+	void *mem = malloc(n);
+	u32 c, k, i;
+	s64 d, rep;
+
+	CHECK(n && m && mem);
+	CHECK_EQ(vd_model_init(m, mem, cap, 1, 0), 0);
+	/* Every class is its distance's. */
+	for (c = 0; c < RC_SHADOW_CLASSES; c++)
+		CHECK_EQ(rc_shadow_class(rc_shadow_class_distance(c)), c);
+	CHECK_EQ(rc_shadow_class(0), 0);
+	CHECK_EQ(rc_shadow_class(INT64_MIN + 1), RC_SHADOW_CLASSES - 1);
+	/* Below 1 GiB a distance and its class's are priced in the same column. */
+	for (k = 0; k < 21; k++) {
+		for (i = 0; i < 64; i++) {
+			d = (s64)((1ULL << k) + ctest_rand(1ULL << k));
+			rep = rc_shadow_class_distance(rc_shadow_class(d));
+			CHECK_EQ(vd_model_col(m, d), vd_model_col(m, rep));
+			rep = rc_shadow_class_distance(rc_shadow_class(-d));
+			CHECK_EQ(vd_model_col(m, -d), vd_model_col(m, rep));
+		}
+	}
+	/* Beyond, at the middle of its power of two: 1.5 GiB for [1, 2) GiB. */
+	CHECK_EQ(rc_shadow_class_distance(rc_shadow_class((s64)GIB + 5)), (s64)(3 * GIB / 2));
+	CHECK_EQ(rc_shadow_class_distance(rc_shadow_class(-(s64)(5 * GIB))), -(s64)(6 * GIB));
+	free(mem);
+	free(m);
 }
 
 CTEST(decay_halves_the_counters_and_keeps_the_entries)
@@ -359,18 +412,41 @@ CTEST(decay_halves_the_counters_and_keeps_the_entries)
 	u32 i;
 
 	for (i = 0; i < 8; i++)
-		rc_shadow_read(sh, i * MIB, 2048, 0, 1001, price, NULL);
+		rc_shadow_read(sh, i * MIB, 2048, 0, 1001, 0);
+	/* 8 fills of 1 MiB, each where the read was. */
+	CHECK_EQ(eval(sh, NULL).ns[5][3], 8 * 2048 * 5120);
 	rc_shadow_decay(sh);
 	CHECK_EQ(sh->sz[5].reads, 4);
 	CHECK_EQ(sh->bare_ns, 8 * 1001 / 2);
-	CHECK_EQ(sh->sz[5].cost[3].misses, 4);
+	CHECK_EQ(eval(sh, NULL).misses[5][3], 4);
+	CHECK_EQ(eval(sh, NULL).ns[5][3], 4 * 2048 * 5120);
 	CHECK_EQ(sh->sz[5].count[0] + sh->sz[5].count[1], 8);
-	/* Read again: a hit in the caches that hold 8 segments. */
-	rc_shadow_read(sh, 0, 2048, 0, 1001, price, NULL);
-	CHECK_EQ(sh->sz[5].cost[1].misses, 4);
-	CHECK_EQ(sh->sz[5].cost[0].misses, 5);
+	/* Read again, in the caller's next period: halved once more first. */
+	rc_shadow_read(sh, 0, 2048, 0, 1001, 1);
+	CHECK_EQ(sh->sz[5].reads, 2 + 1);
+	/* A hit in the caches that hold 8 segments. */
+	CHECK_EQ(eval(sh, NULL).misses[5][1], 2);
+	CHECK_EQ(eval(sh, NULL).misses[5][0], 3);
+	rc_shadow_read(sh, 0, 2048, 0, 1001, 1);
+	CHECK_EQ(sh->sz[5].reads, 4);
 	rc_shadow_reset(sh);
-	CHECK_EQ(sh->sz[5].reads + sh->sz[5].count[0] + sh->sz[5].cost[0].misses, 0);
+	CHECK_EQ(sh->sz[5].reads + sh->sz[5].count[0] + eval(sh, NULL).misses[5][0], 0);
+	rm(sh);
+}
+
+CTEST(a_halved_fill_still_costs_half)
+{
+	struct rc_shadow *sh = mk(8 << 20, RC_SHADOW_FULL);
+	struct rc_shadow_eval ev;
+
+	/* One fill of 1 MiB, halved twice: a quarter of its price, not none. */
+	rc_shadow_read(sh, 0, 2048, 0, 1000, 0);
+	rc_shadow_decay(sh);
+	rc_shadow_decay(sh);
+	ev = eval(sh, NULL);
+	CHECK_EQ(ev.ns[5][0], 2048 * 5120 / 4);
+	CHECK_EQ(ev.fills[5][0], 0);
+	CHECK_EQ(sh->bare_ns, 250);
 	rm(sh);
 }
 
@@ -389,7 +465,7 @@ CTEST(regions_sampled_at_a_rate_are_sampled_at_every_larger_one)
 	for (region = 0; region < 1 << 16; region++) {
 		bool in[RC_SHADOW_SIZES];
 
-		rc_shadow_read(sh, region << RC_SHADOW_REGION_SHIFT, 8, 0, 1, price, NULL);
+		rc_shadow_read(sh, region << RC_SHADOW_REGION_SHIFT, 8, 0, 1, 0);
 		for (i = 0; i < RC_SHADOW_SIZES; i++) {
 			in[i] = sh->sz[i].reads > seen[i];
 			seen[i] = sh->sz[i].reads;
@@ -427,6 +503,7 @@ CTEST(sampled_shadows_predict_the_unsampled_ones)
 	for (kind = 0; kind < W_NR; kind++) {
 		struct rc_shadow *full = mk(1ULL << 30, RC_SHADOW_FULL);
 		struct rc_shadow *smp = mk(1ULL << 30, RC_SHADOW_ENTRIES);
+		struct rc_shadow_eval ea, eb;
 		u64 sector, a, b;
 		u32 n, i, r, sectors;
 		s64 d;
@@ -437,13 +514,16 @@ CTEST(sampled_shadows_predict_the_unsampled_ones)
 		ctest_rng = 11 + kind;
 		for (n = 0; n < 400000; n++) {
 			d = next_read(&g, &sector, &sectors);
-			rc_shadow_read(full, sector, sectors, d, bare_price(d, sectors), price, NULL);
-			rc_shadow_read(smp, sector, sectors, d, bare_price(d, sectors), price, NULL);
+			rc_shadow_read(full, sector, sectors, d, bare_price(d, sectors), 0);
+			rc_shadow_read(smp, sector, sectors, d, bare_price(d, sectors), 0);
 		}
+		ea = eval(full, NULL);
+		eb = eval(smp, NULL);
 		for (i = 0; i < RC_SHADOW_SIZES; i++) {
 			for (r = 0; r < RC_SHADOW_RAMS; r++) {
-				CHECK(rc_shadow_ppm(full, i, r, &a));
-				CHECK(rc_shadow_ppm(smp, i, r, &b));
+				CHECK(ea.ok[i][r] && eb.ok[i][r]);
+				a = ea.ppm[i][r];
+				b = eb.ppm[i][r];
 				printf("kind %d size %2llu KiB ram x%.1f: full %6.2f %% sampled %6.2f %% (1 in %u)\n",
 				       kind, (unsigned long long)rc_shadow_seg_bytes(i) >> 10,
 				       (1 << r) / 2.0, a / 1e4, b / 1e4, 1u << smp->sz[i].rate_shift);
