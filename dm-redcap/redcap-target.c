@@ -92,6 +92,10 @@ MODULE_PARM_DESC(fi_wb_hold,
 static bool fi_hdc_alloc_fail;
 module_param(fi_hdc_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_hdc_alloc_fail, "test builds: HDC's choice finds no memory");
+static bool fi_shadow_alloc_fail;
+module_param(fi_shadow_alloc_fail, bool, 0644);
+MODULE_PARM_DESC(fi_shadow_alloc_fail,
+		 "test builds: the shadow caches find no memory (a new cache's, the shadows message's)");
 static atomic_t fi_fill_allocs = ATOMIC_INIT(0);
 
 static bool redcap_fi_alloc_fail(void)
@@ -125,6 +129,11 @@ static unsigned int redcap_drop_timeout_ms(void)
 static bool redcap_fi_hdc_alloc_fail(void)
 {
 	return READ_ONCE(fi_hdc_alloc_fail);
+}
+
+static bool redcap_fi_shadow_alloc_fail(void)
+{
+	return READ_ONCE(fi_shadow_alloc_fail);
 }
 
 static bool redcap_fi_wb_hold(void)
@@ -195,6 +204,11 @@ static inline bool redcap_fi_wb_hold(void)
 }
 
 static inline bool redcap_fi_flush_broken(void)
+{
+	return false;
+}
+
+static inline bool redcap_fi_shadow_alloc_fail(void)
 {
 	return false;
 }
@@ -1871,8 +1885,9 @@ static int redcap_cache_alloc(struct redcap_cache *cc, struct dm_target *ti)
 	rc_hot_attach(cc->cache, &cc->hot, ktime_get_ns());
 
 	ram = (u64)cc->nr_segs * cc->seg_sectors << SECTOR_SHIFT;
-	cc->shadow_mem = kvmalloc(rc_shadow_mem_size(ram, RC_SHADOW_ENTRIES),
-				  GFP_KERNEL | __GFP_NOWARN);
+	if (!redcap_fi_shadow_alloc_fail())
+		cc->shadow_mem = kvmalloc(rc_shadow_mem_size(ram, RC_SHADOW_ENTRIES),
+					  GFP_KERNEL | __GFP_NOWARN);
 	if (!cc->shadow_mem)
 		return -ENOMEM;
 	rc_shadow_init(&cc->shadow, cc->shadow_mem, ram, RC_SHADOW_ENTRIES);
@@ -2463,7 +2478,8 @@ static int redcap_msg_shadows(struct redcap_c *rc, char *result, unsigned int ma
 	unsigned long flags;
 	u32 i, k;
 
-	x = kvmalloc(struct_size(x, counts, cc->shadow.nr_counts), GFP_KERNEL);
+	x = redcap_fi_shadow_alloc_fail() ? NULL :
+	    kvmalloc(struct_size(x, counts, cc->shadow.nr_counts), GFP_KERNEL);
 	if (!x) {
 		DMERR("shadows: out of memory");
 		return -ENOMEM;

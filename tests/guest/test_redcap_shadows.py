@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from dmtest import Dm, brd_device, dev_sectors, read_pattern, write_stamped
+from dmtest import Dm, brd_device, dev_sectors, kmsg, read_pattern, sh, write_stamped
+from test_redcap_faults import exists, table_errors
 from test_redcap_policies import PRICES_7200, pinned_disk
 
 SEG, NSEGS = 256, 512           # 64 MiB of 128 KiB segments
@@ -123,3 +124,27 @@ def test_a_stack_without_a_model_has_no_shadow_prices(ram, dmname):
 def test_shadows_message_takes_no_arguments(ram, dmname):
     with Dm(dmname(), f"0 {dev_sectors(ram)} redcap {ram} {SEG} {NSEGS}") as rc:
         assert rc.refused("shadows", "1") == ["shadows: wrong number of arguments"]
+
+
+def test_shadows_without_memory(ram, dmname, fault):
+    """The shadows' memory not found: a new cache is refused whole, and the
+    shadows message fails with its reason, the stack serving on."""
+    name = dmname()
+    line = f"0 {dev_sectors(ram)} redcap {ram} {SEG} {NSEGS} 2 policy always\n"
+    fault("fi_shadow_alloc_fail", 1)
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=line, check=False)
+        lines = k.lines()
+    assert r.returncode != 0
+    assert table_errors(lines) == ["Cannot allocate cache memory (-ENOMEM)"], lines
+    assert not exists(name)
+    fault("fi_shadow_alloc_fail", 0)
+    with Dm(dmname(), line.strip()) as rc:
+        rc.cold()
+        fault("fi_shadow_alloc_fail", 1)
+        assert rc.refused("shadows") == ["shadows: out of memory"]
+        read_pattern(rc.path, range(0, 512, 32), SEED, bs=128 * 1024)   # stamps checked
+        fault("fi_shadow_alloc_fail", 0)
+        assert shadows(rc)["shadow_ram"] == RAM
+        st = rc.stats()
+        assert st["read_hits"] + st["read_misses"] == 16, st
