@@ -4,8 +4,10 @@
 # one guest run, alternating configurations, median of the repetitions.
 # "hit": redcap over the vdisk, every read a hit (64 MiB read through a
 # 64 MiB cache, warmed first): what the hit path costs, the model's pricing
-# and the shadow caches included.  Under icount (--icount) IOPS count
-# instructions: run it in the guests of two builds to price a change.
+# and the shadow caches included.  "hit1m" (only when asked): the same
+# through a cache of 2^20 segments of 4 KiB (4 GiB: give the guest 10G).
+# Under icount (--icount) IOPS count instructions: run it in the guests of
+# two builds to price a change.
 # Runs in the guest:  tests/vm/run -- sh tests/bench/overhead.sh [reps] [seconds] [configs]
 set -eu
 reps=${1:-5}
@@ -28,6 +30,10 @@ mk ov-redcap "redcap $loop 256 64 2 policy off"
 mk ov-vdisk "vdisk $loop"
 mk ov-hit "redcap /dev/mapper/ov-vdisk 256 512 2 policy always"
 dd if=/dev/mapper/ov-hit of=/dev/null bs=128k count=512 iflag=direct status=none
+case " $configs " in *" hit1m "*)
+	mk ov-hit1m "redcap /dev/mapper/ov-vdisk 8 1048576 2 policy always"
+	dd if=/dev/mapper/ov-hit1m of=/dev/null bs=128k count=512 iflag=direct status=none ;;
+esac
 
 iops() {	# <device> [size] -> IOPS
 	fio --name=ov --filename="$1" --direct=1 --ioengine=psync --rw=randread --bs=4k \
@@ -40,14 +46,20 @@ r=1
 while [ "$r" -le "$reps" ]; do
 	for c in $configs; do
 		case $c in
-		hit) echo "hit $r $(iops /dev/mapper/ov-hit 64m)" ;;
+		hit*) echo "$c $r $(iops /dev/mapper/ov-$c 64m)" ;;
 		*) echo "$c $r $(iops /dev/mapper/ov-$c)" ;;
 		esac
 	done
 	r=$((r + 1))
 done
-dmsetup message ov-hit 0 stats | grep -E '^(reads|read_hits|read_misses)='
-dmsetup message ov-hit 0 shadows | grep -E "^shadow_(32k|1024k)_|^shadow_bare"
+for c in $configs; do
+	case $c in hit*)
+		echo "$c:"
+		dmsetup message ov-$c 0 stats | grep -E '^(reads|read_hits|read_misses)='
+		dmsetup message ov-$c 0 shadows | grep -E '^shadow_(32k|1024k)_(sampled|reads)=' ;;
+	esac
+done
+[ -e /dev/mapper/ov-hit1m ] && dmsetup remove ov-hit1m
 dmsetup remove ov-hit ov-linear ov-redcap ov-vdisk
 losetup -d "$loop"
 umount "$dir"
