@@ -125,12 +125,33 @@ void rc_adapt_reset_stats(struct rc_adapt *a)
 	a->last_disk_ns = 0;
 }
 
+/* A new state: an active spell starts with no evidence. */
+static void rc_adapt_new_spell(struct rc_adapt *a)
+{
+	a->since_switch = 0;
+	a->spell_cache_ns = 0;
+	a->spell_disk_ns = 0;
+}
+
 void rc_adapt_set_active(struct rc_adapt *a, bool active)
 {
 	if (a->active != active)
-		a->since_switch = 0;
+		rc_adapt_new_spell(a);
 	a->active = active;
 	rc_adapt_new_window(a);
+}
+
+/*
+ * Add the window just judged to the active spell: the sums decay by
+ * 1/RC_ADAPT_SPELL a window, so the last RC_ADAPT_SPELL windows or so
+ * weigh, and a change of the reads is seen within them.
+ */
+static void rc_adapt_spell_add(struct rc_adapt *a)
+{
+	a->spell_cache_ns -= a->spell_cache_ns / RC_ADAPT_SPELL;
+	a->spell_disk_ns -= a->spell_disk_ns / RC_ADAPT_SPELL;
+	a->spell_cache_ns += a->cache_ns;
+	a->spell_disk_ns += a->disk_ns;
 }
 
 /* The learnt RAM copy time of @sectors (0 until a hit was timed). */
@@ -165,9 +186,12 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 		a->last_disk_ns = a->disk_ns;
 		a->total_cache_ns += a->cache_ns;
 		a->total_disk_ns += a->disk_ns;
+		/* the first window after a switch carries the transition */
+		if (a->switching && a->active && a->since_switch != 1)
+			rc_adapt_spell_add(a);
 		if (a->switching && a->since_switch > a->dwell) {
 			if (a->active)
-				sw = a->cache_ns * 100 > a->disk_ns * (100 + a->margin);
+				sw = a->spell_cache_ns * 100 > a->spell_disk_ns * (100 + a->margin);
 			else
 				sw = a->cache_ns * 100 < a->disk_ns * (100 - a->margin);
 		}
@@ -175,7 +199,7 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 	if (sw) {
 		a->active = !a->active;
 		a->switches++;
-		a->since_switch = 0;
+		rc_adapt_new_spell(a);
 	}
 	rc_adapt_new_window(a);
 	return sw;

@@ -87,6 +87,13 @@ enum rc_disk_kind {
 #define RC_ADAPT_EARLY_DIV	4
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
+/*
+ * The active state is judged on its windows since it came on (the first,
+ * the transition, left out), each older window weighing 1/RC_ADAPT_SPELL
+ * less: an exponential window of RC_ADAPT_SPELL windows.  The inactive
+ * state is judged on its last window.
+ */
+#define RC_ADAPT_SPELL		32
 #define RC_ADAPT_MAX_WINDOW	1000000u
 #define RC_ADAPT_MAX_MARGIN	100u
 
@@ -105,6 +112,8 @@ struct rc_adapt {
 	u64 cache_ns;		/* the reads' time with the cache */
 	u64 disk_ns;		/* the same reads' time on the bare disk */
 	u32 since_switch;	/* windows judged since the last switch */
+	/* active: its judged windows since it came on, older ones decayed (RC_ADAPT_SPELL) */
+	u64 spell_cache_ns, spell_disk_ns;
 
 	/* learnt */
 	struct rc_spk bare[RC_SPK_POOLS];	/* reads sent to the disk as received */

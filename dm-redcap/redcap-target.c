@@ -2331,6 +2331,8 @@ static unsigned int redcap_emit_policy(struct redcap_c *rc, const struct rc_adap
 	       redcap_us(a->total_cache_ns), redcap_us(a->total_disk_ns));
 	DMEMIT("last_cache_time_us=%llu\nlast_est_disk_time_us=%llu\n",
 	       redcap_us(a->last_cache_ns), redcap_us(a->last_disk_ns));
+	DMEMIT("spell_cache_time_us=%llu\nspell_est_disk_time_us=%llu\n",
+	       redcap_us(a->spell_cache_ns), redcap_us(a->spell_disk_ns));
 	DMEMIT("budget_us=%lld\nbudget_earned_us=%llu\nbudget_spent_us=%llu\n",
 	       div_s64(b->balance, NSEC_PER_USEC), redcap_us(b->earned_ns),
 	       redcap_us(b->spent_ns));

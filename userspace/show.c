@@ -77,6 +77,13 @@ static void state_reason(const struct stack *k, char *buf, size_t len)
 	else if (sv(k, "windows") == sv(k, "windows_unjudged"))
 		snprintf(buf, len, "no window of %" PRIu64 " reads judged yet",
 			 sv(k, "window"));
+	else if (active && sv(k, "spell_est_disk_time_us"))
+		/* An active cache is judged on its spell (docs/redcap.rst). */
+		snprintf(buf, len, "its windows since it came on: the cache took %.1f ms, the "
+			 "bare disk %.1f ms (estimator %s, margin %" PRIu64 " %%)",
+			 (double)sv(k, "spell_cache_time_us") / 1000.0,
+			 (double)sv(k, "spell_est_disk_time_us") / 1000.0, ss(k, "estimator"),
+			 sv(k, "margin"));
 	else
 		snprintf(buf, len, "last window: the cache %s %.1f ms, the bare disk %.1f ms "
 			 "(estimator %s, margin %" PRIu64 " %%)", active ? "took" : "would take",

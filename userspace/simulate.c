@@ -74,6 +74,8 @@ static void policy_json(json_object *st, const struct sim_result *r)
 	put_u64(st, "est_disk_time_us", a->total_disk_ns / 1000);
 	put_u64(st, "last_cache_time_us", a->last_cache_ns / 1000);
 	put_u64(st, "last_est_disk_time_us", a->last_disk_ns / 1000);
+	put_u64(st, "spell_cache_time_us", a->spell_cache_ns / 1000);
+	put_u64(st, "spell_est_disk_time_us", a->spell_disk_ns / 1000);
 	json_object_object_add(st, "budget_us",
 			       json_object_new_int64(r->budget.balance / 1000));
 	put_u64(st, "budget_earned_us", r->budget.earned_ns / 1000);

@@ -702,6 +702,70 @@ CTEST(adapt_margin_and_dwell)
 }
 
 /*
+ * The active state is judged on its spell, the windows since it came on
+ * (less the first, the transition), decayed by 1/RC_ADAPT_SPELL a window;
+ * the inactive state on its last window.  A window that loses in a spell
+ * that wins keeps the cache on (8K-SR x16 on the hdd7200 flipped on such
+ * windows, issue 46); a loss that lasts turns it off.
+ */
+CTEST(adapt_active_judged_on_its_spell)
+{
+	struct rc_adapt a;
+	u32 i;
+
+	rc_adapt_init(&a);
+	a.window = 4;
+	a.margin = 3;
+	a.dwell = 2;
+	a.estimator = RC_EST_VDISK;
+	a.switching = true;
+	a.first = false;	/* whole windows (the early verdict is tested below) */
+
+	/* A spell that wins by half, then one window 30 % worse: still on. */
+	for (i = 0; i < 4; i++)
+		CHECK(!adapt_window(&a, 500, 1000));
+	/* the cache's first window counts: no switch before it (2000, 4000 a window, decayed) */
+	CHECK_EQ(a.spell_cache_ns, 7634);
+	CHECK_EQ(a.spell_disk_ns, 15266);
+	CHECK(!adapt_window(&a, 1300, 1000));
+	CHECK(a.active);
+	CHECK_EQ(a.last_cache_ns, 5200);
+	/* The same window alone is a loss: the last window no longer decides. */
+	CHECK(a.last_cache_ns * 100 > a.last_disk_ns * (100 + a.margin));
+	CHECK(a.spell_cache_ns * 100 <= a.spell_disk_ns * (100 + a.margin));
+
+	/* A loss that lasts: off within a few windows. */
+	for (i = 0; i < 8 && a.active; i++)
+		adapt_window(&a, 2000, 1000);
+	CHECK(!a.active);
+	CHECK(i <= 4);
+	CHECK_EQ(a.switches, 1);
+	CHECK_EQ(a.spell_cache_ns, 0);
+	CHECK_EQ(a.spell_disk_ns, 0);
+
+	/* Inactive: past the dwell, one window that wins by more than the margin is enough. */
+	CHECK(!adapt_window(&a, 2000, 1000));
+	CHECK(!adapt_window(&a, 2000, 1000));
+	CHECK(!adapt_window(&a, 2000, 1000));
+	CHECK(!a.active);
+	CHECK(adapt_window(&a, 900, 1000));
+	CHECK(a.active);
+	CHECK_EQ(a.switches, 2);
+
+	/* Back on: the first window (the transition) is not in the spell. */
+	CHECK(!adapt_window(&a, 5000, 1000));
+	CHECK_EQ(a.spell_cache_ns, 0);
+	CHECK(!adapt_window(&a, 500, 1000));
+	CHECK_EQ(a.spell_cache_ns, 2000);
+	CHECK_EQ(a.spell_disk_ns, 4000);
+	CHECK(!adapt_window(&a, 500, 1000));
+	CHECK(a.active);
+	/* Decayed: 2000 - 2000 / 32 + 2000. */
+	CHECK_EQ(a.spell_cache_ns, 3938);
+	CHECK_EQ(a.spell_disk_ns, 7875);
+}
+
+/*
  * @n reads, each priced @cvd ns with the cache and 1000 ns on the bare
  * disk, @served from RAM or not.  Returns the number of the read (from 1)
  * that last switched the state, or 0.
