@@ -198,6 +198,7 @@ static const struct rc_verb vd_msgs[VD_MSG_NR] = {
 	[VD_MSG_ESTIMATE] = { "estimate", 3, 3 },
 	[VD_MSG_TABLE] = { "table", 3, 3 },
 	[VD_MSG_LOAD] = { "load", 2, ~0u },
+	[VD_MSG_OVERLAP] = { "overlap", 1, 1 },
 };
 
 static int vd_parse_dir(const char *s, enum vd_dir *dir)
@@ -342,6 +343,14 @@ const char *vd_parse_message(unsigned int argc, char **argv, u32 rows, u32 cols,
 		return vd_parse_rows(argv, rows, m, buf, len);
 	case VD_MSG_LOAD:
 		return vd_parse_load(argc, argv, rows, cols, m, buf, len);
+	case VD_MSG_OVERLAP:
+		if (rc_parse_u64(argv[1], VD_MAX_OVERLAP_NS / 1000, &m->overlap_ns)) {
+			snprintf(buf, len, "overlap: expected microseconds from 0 to %llu, not '%s'",
+				 VD_MAX_OVERLAP_NS / 1000, argv[1]);
+			return buf;
+		}
+		m->overlap_ns *= 1000;
+		return NULL;
 	default:
 		return NULL;
 	}

@@ -111,6 +111,7 @@ void vd_model_reset(struct vd_model *m)
 	}
 	m->rings_used = 0;
 	m->cells_filled = 0;
+	m->overlap_ns = 0;
 }
 
 static int vd_fls64(u64 x)
@@ -567,12 +568,21 @@ void vd_seek_end(struct vd_seek *s, u64 done)
 	s->ra_pending = false;
 }
 
+int vd_model_set_overlap(struct vd_model *m, u64 ns)
+{
+	if (ns > VD_MAX_OVERLAP_NS)
+		return -1;
+	m->overlap_ns = ns;
+	return 0;
+}
+
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
 {
-	u64 start = now > v->busy_until ? now : v->busy_until;
+	u64 start = now > v->serial_until ? now : v->serial_until;
+	u64 from = now > v->busy_until ? now : v->busy_until;
+	u64 ns, overlap, done;
 	s64 distance;
-	u64 ns;
 
 	if (m->dc.nr_segs)
 		distance = vd_seek_begin(&v->seek, &m->dc, dir, sector,
@@ -581,13 +591,18 @@ u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		distance = vd_seek_distance(&v->seek, sector);
 	if (!vd_model_estimate(m, dir, distance, sectors, &ns))
 		v->unestimated++;
-	v->busy_until = start + ns;
+	overlap = m->overlap_ns < ns ? m->overlap_ns : ns;
+	v->serial_until = start + ns - overlap;
+	done = v->serial_until + overlap;
+	if (done < v->busy_until)
+		done = v->busy_until;	/* completions in submission order */
 	if (m->dc.nr_segs)
-		vd_seek_end(&v->seek, v->busy_until);
+		vd_seek_end(&v->seek, done);
 	else
 		vd_seek_note(&v->seek, sector + sectors);
 	v->distance = distance;
 	v->requests++;
-	v->busy_ns += ns;
-	return v->busy_until;
+	v->busy_ns += done > from ? done - from : 0;
+	v->busy_until = done;
+	return done;
 }

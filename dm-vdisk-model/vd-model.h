@@ -107,6 +107,13 @@ struct vd_model {
 	u32 rings_used;
 	u32 cells_filled;	/* cells of both tables with samples */
 	u64 samples[VD_NR_DIRS];	/* samples added since init/reset */
+	/*
+	 * Of a request's time, what overlaps the others in flight (a network
+	 * or cloud volume's latency): the virtual disk serves one request's
+	 * rest at a time, and each completes overlap_ns after its rest.  0 (a
+	 * hard disk): one request at a time.  vd_model_set_overlap().
+	 */
+	u64 overlap_ns;
 };
 
 /*
@@ -139,6 +146,11 @@ void vd_model_reset(struct vd_model *m);
  * cache has no segment size or media rate.
  */
 int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc);
+
+#define VD_MAX_OVERLAP_NS	10000000000ULL	/* 10 s */
+
+/* Sets the model's overlap_ns; -1 (and nothing set) above VD_MAX_OVERLAP_NS. */
+int vd_model_set_overlap(struct vd_model *m, u64 ns);
 
 /* Column of a seek distance in sectors (negative: backward). */
 u32 vd_model_col(const struct vd_model *m, s64 distance);
@@ -235,13 +247,20 @@ void vd_seek_end(struct vd_seek *s, u64 done);
 
 /*
  * The virtual disk: a single server fed a request stream in arrival order.
- * Each request starts when it arrives or when the previous one ends,
- * whichever is later, and takes the model's estimate for its size and its
- * seek distance (struct vd_seek) among the virtual requests: with the
- * model's drive cache, in the virtual disk's time.
+ * Each request starts when it arrives or when the previous one's serial
+ * part ends, whichever is later, and takes the model's estimate for its
+ * size and its seek distance (struct vd_seek) among the virtual requests:
+ * with the model's drive cache, in the virtual disk's time.  Of that
+ * estimate, the model's overlap_ns (at most all of it) is not serial: the
+ * request completes that long after its serial part, while the next one's
+ * runs, and never before the request ahead of it.  A request's price is
+ * what it adds to the time the disk is busy (anything in flight): from
+ * its arrival or the previous completion, whichever is later, to its own,
+ * as the vdisk target measures a real device's.
  */
 struct vd_vdisk {
 	u64 busy_until;		/* ns: when the last request completes */
+	u64 serial_until;	/* ns: when the last request's serial part ends */
 	struct vd_seek seek;	/* ends of the last virtual requests */
 	u64 requests;
 	u64 busy_ns;		/* sum of service times: the virtual I/O time */

@@ -670,6 +670,7 @@ static int vdisk_stats(struct vdisk_c *vc, char *result, unsigned int maxlen)
 	       vm->m.cells_filled);
 	DMEMIT("model_read_samples=%llu\nmodel_write_samples=%llu\nmodel_bytes=%zu\n",
 	       vm->m.samples[VD_READ], vm->m.samples[VD_WRITE], vm->mem_size);
+	DMEMIT("overlap_us=%llu\n", div_u64(vm->m.overlap_ns, NSEC_PER_USEC));
 	spin_unlock_irqrestore(&vm->lock, flags);
 
 	spin_lock_irqsave(&vc->lock, flags);
@@ -857,6 +858,11 @@ static int vdisk_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return vdisk_estimate_msg(vc, &m, result, maxlen);
 	case VD_MSG_TABLE:
 		return vdisk_table_msg(vc, &m, result, maxlen);
+	case VD_MSG_OVERLAP:
+		spin_lock_irq(&vc->vm->lock);
+		vd_model_set_overlap(&vc->vm->m, m.overlap_ns);	/* in range: parsed */
+		spin_unlock_irq(&vc->vm->lock);
+		return 0;
 	default:
 		return vdisk_load_msg(vc, &m, argc, argv);
 	}
@@ -872,7 +878,7 @@ static int vdisk_iterate_devices(struct dm_target *ti,
 
 static struct target_type vdisk_target = {
 	.name = "vdisk",
-	.version = {0, 2, 0},
+	.version = {0, 3, 0},
 	.module = THIS_MODULE,
 	.ctr = vdisk_ctr,
 	.dtr = vdisk_dtr,

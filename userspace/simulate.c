@@ -285,6 +285,7 @@ static struct vd_model *read_model(const char *file, u64 capacity, void **mem)
 		    "sectors", file, info.rows, info.cols, (unsigned long long)capacity);
 	m = new_model(capacity, info.rows, mem);
 	vdt_read_cells("simulate: --model", file, &info, model_cell, m);
+	vd_model_set_overlap(m, info.overlap_us * 1000);	/* in range: the file was checked */
 	return m;
 }
 
@@ -304,7 +305,7 @@ static uint32_t model_row(void *arg, char dir, uint32_t row, struct vdt_cell *ce
 static void save_model(const char *file, const struct vd_model *m, const char *disk)
 {
 	struct vdt_file_info info = { .rows = m->rows, .cols = m->cols, .window = VD_WINDOW,
-				      .capacity = m->capacity };
+				      .capacity = m->capacity, .overlap_us = m->overlap_ns / 1000 };
 	char *id;
 
 	if (asprintf(&id, "sim-%s", disk) < 0)

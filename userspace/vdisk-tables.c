@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,10 +32,10 @@
 
 #define TABLES_MAGIC		"vdisk-tables"
 /*
- * Written: 3.  Still read: 2 (no backward columns) and 1 (no capacity, no
- * id either).
+ * Written: 4.  Still read: 3 (no overlap: 0), 2 (no backward columns either)
+ * and 1 (no capacity, no id either).
  */
-#define TABLES_VERSION		3
+#define TABLES_VERSION		4
 #define MAX_ROWS_PER_QUERY	16	/* rows per "table" message ... */
 #define MAX_CELLS_PER_QUERY	1024	/* ... fewer when the rows are wide */
 #define MAX_ROWS		(1u << 20)
@@ -43,8 +44,9 @@
 #define BLOCK			4096u
 
 #define EXPECTED_V1	"bad header (expected '" TABLES_MAGIC " 1 rows=<R> cols=<C> window=<W>')"
-#define EXPECTED	"bad header (expected '" TABLES_MAGIC " 3 rows=<R> cols=<C> window=<W>" \
-			" capacity=<sectors> id=<disk>')"
+#define EXPECTED	"bad header (expected '" TABLES_MAGIC " 4 rows=<R> cols=<C> window=<W>" \
+			" capacity=<sectors> overlap_us=<us> id=<disk>')"
+#define MAX_OVERLAP_US	10000000	/* the target's (vd-model.h) */
 
 /* What to undo when the program exits, on success or on error. */
 static struct {
@@ -98,7 +100,8 @@ struct geom {
 };
 
 /* The tables' geometry and the capacity (sectors) of the disk @d stands for. */
-static void device_info(const struct dev *d, struct geom *g, uint64_t *capacity)
+static void device_info(const struct dev *d, struct geom *g, uint64_t *capacity,
+			uint64_t *overlap_us)
 {
 	struct stats st;
 
@@ -108,6 +111,8 @@ static void device_info(const struct dev *d, struct geom *g, uint64_t *capacity)
 	g->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
 	if (capacity)
 		*capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
+	if (overlap_us)
+		*overlap_us = stats_u64(d, &st, "overlap_us", 0, MAX_OVERLAP_US);
 	free(st.text);
 }
 
@@ -357,6 +362,7 @@ struct tfile {
 	uint32_t version;
 	struct geom g;
 	uint64_t capacity;	/* version >= 2: of the disk the tables were learnt on */
+	uint64_t overlap_us;	/* version >= 4: the model's overlap; 0 before */
 	char *id;		/* version >= 2: that disk's identity; NULL in version 1 */
 	struct row r;
 	uint64_t cells;		/* filled cells read so far */
@@ -389,7 +395,7 @@ static const char *tfile_line(struct tfile *t)
 /* Reads and checks the header line; exits on an error. */
 static void tfile_header(struct tfile *t)
 {
-	uint64_t version, rows, cols, window, capacity = 0;
+	uint64_t version, rows, cols, window, capacity = 0, overlap_us = 0;
 	const char *p = tfile_line(t), *expected = EXPECTED;
 	char why[160];
 
@@ -409,8 +415,11 @@ static void tfile_header(struct tfile *t)
 	if (!take(&p, " rows=") || !take_u64(&p, &rows) || !take(&p, " cols=") ||
 	    !take_u64(&p, &cols) || !take(&p, " window=") || !take_u64(&p, &window))
 		tfile_die(t, expected);
-	if (version >= 2 && (!take(&p, " capacity=") || !take_u64(&p, &capacity) ||
-			     !take(&p, " id=") || !*p))
+	if (version >= 2 && (!take(&p, " capacity=") || !take_u64(&p, &capacity)))
+		tfile_die(t, expected);
+	if (version >= 4 && (!take(&p, " overlap_us=") || !take_u64(&p, &overlap_us)))
+		tfile_die(t, expected);
+	if (version >= 2 && (!take(&p, " id=") || !*p))
 		tfile_die(t, expected);
 	if (version == 1 && *p)
 		tfile_die(t, expected);
@@ -435,8 +444,14 @@ static void tfile_header(struct tfile *t)
 		if (!t->id)
 			die("out of memory");
 	}
+	if (overlap_us > MAX_OVERLAP_US) {
+		snprintf(why, sizeof(why), "overlap_us=%" PRIu64 " out of range (at most %d)",
+			 overlap_us, MAX_OVERLAP_US);
+		tfile_die(t, why);
+	}
 	t->version = (uint32_t)version;
 	t->capacity = capacity;
+	t->overlap_us = overlap_us;
 	t->g = (struct geom){ (uint32_t)rows, (uint32_t)cols, (uint32_t)window };
 }
 
@@ -574,7 +589,7 @@ void vdt_commit(FILE *f, const char *what, const char *file)
  * still refuse (exit) before the rename.
  */
 static void tables_write(const char *what, const char *file, const struct geom *g,
-			 uint64_t capacity, const char *id, vdt_row_fn *row,
+			 uint64_t capacity, uint64_t overlap_us, const char *id, vdt_row_fn *row,
 			 void (*end)(void *arg), void *arg)
 {
 	FILE *f = vdt_create(what, file);
@@ -582,8 +597,8 @@ static void tables_write(const char *what, const char *file, const struct geom *
 
 	r.cell = xmalloc(g->cols * sizeof(*r.cell));
 	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32
-		" capacity=%" PRIu64 " id=%s\n", TABLES_VERSION, g->rows, g->cols, g->window,
-		capacity, id);
+		" capacity=%" PRIu64 " overlap_us=%" PRIu64 " id=%s\n", TABLES_VERSION, g->rows,
+		g->cols, g->window, capacity, overlap_us, id);
 	for (const char *dir = "rw"; *dir; dir++) {
 		for (uint32_t i = 0; i < g->rows; i++) {
 			r.nr = row(arg, *dir, i, r.cell);
@@ -651,14 +666,15 @@ static uint32_t device_row(void *arg, char dir, uint32_t row, struct vdt_cell *c
 void vdt_save(const struct dev *d, const char *file)
 {
 	struct device_rows q = { .d = d };
-	uint64_t capacity;
+	uint64_t capacity, overlap_us;
 	char *id;
 
-	device_info(d, &q.g, &capacity);
+	device_info(d, &q.g, &capacity, &overlap_us);
 	id = device_identity(d);
 	q.chunk = MAX_CELLS_PER_QUERY / q.g.cols;
 	q.chunk = q.chunk < 1 ? 1 : q.chunk > MAX_ROWS_PER_QUERY ? MAX_ROWS_PER_QUERY : q.chunk;
-	tables_write("save", file, &q.g, capacity, id, device_row, device_rows_end, &q);
+	tables_write("save", file, &q.g, capacity, overlap_us, id, device_row, device_rows_end,
+		     &q);
 	free(q.answer);
 	free(id);
 }
@@ -668,11 +684,12 @@ void vdt_write(const char *what, const char *file, const struct vdt_file_info *i
 {
 	struct geom g = { info->rows, info->cols, info->window };
 
-	tables_write(what, file, &g, info->capacity, id, row, NULL, arg);
+	tables_write(what, file, &g, info->capacity, info->overlap_us, id, row, NULL, arg);
 }
 
 void vdt_load(const struct dev *d, const char *file)
 {
+	char overlap[64];
 	struct vdt_file_info info;
 	uint64_t capacity;
 	struct tfile t;
@@ -681,12 +698,13 @@ void vdt_load(const struct dev *d, const char *file)
 
 	/* The whole file is checked before the device is touched. */
 	tfile_check(&t, "load", file);
-	device_info(d, &g, &capacity);
+	device_info(d, &g, &capacity, NULL);
 	id = device_identity(d);
 	if (t.id && (strcmp(t.id, id) || t.capacity != capacity))
 		die("load: %s: made for disk '%s' (capacity %" PRIu64 " sectors), not for '%s'"
 		    " (capacity %" PRIu64 " sectors)", file, t.id, t.capacity, id, capacity);
-	info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity };
+	info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity,
+				       t.overlap_us };
 	if (t.g.rows != g.rows || vdt_device_cols(&info) != g.cols)
 		die("load: %s: table geometry rows=%" PRIu32 " cols=%" PRIu32 "%s"
 		    " does not match device rows=%" PRIu32 " cols=%" PRIu32,
@@ -719,6 +737,9 @@ void vdt_load(const struct dev *d, const char *file)
 			free(msg);
 		}
 	}
+	/* A file before version 4 was made for a disk served one request at a time. */
+	snprintf(overlap, sizeof(overlap), "overlap %" PRIu64, t.overlap_us);
+	free(dm_message(d, overlap));
 	tfile_close(&t);
 	free(id);
 }
@@ -729,7 +750,8 @@ void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *in
 	struct tfile t;
 
 	tfile_check(&t, what, file);
-	*info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity };
+	*info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity,
+					t.overlap_us };
 	tfile_rewind(&t);
 	for (const char *dir = "rw"; cell && *dir; dir++) {
 		for (uint32_t row = 0; row < t.g.rows; row++) {
@@ -747,7 +769,11 @@ void vdt_check_file(const char *file)
 	struct tfile t;
 
 	tfile_check(&t, "check-file", file);
-	if (t.id)
+	if (t.version >= 4)
+		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " capacity=%" PRIu64
+		       " overlap_us=%" PRIu64 " id=%s cells_filled=%" PRIu64 "\n", file, t.g.rows,
+		       t.g.cols, t.g.window, t.capacity, t.overlap_us, t.id, t.cells);
+	else if (t.id)
 		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " capacity=%" PRIu64
 		       " id=%s cells_filled=%" PRIu64 "\n", file, t.g.rows, t.g.cols, t.g.window,
 		       t.capacity, t.id, t.cells);
@@ -806,9 +832,109 @@ static uint64_t cells_filled(const struct dev *d)
 	return v;
 }
 
+/*
+ * The overlap (vd-model.h): 4 KiB reads at random, one at a time for
+ * OVERLAP_S, then OVERLAP_READERS at once for as long, each phase timed by
+ * the device itself (its busy time over the reads it timed, as its model
+ * learns them: this program's own time per read is not the disk's).  A disk
+ * that serves one at a time is busy as long a read side by side as alone;
+ * a network or cloud volume completes them as fast as their serial part
+ * (or this machine) allows, and the rest of a read's time alone is what
+ * overlaps.  Below a speed-up of OVERLAP_MIN_GAIN (in %) the difference is
+ * the noise of a second's sample (and a hard disk's shorter seeks in a
+ * deeper queue), and the overlap 0.
+ */
+#define OVERLAP_S		1.0
+#define OVERLAP_READERS		32
+#define OVERLAP_MIN_GAIN	125
+
+struct overlap_reader {
+	int fd;
+	const char *path;
+	uint64_t nblocks, seed;
+	double until;
+	pthread_t thread;
+};
+
+static void *overlap_read(void *arg)
+{
+	struct overlap_reader *r = arg;
+	uint64_t state = rng_seed(r->seed);
+	void *buf;
+
+	if (posix_memalign(&buf, BLOCK, BLOCK))
+		die("out of memory");
+	while (!interrupted && now_s() < r->until) {
+		do_io(r->fd, r->path, buf, BLOCK,
+		      (off_t)(rng_next(&state) % r->nblocks * BLOCK), false);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* The device's busy time per read it timed while @n readers ran side by side. */
+static double overlap_phase(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed,
+			    unsigned int n)
+{
+	struct overlap_reader r[OVERLAP_READERS];
+	uint64_t busy0, reads0, busy, reads;
+	unsigned int i;
+	struct stats st;
+	double until;
+	int err;
+
+	stats_get(d, &st);
+	busy0 = stats_u64(d, &st, "busy_us", 0, UINT64_MAX);
+	reads0 = stats_u64(d, &st, "read_samples", 0, UINT64_MAX);
+	free(st.text);
+	until = now_s() + OVERLAP_S;
+	for (i = 0; i < n; i++) {
+		r[i] = (struct overlap_reader){ .fd = fd, .path = d->path, .nblocks = nblocks,
+						.seed = seed + i, .until = until };
+		err = pthread_create(&r[i].thread, NULL, overlap_read, &r[i]);
+		if (err)
+			die("train: cannot start a reader: %s", strerror(err));
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(r[i].thread, NULL);
+	stats_get(d, &st);
+	busy = stats_u64(d, &st, "busy_us", 0, UINT64_MAX) - busy0;
+	reads = stats_u64(d, &st, "read_samples", 0, UINT64_MAX) - reads0;
+	free(st.text);
+	return reads ? (double)busy / (double)reads : 0;
+}
+
+/*
+ * Measures the overlap of @d and sets it: *us, from *one_us a read alone and
+ * *gap_us a read side by side; false if interrupted.
+ */
+static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed,
+			  double *one_us, double *gap_us, uint64_t *us)
+{
+	char msg[64];
+
+	*one_us = overlap_phase(d, fd, nblocks, seed, 1);
+	/* The model would learn a read's serial part as its time: not these. */
+	free(dm_message(d, "train off"));
+	*gap_us = overlap_phase(d, fd, nblocks, seed + 1, OVERLAP_READERS);
+	free(dm_message(d, "train on"));
+	if (interrupted || !*one_us || !*gap_us)
+		return false;
+	*us = 0;
+	if (*one_us * 100 > *gap_us * OVERLAP_MIN_GAIN)
+		*us = (uint64_t)(*one_us - *gap_us);
+	if (*us > MAX_OVERLAP_US)
+		*us = MAX_OVERLAP_US;
+	snprintf(msg, sizeof(msg), "overlap %" PRIu64, *us);
+	free(dm_message(d, msg));
+	return true;
+}
+
 int vdt_train(const struct dev *d, const struct vdt_train *o)
 {
-	uint64_t size, nblocks, maxb, reads = 0, writes = 0, bytes = 0, state, next;
+	uint64_t size, nblocks, maxb, reads = 0, writes = 0, bytes = 0, state, next, overlap_us = 0;
+	double one_us = 0, gap_us = 0;
+	bool measured;
 	struct sigaction sa = { .sa_handler = on_interrupt }, old_int, old_term;
 	bool tty = isatty(STDERR_FILENO);
 	double t0, elapsed, next_report = 1;
@@ -883,12 +1009,17 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	if (progress_line)
 		fputc('\n', stderr);
 	progress_line = false;
+	measured = !interrupted &&
+		   train_overlap(d, fd, nblocks, o->seed, &one_us, &gap_us, &overlap_us);
 	close(fd);
 	free(buf);
 	printf("train: %s%.0f s, %" PRIu64 " requests (%" PRIu64 " reads, %" PRIu64
 	       " writes), %" PRIu64 " MiB, seed=%" PRIu64 ", cells_filled=%" PRIu64 "\n",
 	       interrupted ? "interrupted after " : "", elapsed, reads + writes, reads, writes,
 	       bytes >> 20, o->seed, cells_filled(d));
+	if (measured)
+		printf("train: overlap_us=%" PRIu64 " (the disk busy %.0f us a 4 KiB read alone, "
+		       "%.0f us with %d side by side)\n", overlap_us, one_us, gap_us, OVERLAP_READERS);
 	fflush(stdout);
 	train_restore();
 	sigaction(SIGINT, &old_int, NULL);

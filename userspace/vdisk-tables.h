@@ -51,6 +51,7 @@ int vdt_train(const struct dev *d, const struct vdt_train *o);
 struct vdt_file_info {
 	uint32_t version, rows, cols, window;
 	uint64_t capacity;	/* sectors of the disk it was learnt on; 0 in version 1 */
+	uint64_t overlap_us;	/* the model's overlap (vd-model.h); 0 before version 4 */
 };
 /*
  * Versions 1 and 2 hold the forward columns of a table (no seek direction):

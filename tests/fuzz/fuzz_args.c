@@ -863,6 +863,7 @@ static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
 		[VD_MSG_ESTIMATE] = { "estimate", 3, 3 },
 		[VD_MSG_TABLE] = { "table", 3, 3 },
 		[VD_MSG_LOAD] = { "load", 2, ~0u },
+		[VD_MSG_OVERLAP] = { "overlap", 1, 1 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == VD_MSG_NR, "verbs");
 	static const char *const yes[] = { "on", "1", "y", "yes", "true" };
@@ -925,6 +926,9 @@ static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
 			CHECK(col < cols && n <= VD_WINDOW);
 			CHECK(sum <= (uint64_t)n * VD_MAX_SAMPLE_NS);
 		}
+		break;
+	case VD_MSG_OVERLAP:
+		CHECK(m.overlap_ns == dec(w->argv[1], VD_MAX_OVERLAP_NS / 1000) * 1000);
 		break;
 	default:
 		break;

@@ -518,6 +518,8 @@ BAD_MESSAGES = [
     ("mode_without_name", "mode", "mode: wrong number of arguments"),
     ("unknown_mode", "mode fast", "mode: unknown mode 'fast'"),
     ("train_maybe", "train maybe", "train: expected on or off, not 'maybe'"),
+    ("overlap_too_long", "overlap 10000001",
+     "overlap: expected microseconds from 0 to 10000000, not '10000001'"),
     ("estimate_bad_dir", "estimate x 0 8",
      "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>"),
     ("estimate_zero_size", "estimate r 0 0",

@@ -410,9 +410,9 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
                  "64x128k:always", "--save-model", saved)
     assert (r.returncode, r.stderr) == (0, "")
     lines = saved.read_text().splitlines()
-    # version 3: 19 forward and 18 backward columns
-    assert lines[0] == ("vdisk-tables 3 rows=64 cols=37 window=64 capacity=2097152 "
-                        "id=sim-hdd7200")
+    # version 4: 19 forward and 18 backward columns; a disk served one at a time
+    assert lines[0] == ("vdisk-tables 4 rows=64 cols=37 window=64 capacity=2097152 "
+                        "overlap_us=0 id=sim-hdd7200")
     assert len(lines) == 1 + 2 * 64
     # 200 reads of 4 KiB: row 0 of the read table only, every sample there
     # (a cell keeps its last 64)
@@ -424,7 +424,7 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
     r = subprocess.run([vdiskctl, "check-file", saved], capture_output=True, text=True)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{saved}: rows=64 cols=37 window=64 capacity=2097152 "
-                        f"id=sim-hdd7200 cells_filled={len(cells)}\n")
+                        f"overlap_us=0 id=sim-hdd7200 cells_filled={len(cells)}\n")
     # the model as the disk: 200 reads, each at its cell's mean
     r = simulate("--trace", trace, "--format", "csv", "--model", saved, "--config", "bare",
                  "--json")

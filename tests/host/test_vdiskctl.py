@@ -19,8 +19,9 @@ GOOD = [HEADER,
         "w 0",
         "w 1 1:3:90000"]
 GOOD_V1 = [HEADER_V1] + GOOD[1:]
-EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 3 rows=<R> cols=<C> window=<W> "
-                   "capacity=<sectors> id=<disk>')")
+EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 4 rows=<R> cols=<C> window=<W> "
+                   "capacity=<sectors> overlap_us=<us> id=<disk>')")
+HEADER_V4 = f"vdisk-tables 4 rows=2 cols=3 window=64 capacity=131072 overlap_us=950 id={ID}"
 EXPECTED_HEADER_V1 = "bad header (expected 'vdisk-tables 1 rows=<R> cols=<C> window=<W>')"
 
 
@@ -111,10 +112,10 @@ def test_load_of_a_bad_header_fails_before_the_device(tmp_path):
 
 
 def test_load_of_another_version_fails_before_the_device(tmp_path):
-    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 4 ")] + GOOD[1:])
+    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 5 ")] + GOOD[1:])
     r = vdiskctl("load", "nosuchdev", path)
     assert r.returncode == 1
-    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 4 (expected 1 to 3)\n"
+    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 5 (expected 1 to 4)\n"
 
 
 def test_load_of_a_bad_id_fails_before_the_device(tmp_path):
@@ -164,6 +165,14 @@ def test_check_file_prints_the_disk_and_counts_the_cells(tmp_path, version):
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 id={ID} "
                         "cells_filled=3\n")
+
+
+def test_check_file_prints_a_version_4_files_overlap(tmp_path):
+    path = tables_file(tmp_path, replace(GOOD, 0, HEADER_V4))
+    r = vdiskctl("check-file", path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
+                        f"id={ID} cells_filled=3\n")
 
 
 def test_check_file_accepts_a_version_1_file_without_a_disk(tmp_path):
@@ -223,6 +232,11 @@ BAD_FILES = {
                       "1: " + EXPECTED_HEADER),
     "capacity-overflow": (replace(GOOD, 0, HEADER.replace("131072", str(2 ** 64))),
                           "1: " + EXPECTED_HEADER),
+    "v4-no-overlap": (replace(GOOD, 0, HEADER.replace(" 2 ", " 4 ")), "1: " + EXPECTED_HEADER),
+    "v4-overlap-after-id": (replace(GOOD, 0, HEADER.replace(" 2 ", " 4 ") + " overlap_us=1"),
+                            "1: " + EXPECTED_HEADER),
+    "v4-overlap-range": (replace(GOOD, 0, HEADER_V4.replace("=950", "=10000001")),
+                         "1: overlap_us=10000001 out of range (at most 10000000)"),
     "capacity-zero": (replace(GOOD, 0, HEADER.replace("131072", "0")),
                       "1: capacity=0 out of range"),
     "id-space": (replace(GOOD, 0, HEADER + " "), f"1: id '{ID} ' is not one word of printable ASCII"),
@@ -236,9 +250,9 @@ BAD_FILES = {
     "v1-trailing-space": (replace(GOOD, 0, HEADER_V1 + " "), "1: " + EXPECTED_HEADER_V1),
     "v1-with-id": (replace(GOOD, 0, HEADER_V1 + " capacity=8 id=x"), "1: " + EXPECTED_HEADER_V1),
     "version": (replace(GOOD, 0, HEADER.replace(" 2 ", " 7 ")),
-                "1: unsupported version 7 (expected 1 to 3)"),
+                "1: unsupported version 7 (expected 1 to 4)"),
     "version-0": (replace(GOOD, 0, "vdisk-tables 0 rows=2 cols=3 window=64"),
-                  "1: unsupported version 0 (expected 1 to 3)"),
+                  "1: unsupported version 0 (expected 1 to 4)"),
     "zero-rows": (replace(GOOD, 0, HEADER.replace("rows=2", "rows=0")),
                   "1: geometry rows=0 cols=3 window=64 out of range"),
     "v1-zero-rows": (replace(GOOD, 0, "vdisk-tables 1 rows=0 cols=3 window=64"),

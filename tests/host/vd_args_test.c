@@ -199,6 +199,11 @@ CTEST(message_verbs)
 	CHECK(sum == 64ULL * VD_MAX_SAMPLE_NS);
 	CHECK(!message("load r 0", &m, &argc));
 	CHECK_EQ(argc, 3);
+	CHECK(!message("overlap 10000000", &m, &argc));
+	CHECK_EQ(m.verb, VD_MSG_OVERLAP);
+	CHECK(m.overlap_ns == VD_MAX_OVERLAP_NS);
+	CHECK(!message("overlap 0", &m, &argc));
+	CHECK(m.overlap_ns == 0);
 }
 
 CTEST(cells)
@@ -253,6 +258,10 @@ CTEST(message_errors)
 		{ "load r 0 1:1:4294967296", "load: bad cell '1:1:4294967296'" },
 		{ "load r 0 1:1:100x", "load: bad cell '1:1:100x'" },
 		{ "load r 0 1:1:1 2:2", "load: bad cell '2:2'" },
+		{ "overlap", "overlap: wrong number of arguments" },
+		{ "overlap 10000001", "overlap: expected microseconds from 0 to 10000000, not '10000001'" },
+		{ "overlap -1", "overlap: expected microseconds from 0 to 10000000, not '-1'" },
+		{ "overlap 1ms", "overlap: expected microseconds from 0 to 10000000, not '1ms'" },
 	};
 	CHECK_REFUSALS(bad, refused_message);
 }
