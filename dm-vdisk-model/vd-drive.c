@@ -384,3 +384,36 @@ u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
 	*service = t;
 	return d->busy_until;
 }
+
+/* Busy time per read of VD_OVERLAP_READS random 4 KiB reads, @depth in flight. */
+static u64 vd_overlap_phase(struct vd_drive *d, u64 disk_sectors, u32 depth, u64 *rng)
+{
+	u64 done[VD_OVERLAP_DEPTH] = { 0 }, busy = 0, service, sector;
+	u32 k;
+
+	for (k = 0; k < VD_OVERLAP_READS; k++) {
+		*rng ^= *rng << 13;
+		*rng ^= *rng >> 7;
+		*rng ^= *rng << 17;
+		sector = *rng >> 1;
+		sector = (sector - rc_div64(sector, disk_sectors / 8) * (disk_sectors / 8)) * 8;
+		/* Closed loop: a read goes out when the one @depth before it is done. */
+		done[k % depth] = vd_drive_submit(d, VD_READ, sector, 8, done[k % depth],
+						  &service);
+		busy += service;
+	}
+	return rc_div64(busy, VD_OVERLAP_READS);
+}
+
+u64 vd_drive_overlap(struct vd_drive *d, const struct vd_drive_params *p, u64 capacity,
+		     u64 disk_sectors)
+{
+	u64 rng = 0x9e3779b97f4a7c15ULL, alone, side;
+
+	if (disk_sectors < 8 || vd_drive_init(d, p, capacity, disk_sectors, 1))
+		return 0;
+	alone = vd_overlap_phase(d, disk_sectors, 1, &rng);
+	vd_drive_reset(d);
+	side = vd_overlap_phase(d, disk_sectors, VD_OVERLAP_DEPTH, &rng);
+	return vd_overlap_of(alone, side);
+}

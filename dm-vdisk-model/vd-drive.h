@@ -138,4 +138,16 @@ u64 vd_drive_seek_ns(const struct vd_drive_params *p, u64 cyl);
 u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
 		    u32 sectors, u64 now, u64 *service);
 
+/*
+ * The overlap (vd_overlap_of()) of the drive @p, as vdiskctl train measures
+ * a real one: VD_OVERLAP_READS 4 KiB reads at random over @disk_sectors one
+ * at a time, then as many with VD_OVERLAP_DEPTH in flight, on drive @d
+ * (set up anew: @capacity and @disk_sectors as vd_drive_init() takes them).
+ * 0 if @p is invalid.
+ */
+#define VD_OVERLAP_READS	2048
+#define VD_OVERLAP_DEPTH	32
+u64 vd_drive_overlap(struct vd_drive *d, const struct vd_drive_params *p, u64 capacity,
+		     u64 disk_sectors);
+
 #endif

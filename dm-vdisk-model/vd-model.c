@@ -576,6 +576,16 @@ int vd_model_set_overlap(struct vd_model *m, u64 ns)
 	return 0;
 }
 
+u64 vd_overlap_of(u64 alone_ns, u64 side_ns)
+{
+	u64 o;
+
+	if (!side_ns || alone_ns * 100 <= side_ns * VD_OVERLAP_MIN_GAIN)
+		return 0;
+	o = alone_ns - side_ns;
+	return o < VD_MAX_OVERLAP_NS ? o : VD_MAX_OVERLAP_NS;
+}
+
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
 {

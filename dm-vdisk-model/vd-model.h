@@ -152,6 +152,16 @@ int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc);
 /* Sets the model's overlap_ns; -1 (and nothing set) above VD_MAX_OVERLAP_NS. */
 int vd_model_set_overlap(struct vd_model *m, u64 ns);
 
+/*
+ * The overlap of a device that was busy @alone_ns a read sent one at a time
+ * and @side_ns a read sent side by side with many others: the difference,
+ * or 0 where side by side is less than VD_OVERLAP_MIN_GAIN % faster (the
+ * noise of a sample, a hard disk's shorter seeks in a deeper queue), at
+ * most VD_MAX_OVERLAP_NS.  vdiskctl train and the simulator both use it.
+ */
+#define VD_OVERLAP_MIN_GAIN	125
+u64 vd_overlap_of(u64 alone_ns, u64 side_ns);
+
 /* Column of a seek distance in sectors (negative: backward). */
 u32 vd_model_col(const struct vd_model *m, s64 distance);
 

@@ -839,7 +839,7 @@ static int model_copy(struct vd_model *to, const struct vd_model *from)
 				if (!vd_model_get_cell(from, (enum vd_dir)dir, row, col, &n, &sum) &&
 				    n && vd_model_set_cell(to, (enum vd_dir)dir, row, col, n, sum))
 					return -1;
-	return 0;
+	return vd_model_set_overlap(to, from->overlap_ns);
 }
 
 /* The measuring vdisk's model: @from's tables, or empty; on @s->capacity. */

@@ -410,6 +410,7 @@ int cmd_simulate(int argc, char **argv)
 {
 	static struct sim_config configs[MAX_CONFIGS];
 	static struct sim_result results[MAX_CONFIGS];
+	static struct vd_drive scratch;	/* the emulated drive's overlap is measured on */
 	struct sim_args a = { .fmt = TRACE_FMT_BLKPARSE, .configs = configs };
 	const struct vd_drive_profile *prof = NULL;
 	struct sim_disk sd = { 0 };
@@ -481,8 +482,13 @@ int cmd_simulate(int argc, char **argv)
 		if (shown)
 			fprintf(stderr, "\rsimulate: %s: %zu requests, done%20s\n", configs[i].spec,
 				t.nr, "");
-		if (i == 0 && a.save_file)
+		if (i == 0 && a.save_file) {
+			/* What vdiskctl train would measure of the emulated drive. */
+			if (prof)
+				vd_model_set_overlap(sd.learnt, vd_drive_overlap(&scratch, &prof->p,
+										 a.capacity, a.capacity));
 			save_model(a.save_file, sd.learnt, a.disk ? a.disk : "model");
+		}
 		sd.learnt = NULL;
 	}
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "dmctl.h"
+#include "vd-drive.h"
 #include "vd-model.h"
 #include "vdisk-tables.h"
 
@@ -840,13 +841,10 @@ static uint64_t cells_filled(const struct dev *d)
  * that serves one at a time is busy as long a read side by side as alone;
  * a network or cloud volume completes them as fast as their serial part
  * (or this machine) allows, and the rest of a read's time alone is what
- * overlaps.  Below a speed-up of OVERLAP_MIN_GAIN (in %) the difference is
- * the noise of a second's sample (and a hard disk's shorter seeks in a
- * deeper queue), and the overlap 0.
+ * overlaps (vd_overlap_of(): 0 below a speed-up of 25 %).
  */
 #define OVERLAP_S		1.0
-#define OVERLAP_READERS		32
-#define OVERLAP_MIN_GAIN	125
+#define OVERLAP_READERS		VD_OVERLAP_DEPTH
 
 struct overlap_reader {
 	int fd;
@@ -920,11 +918,7 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 	free(dm_message(d, "train on"));
 	if (interrupted || !*one_us || !*gap_us)
 		return false;
-	*us = 0;
-	if (*one_us * 100 > *gap_us * OVERLAP_MIN_GAIN)
-		*us = (uint64_t)(*one_us - *gap_us);
-	if (*us > MAX_OVERLAP_US)
-		*us = MAX_OVERLAP_US;
+	*us = vd_overlap_of((u64)(*one_us * 1000), (u64)(*gap_us * 1000)) / 1000;
 	snprintf(msg, sizeof(msg), "overlap %" PRIu64, *us);
 	free(dm_message(d, msg));
 	return true;

@@ -943,3 +943,21 @@ CTEST(flat_reset_reproduces_sequence)
 		CHECK_EQ(c, a[i]);
 	}
 }
+
+/*
+ * The overlap as vdiskctl train measures it, on the emulator: nbd's whole
+ * latency (1 ms; side by side its reads are 35 us of transfer apart), st1's
+ * latency beyond its I/O spacing (3 ms + a 4 KiB transfer - 2 ms at 500 I/Os
+ * a second), and none for the hard disks, which serve one at a time.
+ */
+CTEST(overlap_of_the_emulated_drives)
+{
+	static struct vd_drive d;
+	const u64 cap = 1ULL << 31;
+
+	CHECK_NEAR(vd_drive_overlap(&d, prof("nbd"), cap, cap), 1000000.0 - 500);
+	CHECK_NEAR(vd_drive_overlap(&d, prof("st1"), cap, cap), 1015625.0 - 1000);
+	CHECK_EQ(vd_drive_overlap(&d, prof("hdd7200"), 1953125000, cap), 0);
+	CHECK_EQ(vd_drive_overlap(&d, prof("hdd15k"), 71687369, 71687369), 0);
+	CHECK_EQ(vd_drive_overlap(&d, prof("nbd"), cap, 4), 0);
+}

@@ -973,6 +973,18 @@ CTEST(vdisk_overlap_serves_only_the_rest_one_at_a_time)
 	rm(m);
 }
 
+CTEST(overlap_of_a_measured_device)
+{
+	/* Side by side 8 times faster: the difference. */
+	CHECK_EQ(vd_overlap_of(1000 * US, 125 * US), 875 * US);
+	/* 25 % faster or less: a disk that serves one at a time. */
+	CHECK_EQ(vd_overlap_of(1250 * US, 1000 * US), 0);
+	CHECK_EQ(vd_overlap_of(1251 * US, 1000 * US), 251 * US);
+	CHECK_EQ(vd_overlap_of(900 * US, 1000 * US), 0);
+	CHECK_EQ(vd_overlap_of(1000 * US, 0), 0);
+	CHECK(vd_overlap_of(100 * VD_MAX_OVERLAP_NS, 1) == VD_MAX_OVERLAP_NS);
+}
+
 CTEST(vdisk_request_after_idle_starts_at_arrival)
 {
 	struct vd_model *m = mk_flat(MS);
