@@ -688,7 +688,8 @@ class Base:
     @staticmethod
     def model_state():
         return {k: v for k, v in dm_stats("bench-vd").items()
-                if k in ("train", "cells_filled", "model_read_samples", "mean_read_us")}
+                if k in ("train", "cells_filled", "model_read_samples", "mean_read_us",
+                          "overlap_us")}
 
     def fresh_model(self):
         """bench-vd's tables back to the trained ones, learning on unless
