@@ -924,9 +924,13 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 	return true;
 }
 
+/* Train's short skips: 4 KiB up to 8 MiB, the model's columns 2..13. */
+#define TRAIN_SKIP_BITS		12
+
 int vdt_train(const struct dev *d, const struct vdt_train *o)
 {
 	uint64_t size, nblocks, maxb, reads = 0, writes = 0, bytes = 0, state, next, overlap_us = 0;
+	uint64_t skip;
 	double one_us = 0, gap_us = 0;
 	bool measured;
 	struct sigaction sa = { .sa_handler = on_interrupt }, old_int, old_term;
@@ -975,10 +979,29 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 		/*
 		 * Half the requests go on where the last one ended: column 0
 		 * (sequential) is what the drive's own read-ahead makes cheap,
-		 * and random requests alone never measure it.
+		 * and random requests alone never measure it.  A quarter skip
+		 * 4 KiB << k (k < TRAIN_SKIP_BITS) forward or back from there:
+		 * the short distances between interleaved streams, which a
+		 * random offset on a large disk almost never lands at, and an
+		 * empty cell is priced from another size's mean.  The rest at
+		 * random.
 		 */
-		if ((rng_next(&state) >> 63) && next + len <= nblocks)
-			off = next;
+		switch (rng_next(&state) >> 62) {
+		case 0:
+		case 1:
+			if (next + len <= nblocks)
+				off = next;
+			break;
+		case 2:
+			skip = (uint64_t)1 << (rng_next(&state) % TRAIN_SKIP_BITS);
+			if (rng_next(&state) >> 63) {
+				if (next + skip + len <= nblocks)
+					off = next + skip;
+			} else if (skip + len <= next) {
+				off = next - skip - len;	/* ends @skip before */
+			}
+			break;
+		}
 		next = off + len;
 
 		if (elapsed >= next_report) {

@@ -171,6 +171,20 @@ def test_train_reads_and_fills_the_tables(vdisk):
     assert {r for r, c, _, _ in table if c == 0} == set(range(32))
 
 
+def test_train_measures_the_short_skips(vdisk):
+    # A quarter of the requests skip 4 KiB << k (k < 12) forward or back
+    # from where the last one ended: interleaved streams' distances, which
+    # random offsets seldom give (on 64 MiB, 4..16 KiB from one of the last
+    # 4 ends: about 1 random read in 2,000 each).  4 KiB reads alone: row 0,
+    # where each skip's column gets 1 request in 96 (up to a cell's 64).
+    r = train(vdisk, "--time", "3", "--seed", "1", "--max-kib", "4")
+    requests = int(SUMMARY.match(r.stdout).group(1))
+    samples = {c: n for row, c, n, _ in vd_table(vdisk, "r", 1) if row == 0}
+    short = [samples.get(c, 0) for c in (2, 3)]      # 4..8 KiB and 8..16 KiB
+    assert requests >= 1000, r.stdout
+    assert min(short) >= min(64, requests // 200), (requests, samples)
+
+
 def test_train_says_it_loads_the_device_and_shows_progress_once_a_second(vdisk):
     r = train(vdisk, "--time", "3")
     lines = r.stderr.splitlines()
