@@ -186,8 +186,7 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 		a->last_disk_ns = a->disk_ns;
 		a->total_cache_ns += a->cache_ns;
 		a->total_disk_ns += a->disk_ns;
-		/* the first window after a switch carries the transition */
-		if (a->switching && a->active && a->since_switch != 1)
+		if (a->switching && a->active)
 			rc_adapt_spell_add(a);
 		if (a->switching && a->since_switch > a->dwell) {
 			if (a->active)

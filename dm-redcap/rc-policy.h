@@ -88,9 +88,8 @@ enum rc_disk_kind {
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
 /*
- * The active state is judged on its windows since it came on (the first,
- * the transition, left out), each older window weighing 1/RC_ADAPT_SPELL
- * less: an exponential window of RC_ADAPT_SPELL windows.  The inactive
+ * The active state is judged on its windows since it came on, each older
+ * window weighing 1/RC_ADAPT_SPELL less: an exponential window of RC_ADAPT_SPELL windows.  The inactive
  * state is judged on its last window.
  */
 #define RC_ADAPT_SPELL		32
