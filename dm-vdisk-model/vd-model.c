@@ -258,6 +258,29 @@ static u64 vd_last_row_sectors(const struct vd_model *m)
 	return (u64)m->rows * VD_ROW_SECTORS;
 }
 
+/*
+ * The transfer time of @sectors beyond the last row's size, from column 0
+ * (sequential requests: transfer and a fixed cost): what the last row's
+ * time exceeds the first's by, per sector.  False when either cell is
+ * empty or the slope is not positive.
+ */
+static bool vd_beyond_last(const struct vd_model *m, enum vd_dir dir, u64 sectors,
+			   u64 *ns)
+{
+	const struct vd_cell *lo = vd_cell(m, dir, 0, 0), *hi = vd_cell(m, dir, m->rows - 1, 0);
+	u64 a, b;
+
+	if (m->rows < 2 || !lo->n || !hi->n)
+		return false;
+	a = vd_cell_mean(lo);
+	b = vd_cell_mean(hi);
+	if (b <= a)
+		return false;
+	/* b - a < 2^32 and sectors < 2^32: the product fits */
+	*ns = rc_div64((b - a) * sectors, (u64)(m->rows - 1) * VD_ROW_SECTORS);
+	return true;
+}
+
 void vd_model_add(struct vd_model *m, enum vd_dir dir, s64 distance,
 		  u32 sectors, u64 ns)
 {
@@ -266,10 +289,19 @@ void vd_model_add(struct vd_model *m, enum vd_dir dir, s64 distance,
 	u64 last = vd_last_row_sectors(m);
 	u32 x;
 
-	/* Scale to the last row's size; a product that overflows saturates. */
-	if (sectors > last)
-		ns = ns > rc_div64(~0ULL, last) ? VD_MAX_SAMPLE_NS :
-		     rc_div64(ns * last, sectors);
+	/*
+	 * To the last row's size: less the transfer of the sectors beyond it
+	 * (vd_beyond_last()), else scaled; a product that overflows saturates.
+	 */
+	if (sectors > last) {
+		u64 extra;
+
+		if (vd_beyond_last(m, dir, sectors - last, &extra) && ns > extra)
+			ns -= extra;
+		else
+			ns = ns > rc_div64(~0ULL, last) ? VD_MAX_SAMPLE_NS :
+			     rc_div64(ns * last, sectors);
+	}
 	x = ns > VD_MAX_SAMPLE_NS ? VD_MAX_SAMPLE_NS : (u32)ns;
 
 	vd_col_remove(m, dir, col, c);
@@ -352,8 +384,14 @@ bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
 		found = vd_nearest_mean(m, dir, col, 0, fwd, ns) ||
 			vd_nearest_mean(m, dir, back, fwd, m->cols, ns);
 	}
-	if (found && sectors > last)
-		*ns = rc_div64(*ns * sectors, last);
+	if (found && sectors > last) {
+		u64 extra;
+
+		if (vd_beyond_last(m, dir, sectors - last, &extra))
+			*ns += extra;
+		else
+			*ns = rc_div64(*ns * sectors, last);
+	}
 	return found;
 }
 

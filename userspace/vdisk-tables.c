@@ -930,7 +930,7 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 int vdt_train(const struct dev *d, const struct vdt_train *o)
 {
 	uint64_t size, nblocks, maxb, reads = 0, writes = 0, bytes = 0, state, next, overlap_us = 0;
-	uint64_t skip;
+	uint64_t skip, max_kib;
 	double one_us = 0, gap_us = 0;
 	bool measured;
 	struct sigaction sa = { .sa_handler = on_interrupt }, old_int, old_term;
@@ -942,6 +942,13 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 
 	/* A vdisk device, learning while we train. */
 	stats_get(d, &st);
+	/*
+	 * Every row of the model by default: a request beyond the last row
+	 * is priced from the last one (vd_model_estimate()), and a row never
+	 * measured is priced from other sizes.
+	 */
+	max_kib = o->max_kib ? o->max_kib :
+		  stats_u64(d, &st, "rows", 1, VD_MAX_ROWS) * VD_ROW_SECTORS / 2;
 	if (!strcmp(stats_str(d, &st, "train"), "off")) {
 		free(dm_message(d, "train on"));
 		pending.train_dev = *d;
@@ -957,7 +964,7 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	nblocks = size / BLOCK;
 	if (!nblocks)
 		die("train: %s: smaller than 4 KiB", d->path);
-	maxb = o->max_kib / 4 < nblocks ? o->max_kib / 4 : nblocks;
+	maxb = max_kib / 4 < nblocks ? max_kib / 4 : nblocks;
 	if (posix_memalign(&buf, BLOCK, maxb * BLOCK))
 		die("out of memory");
 	memset(buf, 0, maxb * BLOCK);

@@ -19,7 +19,7 @@ struct vdt_train {
 	bool write;
 };
 
-#define VDT_TRAIN_DEFAULTS	{ .seconds = 60, .seed = 1, .max_kib = 128 }
+#define VDT_TRAIN_DEFAULTS	{ .seconds = 60, .seed = 1, .max_kib = 0 }
 
 /* train's options for getopt_long (--time, --write, --seed, --max-kib, --help)... */
 extern const struct option vdt_train_options[];

@@ -589,6 +589,37 @@ CTEST(oversize_request_estimated_at_scaled_time)
 	rm(m);
 }
 
+/*
+ * A network volume: 1 ms a request and 35 us a 4 KiB row of transfer.  A
+ * request beyond the last row costs the last row plus the transfer of
+ * the rest at column 0's rate, not the last row scaled (which scales the
+ * 1 ms too: a 1 MiB fill over 256 KiB rows priced 12.96 ms for 9.96), and
+ * is learnt the same way back; without column 0's first and last rows it
+ * is scaled as before.
+ */
+CTEST(oversize_request_beyond_the_last_row_at_column_0s_transfer_rate)
+{
+	struct vd_model *m = mk(CAP_1G, 4, 1024);	/* last row: 32 sectors */
+	u32 n;
+	u64 sum;
+
+	vd_model_add(m, VD_READ, 0, 8, 1035 * US);
+	vd_model_add(m, VD_READ, 0, 32, 1140 * US);
+	CHECK_EQ(est(m, VD_READ, 0, 64), 1280 * US);
+	vd_model_add(m, VD_READ, (s64)dist_of_col(5), 64, 1280 * US);
+	cell(m, VD_READ, 3, 5, &n, &sum);
+	CHECK_EQ(sum, 1140 * US);
+	CHECK_EQ(est(m, VD_READ, (s64)dist_of_col(5), 64), 1280 * US);
+	/* A sample faster than the transfer alone is scaled. */
+	vd_model_add(m, VD_READ, (s64)dist_of_col(6), 64, 100 * US);
+	cell(m, VD_READ, 3, 6, &n, &sum);
+	CHECK_EQ(sum, 50 * US);
+	/* The writes have no column 0: scaled. */
+	vd_model_add(m, VD_WRITE, (s64)dist_of_col(5), 32, 1140 * US);
+	CHECK_EQ(est(m, VD_WRITE, (s64)dist_of_col(5), 64), 2280 * US);
+	rm(m);
+}
+
 /* --- dump / load --------------------------------------------------------- */
 
 CTEST(set_get_cell_round_trip_random)
