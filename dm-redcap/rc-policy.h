@@ -89,8 +89,8 @@ enum rc_disk_kind {
 #define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
 /*
  * The active state is judged on its windows since it came on, each older
- * window weighing 1/RC_ADAPT_SPELL less: an exponential window of RC_ADAPT_SPELL windows.  The inactive
- * state is judged on its last window.
+ * window weighing 1/RC_ADAPT_SPELL less: an exponential window of
+ * RC_ADAPT_SPELL windows.  The inactive state is judged on its last window.
  */
 #define RC_ADAPT_SPELL		32
 #define RC_ADAPT_MAX_WINDOW	1000000u
