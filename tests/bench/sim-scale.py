@@ -322,16 +322,23 @@ def simulate(trace, disk, model, configs):
 
 
 def train_model(disk, tmp):
-    """Random and sequential reads of 4 KiB to 256 KiB over the disk, replayed
-    bare; the model the model layer learnt is kept."""
+    """Reads of 4 KiB to 256 KiB over the disk, as vdiskctl train sends them
+    (half where the last ended, a quarter 4 KiB << k before or after it, the
+    rest at random), replayed bare; the model the model layer learnt is kept."""
     rng = random.Random(7)
     reqs = []
     for i in range(6000):
         n = 8 << rng.randrange(7)
-        if i % 4 == 3 and reqs:
-            sector = reqs[-1][0] + reqs[-1][1]
-        else:
-            sector = rng.randrange((DISKS[disk] - 4096) // 8) * 8
+        sector = rng.randrange((DISKS[disk] - 4096) // 8) * 8
+        end = reqs[-1][0] + reqs[-1][1] if reqs else 0
+        if i % 4 in (1, 2) and reqs:
+            sector = end
+        elif i % 4 == 3 and reqs:
+            skip = 8 << rng.randrange(12)
+            if rng.randrange(2):
+                sector = end + skip
+            elif end >= skip + n:
+                sector = end - skip - n
         reqs.append((sector, n))
     trace = os.path.join(tmp, f"train-{disk}.csv")
     write_trace(trace, [reqs])
