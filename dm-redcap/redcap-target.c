@@ -44,6 +44,8 @@
 #define REDCAP_WB_DEPTH		4
 #define REDCAP_WB_PERIOD	(HZ / 10)
 #define REDCAP_WB_RETRY		HZ	/* after a write-back failed */
+/* Tasks whose cut read's rest is told from a read they waited for. */
+#define REDCAP_CUTS		16
 
 #ifdef REDCAP_FAULT_INJECTION
 /*
@@ -289,6 +291,7 @@ struct redcap_cache {
 	struct workqueue_struct *wq;	/* fill completions, HDC's work; unbound */
 	atomic_t fills_inflight;
 	atomic_t origin_inflight;	/* bios remapped or re-sent to the origin */
+	atomic_t reads_inflight;	/* reads map() did not complete (pb->read_inflight) */
 	u64 last_bio_ns;		/* the last bio map saw (WRITE_ONCE) */
 	wait_queue_head_t drain_wq;
 
@@ -300,6 +303,15 @@ struct redcap_cache {
 	 */
 	struct vd_vdisk vdisk;
 	struct vd_vdisk vdisk_cache;
+	/*
+	 * Reads map() cut, by task (a slot per pid modulo REDCAP_CUTS): the
+	 * task's next read starting at @sector is the rest of the same
+	 * request, not a read it waited for.  Under lock.
+	 */
+	struct {
+		pid_t pid;
+		sector_t sector;
+	} cut[REDCAP_CUTS];
 
 	struct rc_hot hot;		/* HDC's miss counts, in hot_mem; under lock */
 	void *hot_mem;
@@ -403,6 +415,7 @@ struct redcap_pb {
 	u32 idx;
 	struct redcap_c *rc;	/* a write queued by the write cache, for its redo */
 	u64 start_ns;		/* when map saw the bio */
+	bool read_inflight;	/* counted in cc->reads_inflight */
 	u64 seg;
 	u64 nr_segs;
 	struct bvec_iter saved_iter;	/* as map saw it (a completed bio's is spent) */
@@ -681,14 +694,15 @@ static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
  * the return value false if the model could not price it.  cc->lock held.
  */
 static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd_dir dir,
-				sector_t sector, u32 sectors, u64 now, u64 *ns)
+				sector_t sector, u32 sectors, u64 now, u32 stream, bool waits,
+				u64 *ns)
 {
 	u64 busy = v->busy_ns, unest = v->unestimated;
 
 	*ns = 0;
 	if (!rc->vm)
 		return false;
-	rc->vm_api->vdisk_submit(rc->vm, v, dir, sector, sectors, now);
+	rc->vm_api->vdisk_submit(rc->vm, v, dir, sector, sectors, now, stream, waits);
 	*ns = v->busy_ns - busy;
 	return v->unestimated == unest;
 }
@@ -702,10 +716,10 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bo
 	u64 ns;
 
 	redcap_vdisk_submit(rc, &rc->cc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
-			    bio_sectors(bio), now, &ns);
+			    bio_sectors(bio), now, 0, false, &ns);
 	if (down)
 		redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
-				    bio_sectors(bio), now, &ns);
+				    bio_sectors(bio), now, 0, false, &ns);
 }
 
 /* A shadow's fill, priced by the model. */
@@ -717,17 +731,30 @@ static bool redcap_shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 }
 
 /*
+ * A read's prices: its task's stream, and whether the task waited for its
+ * last request before this one (the first request played on each virtual
+ * disk, unless the read is the rest of one map() cut).
+ */
+struct redcap_price_ctx {
+	struct redcap_c *rc;
+	u32 stream;
+	bool waits[2];		/* by enum rc_vd */
+};
+
+/*
  * rc_map_read()'s prices: a request played on one of the two virtual
  * disks.  The read received goes to the shadows with its bare price.
  */
 static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
-	struct redcap_c *rc = ctx;
+	struct redcap_price_ctx *pc = ctx;
+	struct redcap_c *rc = pc->rc;
 	struct redcap_cache *cc = rc->cc;
 	bool ok;
 
 	ok = redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &cc->vdisk : &cc->vdisk_cache,
-				 VD_READ, sector, sectors, now, ns);
+				 VD_READ, sector, sectors, now, pc->stream, pc->waits[vd], ns);
+	pc->waits[vd] = false;
 	if (vd == RC_VD_BARE && rc->vm)
 		rc_shadow_read(&cc->shadow, sector, sectors, cc->vdisk.distance, *ns,
 			       cc->cache->hot_periods);
@@ -781,14 +808,34 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 {
 	struct redcap_cache *cc = rc->cc;
 	struct redcap_pb *pb = redcap_pb(bio);
-	const struct rc_pricer pricer = { .price = redcap_price, .ctx = rc, .capacity = cc->len,
+	pid_t pid = task_pid_nr(current);
+	struct redcap_price_ctx pc = { .rc = rc, .stream = pid };
+	const struct rc_pricer pricer = { .price = redcap_price, .ctx = &pc, .capacity = cc->len,
 					  .run_max = redcap_run_max(cc) };
+	sector_t sector = bio->bi_iter.bi_sector;
 	struct rc_read_plan plan;
 	unsigned long flags;
+	u32 slot = (u32)pid % REDCAP_CUTS;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	rc_map_read(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio), pb->start_ns, &pricer,
-		    &plan);
+	/*
+	 * With no other read in flight, this one's task waited for its last
+	 * (unless this is the rest of one map() cut): on the bare disk it
+	 * could not have sent this one sooner than that one completed.
+	 */
+	pc.waits[RC_VD_BARE] = !atomic_read(&cc->reads_inflight) &&
+			       (cc->cut[slot].pid != pid || cc->cut[slot].sector != sector);
+	pc.waits[RC_VD_CACHE] = pc.waits[RC_VD_BARE];
+	cc->cut[slot].pid = 0;
+	rc_map_read(cc->cache, sector, bio_sectors(bio), pb->start_ns, &pricer, &plan);
+	if (plan.sectors < bio_sectors(bio)) {
+		cc->cut[slot].pid = pid;
+		cc->cut[slot].sector = sector + plan.sectors;
+	}
+	if (plan.act != RC_READ_HIT) {
+		pb->read_inflight = true;
+		atomic_inc(&cc->reads_inflight);
+	}
 	/* Before the bio is queued on a fill, which may end on another CPU. */
 	redcap_cut(bio, plan.sectors);
 	if (plan.act == RC_READ_WAIT || plan.act == RC_READ_FILL) {
@@ -1222,6 +1269,7 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 	pb->kind = PB_ORIGIN;
+	pb->read_inflight = false;
 	pb->start_ns = ktime_get_ns();
 	WRITE_ONCE(cc->last_bio_ns, pb->start_ns);
 	pb->saved_iter = bio->bi_iter;
@@ -1307,6 +1355,8 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 
 	if (pb->kind != PB_CACHE)
 		atomic_dec(&cc->origin_inflight);
+	if (pb->read_inflight)
+		atomic_dec(&cc->reads_inflight);
 	switch (pb->kind) {
 	case PB_ORIGIN:
 	case PB_CACHE:

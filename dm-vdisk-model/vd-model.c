@@ -624,13 +624,34 @@ u64 vd_overlap_of(u64 alone_ns, u64 side_ns)
 	return o < VD_MAX_OVERLAP_NS ? o : VD_MAX_OVERLAP_NS;
 }
 
-u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
-		    enum vd_dir dir, u64 sector, u32 sectors, u64 now)
+/* The slot of @id, or the one of the stream that completed longest ago. */
+static struct vd_stream *vd_stream_get(struct vd_vdisk *v, u32 id)
 {
-	u64 start = now > v->serial_until ? now : v->serial_until;
-	u64 from = now > v->busy_until ? now : v->busy_until;
-	u64 ns, overlap, done;
+	struct vd_stream *st, *old = v->stream;
+
+	for (st = v->stream; st < v->stream + VD_STREAMS; st++) {
+		if (st->id == id)
+			return st;
+		if (st->done < old->done)
+			old = st;
+	}
+	old->id = id;
+	old->done = 0;
+	return old;
+}
+
+u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
+		    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
+		    u32 stream, bool waits)
+{
+	struct vd_stream *st = stream ? vd_stream_get(v, stream) : NULL;
+	u64 start, from, ns, overlap, done;
 	s64 distance;
+
+	if (st && waits && st->done > now)
+		now = st->done;
+	start = now > v->serial_until ? now : v->serial_until;
+	from = now > v->busy_until ? now : v->busy_until;
 
 	if (m->dc.nr_segs)
 		distance = vd_seek_begin(&v->seek, &m->dc, dir, sector,
@@ -652,5 +673,7 @@ u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 	v->requests++;
 	v->busy_ns += done > from ? done - from : 0;
 	v->busy_until = done;
+	if (st)
+		st->done = done;
 	return done;
 }

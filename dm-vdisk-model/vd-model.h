@@ -267,7 +267,22 @@ void vd_seek_end(struct vd_seek *s, u64 done);
  * what it adds to the time the disk is busy (anything in flight): from
  * its arrival or the previous completion, whichever is later, to its own,
  * as the vdisk target measures a real device's.
+ *
+ * A request may name its stream (the task that issued it) and say that
+ * its issuer waited for the stream's last request before issuing this one
+ * (a reader's next read; not the second piece of one request cut in two).
+ * Such a request arrives on the virtual disk no earlier than that one
+ * completes there: the overlap is for requests in flight together, and a
+ * reader whose reads the cache serves at once sends them back to back,
+ * which on the bare disk it could not have done.
  */
+#define VD_STREAMS		32	/* streams whose last completion is kept */
+
+struct vd_stream {
+	u32 id;			/* 0: a free slot */
+	u64 done;		/* ns: the virtual completion of its last request */
+};
+
 struct vd_vdisk {
 	u64 busy_until;		/* ns: when the last request completes */
 	u64 serial_until;	/* ns: when the last request's serial part ends */
@@ -276,6 +291,7 @@ struct vd_vdisk {
 	u64 busy_ns;		/* sum of service times: the virtual I/O time */
 	u64 unestimated;	/* requests the model could not price (empty) */
 	s64 distance;		/* the last request's, as priced */
+	struct vd_stream stream[VD_STREAMS];
 };
 
 /* Starts an idle virtual disk with its head at sector 0. */
@@ -293,10 +309,12 @@ static inline void vd_vdisk_reset_stats(struct vd_vdisk *v)
 }
 
 /*
- * Queues a request arriving at @now (ns) and returns its virtual completion
- * time.  The model is read, not changed.
+ * Queues a request arriving at @now (ns) from @stream (0: none) and returns
+ * its virtual completion time; @waits: it arrives no earlier than the
+ * stream's last request completes.  The model is read, not changed.
  */
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
-		    enum vd_dir dir, u64 sector, u32 sectors, u64 now);
+		    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
+		    u32 stream, bool waits);
 
 #endif

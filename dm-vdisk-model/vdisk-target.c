@@ -154,13 +154,14 @@ static bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
 }
 
 static u64 vdisk_model_vdisk_submit(struct vdisk_model *vm, struct vd_vdisk *v,
-			     enum vd_dir dir, u64 sector, u32 sectors, u64 now)
+				    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
+				    u32 stream, bool waits)
 {
 	unsigned long flags;
 	u64 done;
 
 	spin_lock_irqsave(&vm->lock, flags);
-	done = vd_vdisk_submit(v, &vm->m, dir, sector, sectors, now);
+	done = vd_vdisk_submit(v, &vm->m, dir, sector, sectors, now, stream, waits);
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return done;
 }
@@ -476,7 +477,7 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	 * vc->self has seen every request so far: the distance it priced
 	 * this one at is the stream's, and what the sample is learnt under.
 	 */
-	vdisk_model_vdisk_submit(vc->vm, &vc->self, dir, sector, pb->sectors, now);
+	vdisk_model_vdisk_submit(vc->vm, &vc->self, dir, sector, pb->sectors, now, 0, false);
 	pb->distance = vc->self.distance;
 	if (clone && !vc->draining)
 		vdisk_hold(vc, bio, clone, now);

@@ -275,6 +275,7 @@ struct sim {
 	u64 t0;				/* when the trace's time 0 is (after the warm-up) */
 	u64 last_done;
 	u64 completed;			/* requests */
+	u64 reads_inflight;		/* read requests issued, not completed */
 	char *err;
 };
 
@@ -341,10 +342,10 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	u64 service, unest = s->mdisk.unestimated;
 
 	/* As dm-vdisk: the distance its own virtual disk priced it at. */
-	vd_vdisk_submit(&s->meas, s->model, dir, sector, sectors, now);
+	vd_vdisk_submit(&s->meas, s->model, dir, sector, sectors, now, 0, false);
 	x.distance = s->meas.distance;
 	if (s->model_is_disk) {
-		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now);
+		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now, 0, false);
 		if (*done > s->disk_idle_at)
 			s->disk_idle_at = *done;
 		if (s->mdisk.unestimated != unest) {
@@ -367,13 +368,16 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	return queue_sample(s, &x) ? oom(s) : 0;
 }
 
-/* Price a request on virtual disk @v (the glue's redcap_vdisk_submit()). */
+/*
+ * Price a request of @stream on virtual disk @v (the glue's
+ * redcap_vdisk_submit()).
+ */
 static bool vdisk_price(struct sim *s, struct vd_vdisk *v, enum vd_dir dir, u64 sector,
-			u32 sectors, u64 now, u64 *ns)
+			u32 sectors, u64 now, u32 stream, bool waits, u64 *ns)
 {
 	u64 busy = v->busy_ns, unest = v->unestimated;
 
-	vd_vdisk_submit(v, s->model, dir, sector, sectors, now);
+	vd_vdisk_submit(v, s->model, dir, sector, sectors, now, stream, waits);
 	*ns = v->busy_ns - busy;
 	return v->unestimated == unest;
 }
@@ -439,17 +443,26 @@ static bool shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 	return vd_model_estimate(s->model, VD_READ, distance, sectors, ns);
 }
 
+/* A read piece's prices: its process, and whether it is its request's first. */
+struct price_ctx {
+	struct sim *s;
+	u32 stream;
+	bool waits[2];		/* by enum rc_vd: until the first request played */
+};
+
 /*
  * rc_map_read()'s prices: a request played on one of the two virtual disks
  * (the glue's); the read received goes to the shadows with its bare price.
  */
 static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
 {
-	struct sim *s = ctx;
+	struct price_ctx *pc = ctx;
+	struct sim *s = pc->s;
 	bool ok;
 
 	ok = vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
-			 sectors, now, ns);
+			 sectors, now, pc->stream, pc->waits[vd], ns);
+	pc->waits[vd] = false;
 	if (vd == RC_VD_BARE)
 		rc_shadow_read(&s->shadow, sector, sectors, s->vdisk.distance, *ns,
 			       s->cache->hot_periods);
@@ -487,8 +500,12 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
  */
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
+	const struct trace_req *r = &s->t->req[req];
+	/* The glue's redcap_map_read(): its own is the only read in flight. */
+	bool waits = sector == r->sector && s->reads_inflight == 1;
+	struct price_ctx pc = { .s = s, .stream = r->pid, .waits = { waits, waits } };
 	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
-	const struct rc_pricer pricer = { .price = price, .ctx = s, .capacity = s->capacity,
+	const struct rc_pricer pricer = { .price = price, .ctx = &pc, .capacity = s->capacity,
 					  .run_max = SIM_RUN_PAGES / (s->c->seg_sectors / 8) };
 	struct rc_read_plan plan;
 	u64 copied;
@@ -598,7 +615,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 		st->parts = 1;
 		if (r->op == TRACE_DISCARD)
 			return part_done(s, req, now);
-		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, &ns);
+		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, 0, false, &ns);
 		if (disk(s, dir, r->sector, r->sectors, now, &done))
 			return -1;
 		return part_done(s, req, done);
@@ -612,6 +629,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
 	}
 	if (r->op == TRACE_READ) {
+		s->reads_inflight++;
 		/* Its pieces complete as events, never before all are issued. */
 		for (st->parts = 0; sector < end; sector += n, st->parts++)
 			if (read_piece(s, req, sector, (u32)(end - sector), now, &n))
@@ -622,8 +640,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 	for (; sector < end; sector += n) {
 		n = rc_in_seg(s->cache, sector, (u32)(end - sector));
 		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
-		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, &ns);
-		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, &ns);
+		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0, false, &ns);
+		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, 0, false, &ns);
 		first = rc_write_start(s->cache, sector / seg_sectors, n, true);
 		if (disk(s, VD_WRITE, sector, n, now, &done) ||
 		    push(s, done, EV_WRITE_DONE, req, sector, n, first))
@@ -657,6 +675,8 @@ static int request_done(struct sim *s, u32 req, u64 now)
 		return 0;
 	if (st->done > s->last_done)
 		s->last_done = st->done;
+	if (!s->c->bare && s->t->req[req].op == TRACE_READ)
+		s->reads_inflight--;
 	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
 		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
 	if (st->next != NONE32 && depends(s->t, req, st->next))
@@ -931,6 +951,7 @@ static int replay(struct sim *s, const struct trace *t, u64 t0)
 	s->t0 = t0;
 	s->last_done = t0;
 	s->completed = 0;
+	s->reads_inflight = 0;
 	s->rs = calloc(t->nr ? t->nr : 1, sizeof(*s->rs));
 	if (!s->rs)
 		return oom(s);
