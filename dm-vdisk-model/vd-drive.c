@@ -385,6 +385,8 @@ u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
 	return d->busy_until;
 }
 
+#ifndef __KERNEL__	/* the simulator's (redcapctl simulate --save-model), not the module's */
+
 /* Busy time per read of VD_OVERLAP_READS random 4 KiB reads, @depth in flight. */
 static u64 vd_overlap_phase(struct vd_drive *d, u64 disk_sectors, u32 depth, u64 *rng)
 {
@@ -417,3 +419,4 @@ u64 vd_drive_overlap(struct vd_drive *d, const struct vd_drive_params *p, u64 ca
 	side = vd_overlap_phase(d, disk_sectors, VD_OVERLAP_DEPTH, &rng);
 	return vd_overlap_of(alone, side);
 }
+#endif

@@ -143,7 +143,7 @@ u64 vd_drive_submit(struct vd_drive *d, enum vd_dir dir, u64 sector,
  * a real one: VD_OVERLAP_READS 4 KiB reads at random over @disk_sectors one
  * at a time, then as many with VD_OVERLAP_DEPTH in flight, on drive @d
  * (set up anew: @capacity and @disk_sectors as vd_drive_init() takes them).
- * 0 if @p is invalid.
+ * 0 if @p is invalid.  Userspace only (the simulator's), not in the module.
  */
 #define VD_OVERLAP_READS	2048
 #define VD_OVERLAP_DEPTH	32
