@@ -397,6 +397,33 @@ def test_policy_switches_under_fio_verify_lose_no_data(ram, dmname):
         assert st["read_hits"] > 0 and st["read_misses"] > 0 and st["sim_misses"] > 0
 
 
+def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
+    """A device that overlaps requests in flight (the nbd's 1 ms of wire,
+    here 9.9 ms of a flat 10 ms) must not price one reader's reads as if
+    they overlapped: served from the cache, they come back to back, but on
+    the bare disk each would have waited for the one before.  With nothing
+    else in flight, each read the cache serves is priced its whole 10 ms on
+    the bare disk's virtual disk: a window of 64 hits, 640 ms exactly.
+    Before, each was priced from its arrival (about the time a hit takes),
+    the cache looked no better than the bare disk, and went off."""
+    flat = {r: (10 * 10 ** 6, 10 * 10 ** 6) for r in range(64)}
+    with pinned_disk(ram, "strm", "hdd7200", flat) as (emu, meas):
+        meas.message("overlap", "9900")
+        with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
+                f"2 policy adaptive") as rc:
+            rc.message("set", "window", "64")
+            sh("dd", f"if={rc.path}", "of=/dev/null", "bs=128k", "count=16", "iflag=direct",
+               "status=none")
+            assert rc.stats()["fill_ios"] >= 16
+            rc.message("reset_stats")
+            sh("dd", f"if={rc.path}", "of=/dev/null", "bs=4k", "count=512", "iflag=direct",
+               "status=none")
+            st = rc.stats()
+    assert (st["state"], st["read_hits"], st["read_hits_waited"]) == ("active", 512, 0)
+    assert st["windows"] == 8 and st["windows_unjudged"] == 0
+    assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (640000, 8 * 640000)
+
+
 def test_tunables_and_estimator_show_in_stats(disk, redcap):
     rc = redcap("policy adaptive+caware estimator spk")
     assert rc.table().endswith(f"{SEG} {NSEGS} 2 estimator spk")
