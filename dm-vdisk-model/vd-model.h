@@ -149,6 +149,24 @@ int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc);
 
 #define VD_MAX_OVERLAP_NS	10000000000ULL	/* 10 s */
 
+/*
+ * The service time a measured request teaches the model: from its @start,
+ * or if the device was still serving the one before (completed at
+ * @prev_done), from the end of that one's serial part (@prev_done less the
+ * model's @overlap_ns), to its completion @done.  With no overlap, a disk
+ * that starts a request when the previous one ends; with it, requests in
+ * flight together each take their whole time, not the gap between their
+ * completions.
+ */
+static inline u64 vd_service_of(u64 start, u64 prev_done, u64 overlap_ns, u64 done)
+{
+	u64 from = prev_done > overlap_ns ? prev_done - overlap_ns : 0;
+
+	if (from < start)
+		from = start;
+	return done > from ? done - from : 0;
+}
+
 /* Sets the model's overlap_ns; -1 (and nothing set) above VD_MAX_OVERLAP_NS. */
 int vd_model_set_overlap(struct vd_model *m, u64 ns);
 

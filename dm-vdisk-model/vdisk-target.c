@@ -513,11 +513,10 @@ static int vdisk_end_io(struct dm_target *ti, struct bio *bio,
 		spin_unlock_irqrestore(&vc->lock, flags);
 		return DM_ENDIO_DONE;
 	}
-	/* A single-actuator disk starts a request when the previous one ends. */
 	if (pb->emulated)
 		service = pb->service;
 	else
-		service = now - max(pb->start, vc->last_done);
+		service = vd_service_of(pb->start, vc->last_done, READ_ONCE(vm->m.overlap_ns), now);
 	vc->last_done = max(vc->last_done, now);
 	vc->samples[pb->dir]++;
 	vc->total_ns[pb->dir] += service;

@@ -359,8 +359,8 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	*done = vd_drive_submit(&s->drive, dir, sector, sectors, now, &service);
 	if (*done > s->disk_idle_at)
 		s->disk_idle_at = *done;
-	/* A single-actuator disk starts a request when the previous one ends. */
-	x.service = *done - (now > s->meas_last_done ? now : s->meas_last_done);
+	/* As dm-vdisk learns it. */
+	x.service = vd_service_of(now, s->meas_last_done, s->model->overlap_ns, *done);
 	x.done = *done;
 	s->meas_last_done = *done;
 	if (s->frozen)

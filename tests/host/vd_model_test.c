@@ -1041,6 +1041,28 @@ CTEST(vdisk_a_stream_waits_for_its_last_read)
 	rm(m);
 }
 
+/*
+ * What a measured request teaches the model.  A disk with no overlap
+ * starts a request when the one before ends; a device that overlaps
+ * requests in flight (0.9 ms of a 1 ms request) serves four readers' at
+ * once, each in its whole millisecond, not the quarter between their
+ * completions; saturated, it starts one when the last one's serial part
+ * ends.
+ */
+CTEST(service_learnt_from_a_measured_request)
+{
+	/* No overlap: from the previous completion, or the start if later. */
+	CHECK_EQ(vd_service_of(0, 3 * MS, 0, 4 * MS), 1 * MS);
+	CHECK_EQ(vd_service_of(5 * MS, 3 * MS, 0, 6 * MS), 1 * MS);
+	/* Four in flight, 0.25 ms apart, each 1 ms: 1 ms each. */
+	CHECK_EQ(vd_service_of(250 * US, 1 * MS, 900 * US, 1250 * US), 1 * MS);
+	/* Queued behind the last one's serial part: from where it ended. */
+	CHECK_EQ(vd_service_of(0, 1 * MS, 900 * US, 1100 * US), 1 * MS);
+	/* Early on, overlap larger than the time so far; never negative. */
+	CHECK_EQ(vd_service_of(0, 100 * US, 900 * US, 1 * MS), 1 * MS);
+	CHECK_EQ(vd_service_of(2 * MS, 0, 0, 1 * MS), 0);
+}
+
 CTEST(overlap_of_a_measured_device)
 {
 	/* Side by side 8 times faster: the difference. */
