@@ -25,10 +25,10 @@ TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIGS = ["512x128k:adaptive+caware,estimator=vdisk", "64x128k:adaptive+caware,estimator=vdisk"]
 
 
-def load_sim_scale(file_mib):
-    os.environ["SIM_SCALE_FILE_MIB"] = str(file_mib)
+def load_bench(name):
+    """tests/bench/NAME.py as a module (its name has a hyphen)."""
     spec = importlib.util.spec_from_file_location(
-        "sim_scale", os.path.join(TOP, "tests", "bench", "sim-scale.py"))
+        name.replace("-", "_"), os.path.join(TOP, "tests", "bench", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--only", help="these workloads alone")
     args = ap.parse_args()
     builds = [b.split("=", 1) for b in args.builds]
-    ss = load_sim_scale(args.file_mib)
+    ss = load_bench("sim-compare").load_sim_scale(args.file_mib)
     ss.DISKS = {args.disk: args.capacity}
     layout_csv = os.path.join(TOP, "build", "bench-sim", "lkr-layout.csv")
     if not os.path.exists(layout_csv):
