@@ -435,6 +435,36 @@ def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
     assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (640000, 8 * 640000)
 
 
+def test_the_rest_of_a_cut_read_is_priced_behind_its_first_piece(ram, dmname):
+    """A 256 KiB read over two cached segments reaches map() twice: map()
+    keeps the first segment's piece and dm sends the rest back.  On the
+    bare disk it is one request, so the rest must not wait for the first
+    piece as a new read of its task would: on a flat 10 ms model with 1 ms
+    of overlap, the first piece is priced 10 ms and the rest its 9 ms of
+    serial time, 19 ms a read, 608 ms a window of 64 pieces (640 ms if the
+    rest waited).  The rest comes back within the first piece's 9 ms of
+    serial time whatever the host's speed: it is a copy of 128 KiB."""
+    flat = {r: (10 * 10 ** 6, 10 * 10 ** 6) for r in range(64)}
+    with pinned_disk(ram, "cutr", "hdd7200", flat) as (emu, meas):
+        meas.message("overlap", "1000")
+        with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
+                f"2 policy adaptive") as rc:
+            rc.message("set", "window", "64")
+            fd = os.open(rc.path, os.O_RDONLY | os.O_DIRECT)
+            try:
+                for k in range(16):
+                    assert os.preadv(fd, [aligned(128 << 10)], k << 17) == 128 << 10
+                rc.message("reset_stats")
+                for k in range(128):
+                    assert os.preadv(fd, [aligned(256 << 10)], (k % 8) << 18) == 256 << 10
+            finally:
+                os.close(fd)
+            st = rc.stats()
+    assert (st["state"], st["read_hits"], st["reads"]) == ("active", 256, 256)
+    assert st["windows"] == 4 and st["windows_unjudged"] == 0
+    assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (608000, 4 * 608000)
+
+
 def test_tunables_and_estimator_show_in_stats(disk, redcap):
     rc = redcap("policy adaptive+caware estimator spk")
     assert rc.table().endswith(f"{SEG} {NSEGS} 2 estimator spk")
