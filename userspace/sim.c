@@ -212,6 +212,7 @@ struct req_state {
 	u64 issue;		/* simulated issue time */
 	u64 done;		/* latest completion of its pieces */
 	u32 parts;		/* pieces in flight */
+	u32 missed;		/* of them, pieces the cache did not serve at once */
 	u32 next;		/* the process's next request, or UINT32_MAX */
 };
 
@@ -275,7 +276,7 @@ struct sim {
 	u64 t0;				/* when the trace's time 0 is (after the warm-up) */
 	u64 last_done;
 	u64 completed;			/* requests */
-	u64 reads_inflight;		/* read requests issued, not completed */
+	u64 reads_inflight;		/* read pieces not served at once, in flight */
 	char *err;
 };
 
@@ -501,8 +502,8 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
 	const struct trace_req *r = &s->t->req[req];
-	/* The glue's redcap_map_read(): its own is the only read in flight. */
-	bool waits = sector == r->sector && s->reads_inflight == 1;
+	/* The glue's redcap_map_read(): no read in flight but hits. */
+	bool waits = sector == r->sector && !s->reads_inflight;
 	struct price_ctx pc = { .s = s, .stream = r->pid, .waits = { waits, waits } };
 	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
 	const struct rc_pricer pricer = { .price = price, .ctx = &pc, .capacity = s->capacity,
@@ -512,6 +513,10 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 
 	rc_map_read(s->cache, sector, sectors, now, &pricer, &plan);
 	*len = plan.sectors;
+	if (plan.act != RC_READ_HIT) {
+		s->reads_inflight++;
+		s->rs[req].missed++;
+	}
 	if ((plan.act == RC_READ_FILL || plan.act == RC_READ_WAIT) &&
 	    add_waiter(s, plan.idx, req, sector, plan.sectors))
 		return -1;
@@ -629,7 +634,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
 	}
 	if (r->op == TRACE_READ) {
-		s->reads_inflight++;
+		st->missed = 0;
 		/* Its pieces complete as events, never before all are issued. */
 		for (st->parts = 0; sector < end; sector += n, st->parts++)
 			if (read_piece(s, req, sector, (u32)(end - sector), now, &n))
@@ -675,8 +680,8 @@ static int request_done(struct sim *s, u32 req, u64 now)
 		return 0;
 	if (st->done > s->last_done)
 		s->last_done = st->done;
-	if (!s->c->bare && s->t->req[req].op == TRACE_READ)
-		s->reads_inflight--;
+	s->reads_inflight -= st->missed;
+	st->missed = 0;
 	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
 		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
 	if (st->next != NONE32 && depends(s->t, req, st->next))
