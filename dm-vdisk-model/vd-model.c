@@ -355,6 +355,29 @@ static bool vd_nearest_mean(const struct vd_model *m, enum vd_dir dir, u32 col,
 	return hi >= 0 && vd_col_mean(m, dir, (u32)hi, ns);
 }
 
+/*
+ * The filled cell of @row next to @col (the shorter distance first) among
+ * columns @first..@end - 1, or NULL: a request of the same size, its seek
+ * a class shorter or longer.
+ */
+static const struct vd_cell *vd_row_neighbour(const struct vd_model *m, enum vd_dir dir,
+					      u32 row, u32 col, u32 first, u32 end)
+{
+	const struct vd_cell *c;
+
+	if (col > first) {
+		c = vd_cell(m, dir, row, col - 1);
+		if (c->n)
+			return c;
+	}
+	if (col + 1 < end) {
+		c = vd_cell(m, dir, row, col + 1);
+		if (c->n)
+			return c;
+	}
+	return NULL;
+}
+
 bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
 		       s64 distance, u32 sectors, u64 *ns)
 {
@@ -362,6 +385,7 @@ bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
 	const struct vd_cell *c = vd_cell(m, dir, row, col);
 	u64 last = vd_last_row_sectors(m);
 	u32 fwd = m->fwd_cols, back;
+	const struct vd_cell *nb;
 	bool found;
 
 	/* An empty backward column answers as its forward twin would. */
@@ -370,8 +394,10 @@ bool vd_model_estimate(const struct vd_model *m, enum vd_dir dir,
 		c = vd_cell(m, dir, row, col);
 	}
 	*ns = 0;
-	if (c->n) {
-		*ns = vd_cell_mean(c);
+	nb = c->n ? c : col < fwd ? vd_row_neighbour(m, dir, row, col, 0, fwd) :
+		vd_row_neighbour(m, dir, row, col, fwd, m->cols);
+	if (nb) {
+		*ns = vd_cell_mean(nb);
 		found = true;
 	} else if (col >= fwd) {
 		found = vd_col_mean(m, dir, col, ns);

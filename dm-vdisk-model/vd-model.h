@@ -19,11 +19,14 @@
  *    distance of 1 GiB or more shares the forward column (a long seek costs
  *    the same both ways).  cols = F + VD_BACK_COLS.
  *  - each cell averages its last VD_WINDOW samples (ns).
- *  - an empty cell answers with its column's average (of its cells' means);
- *    in an empty forward column, with the nearest forward column that has
- *    samples (the shorter distance on a tie), or, when no forward column
- *    has any, the backward column nearest its twin; in an empty backward
- *    column, as the forward column of the same length would.  So tables
+ *  - an empty cell answers with a filled neighbour in its row (the column
+ *    before it, or after it, on the same side: the same size, a seek one
+ *    class shorter or longer), else with its column's average (of its
+ *    cells' means, every size); in an empty forward column, with the
+ *    nearest forward column that has samples (the shorter distance on a
+ *    tie), or, when no forward column has any, the backward column nearest
+ *    its twin; in an empty backward column, as the forward column of the
+ *    same length would.  So tables
  *    learnt without direction (version 2 files, the forward columns only)
  *    price a backward distance as the forward one of its length.
  *

@@ -373,7 +373,7 @@ CTEST(fallback_empty_cell_uses_column_average_of_means)
 	vd_model_add(m, VD_READ, d5, 8, 1000);
 	vd_model_add(m, VD_READ, d5, 8, 1000);
 	vd_model_add(m, VD_READ, d5, 24, 3001);
-	vd_model_add(m, VD_READ, dist_of_col(6), 16, 99999);	/* other column */
+	vd_model_add(m, VD_READ, dist_of_col(7), 16, 99999);	/* not a neighbour */
 	CHECK_EQ(est(m, VD_READ, d5, 16), (1000 + 3001) / 2);
 	CHECK_EQ(est(m, VD_READ, d5, 32), (1000 + 3001) / 2);
 	CHECK_EQ(est(m, VD_READ, d5, 8), 1000);
@@ -460,8 +460,11 @@ CTEST(backward_estimate_cell_then_column_then_forward_twin)
 	vd_model_add(m, VD_READ, (s64)dist_of_col(7), 16, 7000);
 	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(7), 16), 7000);
 	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(7), 8), 7000);
-	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(4), 16), 2000);
-	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(6), 8), 2000);
+	/* ... whose empty cell answers from its row's neighbour (column 5). */
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(4), 16), 3000);
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(6), 8), 1000);
+	/* No neighbour in the row: the nearest column's mean. */
+	CHECK_EQ(est(m, VD_READ, -(s64)dist_of_col(3), 16), 2000);
 	/* Forward columns never answer from backward ones while they have samples. */
 	CHECK_EQ(est(m, VD_READ, d5, 8), 1000);
 	CHECK_EQ(est(m, VD_READ, (s64)dist_of_col(18), 8), 7000);
@@ -1433,5 +1436,46 @@ CTEST(estimate_of_empty_cell_uses_nearest_filled_column_as_the_walk_did)
 	CHECK_EQ(ns, 777);
 	CHECK(vd_model_estimate(m, VD_READ, 8, 8, &ns));
 	CHECK_EQ(ns, 555);
+	rm(m);
+}
+
+/*
+ * An empty cell next to a filled one of its own row answers with that
+ * cell: a request of the same size, its seek a class shorter or longer.
+ * The column's mean, over every size, priced a 4 KiB read on a network
+ * device (1 ms and its transfer, whatever the distance) as the column's
+ * mix of 4 to 256 KiB reads: twice its time.  Past the neighbours, the
+ * column's mean still answers: a long seek costs what the column says.
+ */
+CTEST(empty_cell_answers_with_its_rows_neighbour)
+{
+	struct vd_model *m = mk(CAP_400G, 64, 64);
+	u32 back1 = m->fwd_cols;	/* backward twin of column 1 */
+	u64 ns;
+
+	/* Row 0 (4 KiB) at columns 0 and 2; row 63 (256 KiB) at column 1. */
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 0, 1, 1000000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, 2, 1, 1100000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, 1, 1, 3000000), 0);
+	/* Column 1 (4 KiB skips): the shorter neighbour, not column 1's 3 ms. */
+	CHECK(vd_model_estimate(m, VD_READ, 8, 8, &ns));
+	CHECK_EQ(ns, 1000000);
+	/* Column 3: column 2, its only filled neighbour. */
+	CHECK(vd_model_estimate(m, VD_READ, 32, 8, &ns));
+	CHECK_EQ(ns, 1100000);
+	/* Column 4 has no filled neighbour in row 0: the nearest column's mean. */
+	CHECK(vd_model_estimate(m, VD_READ, 64, 8, &ns));
+	CHECK_EQ(ns, 1100000);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, 4, 1, 9000000), 0);
+	CHECK(vd_model_estimate(m, VD_READ, 64, 8, &ns));
+	CHECK_EQ(ns, 9000000);
+	/* Backward: the neighbour within the backward columns. */
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1 + 1, 1, 1200000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, back1, 1, 5000000), 0);
+	CHECK(vd_model_estimate(m, VD_READ, -8, 8, &ns));
+	CHECK_EQ(ns, 1200000);
+	/* Row 63 at column 0: its neighbour at column 1. */
+	CHECK(vd_model_estimate(m, VD_READ, 0, 512, &ns));
+	CHECK_EQ(ns, 3000000);
 	rm(m);
 }
