@@ -43,8 +43,9 @@ COUNTERS = ["reads", "read_hits", "read_hits_waited", "read_misses", "fill_ios",
 
 def sim_spec(config):
     """The simulate --config for a suite configuration, or None (not redcap
-    nor bare).  The options are those of the suite's table: a table without
-    "estimator" gets the target's own default, spk (simulate's is vdisk)."""
+    nor bare).  The options are those of the suite's table; what the table
+    leaves out, the target's own choice over the suite's model layer:
+    adaptive+caware, estimator vdisk."""
     if config == "bare":
         return "bare"
     parts = suite.redcap_parts(config)
@@ -54,8 +55,8 @@ def sim_spec(config):
     words = suite.POLICIES[policy].split()[1:]
     feats = dict(zip(words[::2], words[1::2]))
     feats.update(suite.TUNABLES.get(policy, []))
-    spec = f"{geometry}:{feats.pop('policy')}"
-    feats.setdefault("estimator", "spk")
+    spec = f"{geometry}:{feats.pop('policy', 'adaptive+caware')}"
+    feats.setdefault("estimator", "vdisk")
     return spec + "".join(f",{k}={v}" for k, v in sorted(feats.items()))
 
 
@@ -222,6 +223,10 @@ def main():
 
     with open(args.records) as f:
         records = json.load(f)
+    # The geometries the records' set ran at (a set's budget_mib).
+    budgets = {r["budget_bytes"] >> 20 for r in records if "budget_bytes" in r}
+    if len(budgets) == 1:
+        suite.set_budget(budgets.pop())
     by_cell = defaultdict(list)
     for r in records:
         by_cell[(r["workload"], r["procs"], r["io"], r["config"])].append(r)
@@ -294,6 +299,18 @@ def main():
             cell["app_err_as_traced"] = err(xr["app_time_s"], meas_app)
             cell["busy_err_as_traced"] = err(xr["disk_busy_s"], meas_busy)
             if "stats" in x:
+                # The virtual disk's price of the reads received (issue 49's
+                # counterfactual), measured and simulated, against the bare
+                # run's measured busy time.
+                bare_busy = median_of(by_cell[(w, p, io, "bare")],
+                                      lambda r: r["disk_stats"]["emu_busy_us"] / 1e6)
+                cell["price"] = {
+                    "bare_busy_s": bare_busy,
+                    "measured_s": median_of(
+                        recs, lambda r: r["redcap_stats"].get("est_disk_time_us", 0) / 1e6),
+                    "predicted_s": x["vdisk_time_s"]}
+                cell["price"]["measured_err"] = err(cell["price"]["measured_s"], bare_busy)
+                cell["price"]["predicted_err"] = err(x["vdisk_time_s"], bare_busy)
                 cell["measured"]["redcap"] = {
                     k: median_of(recs, lambda r, k=k: r["redcap_stats"].get(k))
                     for k in COUNTERS}
@@ -445,6 +462,25 @@ def write_md(args, cells, sims, summary, kept, records):
                  f"{f3(m['disk_busy_s'])} | {f3(p['disk_busy_s'])} | {mark(c['busy_err'])} | "
                  f"{mark(c['app_err_as_traced'])} |")
     L.append("")
+    priced = [c for c in cells if "price" in c]
+    if priced:
+        L.append("## The virtual disk's price of the reads received")
+        L.append("")
+        L.append("What redcap's bare virtual disk priced the reads it received at "
+                 "(`est_disk_time_us`, measured in the guest; `vdisk_time_s`, simulated) "
+                 "against the bare run's measured busy time (issue 49's counterfactual); "
+                 "**bold** beyond ±10 %.")
+        L.append("")
+        L.append("| case | config | bare busy s | measured price s | err % | "
+                 "simulated price s | err % |")
+        L.append("|---|---|---|---|---|---|---|")
+        for c in priced:
+            q = c["price"]
+            L.append(f"| {c['workload']} ×{c['procs']} {c['io']} | {c['config']} | "
+                     f"{f3(q['bare_busy_s'])} | {f3(q['measured_s'])} | "
+                     f"{mark(q['measured_err'])} | {f3(q['predicted_s'])} | "
+                     f"{mark(q['predicted_err'])} |")
+        L.append("")
     L.append("## redcap's counters, measured / predicted")
     L.append("")
     L.append("| case | config | " + " | ".join(COUNTERS) + " | state | disk requests |")
