@@ -28,7 +28,10 @@ def test_sim_spec_carries_a_configurations_tunables():
         "64x128k:adaptive+caware,budget_share=0,estimator=vdisk"
     assert validate.sim_spec("redcap-64x128k-adaptive+caware") == \
         "64x128k:adaptive+caware,estimator=vdisk"
-    assert validate.sim_spec("redcap-64x128k-always") == "64x128k:always,estimator=spk"
+    assert validate.sim_spec("redcap-64x128k-always") == "64x128k:always,estimator=vdisk"
+    # The recommended stack's table names nothing: the target's own choices
+    # over the suite's model layer (a KeyError before).
+    assert validate.sim_spec("redcap-recommended") == "64x128k:adaptive+caware,estimator=vdisk"
     assert validate.sim_spec("bare") == "bare"
     assert validate.sim_spec("dm-cache-brd") is None
 
