@@ -399,6 +399,29 @@ def test_policy_switches_under_fio_verify_lose_no_data(ram, dmname):
         assert st["read_hits"] > 0 and st["read_misses"] > 0 and st["sim_misses"] > 0
 
 
+@contextlib.contextmanager
+def filled_flat_stack(ram, dmname, name, overlap_us):
+    """redcap (adaptive, windows of 64 reads) over a device whose model is
+    a flat 10 ms a read with @overlap_us of it overlapping the next; its
+    first 16 segments filled by this process, the counters reset: (the
+    stack, this process's O_DIRECT descriptor of it)."""
+    flat = {r: (10 * 10 ** 6, 10 * 10 ** 6) for r in range(64)}
+    with pinned_disk(ram, name, "hdd7200", flat) as (_, meas):
+        meas.message("overlap", str(overlap_us))
+        with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
+                f"2 policy adaptive") as rc:
+            rc.message("set", "window", "64")
+            fd = os.open(rc.path, os.O_RDONLY | os.O_DIRECT)
+            try:
+                for k in range(16):
+                    assert os.preadv(fd, [aligned(128 << 10)], k << 17) == 128 << 10
+                assert rc.stats()["fill_ios"] >= 16
+                rc.message("reset_stats")
+                yield rc, fd
+            finally:
+                os.close(fd)
+
+
 def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
     """A device that overlaps requests in flight (the nbd's 1 ms of wire,
     here 9.9 ms of a flat 10 ms) must not price one reader's reads as if
@@ -407,29 +430,16 @@ def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
     else in flight, each read the cache serves is priced its whole 10 ms on
     the bare disk's virtual disk: a window of 64 hits, 640 ms exactly.
     Before, each was priced from its arrival (about the time a hit takes),
-    the cache looked no better than the bare disk, and went off.  (With
-    the hits read by another process than the fills, the first hit is a
-    new stream and overlaps the last fill's read by however far the
-    virtual disk is behind: the test would follow the host's speed.)"""
-    flat = {r: (10 * 10 ** 6, 10 * 10 ** 6) for r in range(64)}
-    with pinned_disk(ram, "strm", "hdd7200", flat) as (emu, meas):
-        meas.message("overlap", "9900")
-        with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
-                f"2 policy adaptive") as rc:
-            rc.message("set", "window", "64")
-            # One reader throughout (this process): its first hit waits for
-            # its last fill's read, wherever the virtual disk is by then.
-            fd = os.open(rc.path, os.O_RDONLY | os.O_DIRECT)
-            try:
-                for k in range(16):
-                    assert os.preadv(fd, [aligned(128 << 10)], k << 17) == 128 << 10
-                assert rc.stats()["fill_ios"] >= 16
-                rc.message("reset_stats")
-                for k in range(512):
-                    assert os.preadv(fd, [aligned(4096)], k << 12) == 4096
-            finally:
-                os.close(fd)
-            st = rc.stats()
+    the cache looked no better than the bare disk, and went off.  One
+    reader throughout (this process): its first hit waits for its last
+    fill's read, wherever the virtual disk is by then.  (With the hits read
+    by another process than the fills, the first hit is a new stream and
+    overlaps the last fill's read by however far the virtual disk is
+    behind: the test would follow the host's speed.)"""
+    with filled_flat_stack(ram, dmname, "strm", 9900) as (rc, fd):
+        for k in range(512):
+            assert os.preadv(fd, [aligned(4096)], k << 12) == 4096
+        st = rc.stats()
     assert (st["state"], st["read_hits"], st["read_hits_waited"]) == ("active", 512, 0)
     assert st["windows"] == 8 and st["windows_unjudged"] == 0
     assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (640000, 8 * 640000)
@@ -444,22 +454,10 @@ def test_the_rest_of_a_cut_read_is_priced_behind_its_first_piece(ram, dmname):
     serial time, 19 ms a read, 608 ms a window of 64 pieces (640 ms if the
     rest waited).  The rest comes back within the first piece's 9 ms of
     serial time whatever the host's speed: it is a copy of 128 KiB."""
-    flat = {r: (10 * 10 ** 6, 10 * 10 ** 6) for r in range(64)}
-    with pinned_disk(ram, "cutr", "hdd7200", flat) as (emu, meas):
-        meas.message("overlap", "1000")
-        with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
-                f"2 policy adaptive") as rc:
-            rc.message("set", "window", "64")
-            fd = os.open(rc.path, os.O_RDONLY | os.O_DIRECT)
-            try:
-                for k in range(16):
-                    assert os.preadv(fd, [aligned(128 << 10)], k << 17) == 128 << 10
-                rc.message("reset_stats")
-                for k in range(128):
-                    assert os.preadv(fd, [aligned(256 << 10)], (k % 8) << 18) == 256 << 10
-            finally:
-                os.close(fd)
-            st = rc.stats()
+    with filled_flat_stack(ram, dmname, "cutr", 1000) as (rc, fd):
+        for k in range(128):
+            assert os.preadv(fd, [aligned(256 << 10)], (k % 8) << 18) == 256 << 10
+        st = rc.stats()
     assert (st["state"], st["read_hits"], st["reads"]) == ("active", 256, 256)
     assert st["windows"] == 4 and st["windows_unjudged"] == 0
     assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (608000, 4 * 608000)
