@@ -1469,11 +1469,21 @@ CTEST(empty_cell_answers_with_its_rows_neighbour)
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, 4, 1, 9000000), 0);
 	CHECK(vd_model_estimate(m, VD_READ, 64, 8, &ns));
 	CHECK_EQ(ns, 9000000);
-	/* Backward: the neighbour within the backward columns. */
+	/*
+	 * Backward: the neighbour within the backward columns, never the last
+	 * forward column beside the first backward one (nor the other way).
+	 */
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1 + 1, 1, 1200000), 0);
 	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, back1, 1, 5000000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1 - 1, 1, 7000000), 0);
 	CHECK(vd_model_estimate(m, VD_READ, -8, 8, &ns));
 	CHECK_EQ(ns, 1200000);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1 - 1, 0, 0), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 63, back1 - 1, 1, 6000000), 0);
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1, 1, 4000000), 0);
+	CHECK(vd_model_estimate(m, VD_READ, (s64)(m->fwd_cols - 19) << 21, 8, &ns));
+	CHECK_EQ(ns, 6000000);	/* the last forward column's mean, not 4 ms */
+	CHECK_EQ(vd_model_set_cell(m, VD_READ, 0, back1, 0, 0), 0);
 	/* Row 63 at column 0: its neighbour at column 1. */
 	CHECK(vd_model_estimate(m, VD_READ, 0, 512, &ns));
 	CHECK_EQ(ns, 3000000);
