@@ -634,7 +634,6 @@ static int issue(struct sim *s, u32 req, u64 now)
 		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
 	}
 	if (r->op == TRACE_READ) {
-		st->missed = 0;
 		/* Its pieces complete as events, never before all are issued. */
 		for (st->parts = 0; sector < end; sector += n, st->parts++)
 			if (read_piece(s, req, sector, (u32)(end - sector), now, &n))
@@ -681,7 +680,6 @@ static int request_done(struct sim *s, u32 req, u64 now)
 	if (st->done > s->last_done)
 		s->last_done = st->done;
 	s->reads_inflight -= st->missed;
-	st->missed = 0;
 	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
 		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
 	if (st->next != NONE32 && depends(s->t, req, st->next))

@@ -191,6 +191,18 @@ def median_of(recs, get):
     return statistics.median(vals) if vals else None
 
 
+def busy_s(r):
+    """The emulated drive's busy time of record @r, in seconds."""
+    return r["disk_stats"]["emu_busy_us"] / 1e6
+
+
+def est_s(r):
+    """redcap's bare price of the reads record @r received, in seconds, or
+    None (an estimator without a virtual disk)."""
+    us = r["redcap_stats"].get("est_disk_time_us")
+    return None if us is None else us / 1e6
+
+
 def err(pred, meas):
     if pred is None or meas is None or not meas:
         return None
@@ -283,7 +295,7 @@ def main():
             recs = by_cell[(w, p, io, c)]
             x, xr = pred[s], pred_raw[s]
             meas_app = median_of(recs, lambda r: r["app_time_s"])
-            meas_busy = median_of(recs, lambda r: r["disk_stats"]["emu_busy_us"] / 1e6)
+            meas_busy = median_of(recs, busy_s)
             cell = {"workload": w, "procs": p, "io": io, "config": c, "spec": s,
                     "reps": len(recs),
                     "measured": {"app_time_s": meas_app, "disk_busy_s": meas_busy,
@@ -302,12 +314,10 @@ def main():
                 # The virtual disk's price of the reads received (issue 49's
                 # counterfactual), measured and simulated, against the bare
                 # run's measured busy time.
-                bare_busy = median_of(by_cell[(w, p, io, "bare")],
-                                      lambda r: r["disk_stats"]["emu_busy_us"] / 1e6)
+                bare_busy = median_of(by_cell[(w, p, io, "bare")], busy_s)
                 cell["price"] = {
                     "bare_busy_s": bare_busy,
-                    "measured_s": median_of(
-                        recs, lambda r: r["redcap_stats"].get("est_disk_time_us", 0) / 1e6),
+                    "measured_s": median_of(recs, est_s),
                     "predicted_s": x["vdisk_time_s"]}
                 cell["price"]["measured_err"] = err(cell["price"]["measured_s"], bare_busy)
                 cell["price"]["predicted_err"] = err(x["vdisk_time_s"], bare_busy)
