@@ -926,12 +926,17 @@ u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *se
 		if (s >= limit)
 			break;
 		i = rc_lookup(c, s);
-		if (i != RC_NONE && (sim || c->entries[i].state != RC_GHOST))
-			continue;	/* cached, or on its way (inactive: simulated so) */
+		if (i != RC_NONE && (sim || c->entries[i].state != RC_GHOST)) {
+			/* cached, or on its way (inactive: simulated so) */
+			if (st->ahead_started)
+				break;	/* a range is one run: the rest waits for the stream */
+			continue;
+		}
 		if (sim) {	/* the simulated cache admits them all */
 			i = rc_ghost_add(c, s, true);
 			if (i == RC_NONE)
 				break;
+			st->ahead_started = true;
 			*seg = s;
 			return i;
 		}
@@ -1092,44 +1097,30 @@ static u64 rc_share(u64 total, u32 part, u32 whole)
 	return part == whole ? total : rc_div64(total * part, whole);
 }
 
-/* A request the inactive cache would have sent: a piece's (@piece) or a fill ahead's (-1). */
+/*
+ * A request the cache sends down, or inactive would have: [@from, @to),
+ * whose it is (@tag: the caller's), and once played (rc_price_runs()) its
+ * share of its run's price.
+ */
 struct rc_ext {
 	u64 from, to;
-	int piece;
+	int tag;
+	u64 ns;
+	bool ok;
 };
 
 /*
- * The price on the cache's disk of what the inactive cache would have sent
- * down for each of @n pieces, into @ns and @ok: a miss's segment, a
- * bypass's piece, nothing for a hit; and for the @nsegs segments @segs it
- * would have filled ahead (rc_plan_take()), charged as speculation.  One
- * request per run of adjacent ones, shared out by what each adds to it.
+ * Play @nx requests @x on the cache's disk as the caller sends them down,
+ * in sector order (rc_map_read()): one request per run of adjacent ones,
+ * each its share of the run's price by sectors.  Sorts @x.
  */
-static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u64 now,
-			       const struct rc_piece *pc, u32 n, const u64 *segs, u32 nsegs,
-			       u64 *ns, bool *ok)
+static void rc_price_runs(const struct rc_pricer *p, u64 now, struct rc_ext *x, u32 nx)
 {
-	struct rc_ext x[RC_JOIN_MAX + RC_FILL_RUN_MAX], t;
-	u64 run_ns = 0, ahead_ns = 0, seg;
-	u32 i, j, k, nx = 0;
-	bool run_ok = true, ahead_ok = true;
+	struct rc_ext t;
+	u64 run_ns;
+	u32 i, j, k;
+	bool ok;
 
-	for (i = 0; i < n; i++) {
-		ns[i] = 0;
-		ok[i] = true;
-		seg = rc_sector_to_seg(c, pc[i].sector);
-		if (pc[i].sim == RC_SIM_MISS)
-			x[nx++] = (struct rc_ext){ seg << c->seg_shift,
-						   (seg << c->seg_shift) +
-						   rc_seg_len(c, seg, p->capacity), (int)i };
-		else if (pc[i].sim == RC_SIM_BYPASS)
-			x[nx++] = (struct rc_ext){ pc[i].sector, pc[i].sector + pc[i].sectors,
-						   (int)i };
-	}
-	for (i = 0; i < nsegs; i++)
-		x[nx++] = (struct rc_ext){ segs[i] << c->seg_shift,
-					   (segs[i] << c->seg_shift) +
-					   rc_seg_len(c, segs[i], p->capacity), -1 };
 	for (i = 1; i < nx; i++) {	/* insertion sort by start: a few, mostly in order */
 		t = x[i];
 		for (j = i; j && x[j - 1].from > t.from; j--)
@@ -1139,19 +1130,58 @@ static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u6
 	for (i = 0; i < nx; i = j) {
 		for (j = i + 1; j < nx && x[j].from == x[j - 1].to; j++)
 			;
-		run_ok = p->price(p->ctx, RC_VD_CACHE, x[i].from, (u32)(x[j - 1].to - x[i].from),
-				  now, &run_ns);
+		ok = p->price(p->ctx, RC_VD_CACHE, x[i].from, (u32)(x[j - 1].to - x[i].from),
+			      now, &run_ns);
 		for (k = i; k < j; k++) {
-			u64 share = rc_share(run_ns, (u32)(x[k].to - x[k].from),
-					     (u32)(x[j - 1].to - x[i].from));
+			x[k].ns = rc_share(run_ns, (u32)(x[k].to - x[k].from),
+					   (u32)(x[j - 1].to - x[i].from));
+			x[k].ok = ok;
+		}
+	}
+}
 
-			if (x[k].piece < 0) {
-				ahead_ns += share;
-				ahead_ok &= run_ok;
-			} else {
-				ns[x[k].piece] = share;
-				ok[x[k].piece] = run_ok;
-			}
+/*
+ * The price on the cache's disk of what the inactive cache would have sent
+ * down for each of @n pieces, into @ns and @ok: a miss's segment, a
+ * bypass's piece, nothing for a hit; and for the @nsegs segments @segs it
+ * would have filled ahead (rc_plan_take()), charged as speculation.
+ */
+static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u64 now,
+			       const struct rc_piece *pc, u32 n, const u64 *segs, u32 nsegs,
+			       u64 *ns, bool *ok)
+{
+	struct rc_ext x[RC_JOIN_MAX + RC_FILL_RUN_MAX];
+	u64 ahead_ns = 0, seg;
+	u32 i, nx = 0;
+	bool ahead_ok = true;
+
+	for (i = 0; i < n; i++) {
+		ns[i] = 0;
+		ok[i] = true;
+		seg = rc_sector_to_seg(c, pc[i].sector);
+		if (pc[i].sim == RC_SIM_MISS)
+			x[nx++] = (struct rc_ext){ .from = seg << c->seg_shift,
+						   .to = (seg << c->seg_shift) +
+							 rc_seg_len(c, seg, p->capacity),
+						   .tag = (int)i };
+		else if (pc[i].sim == RC_SIM_BYPASS)
+			x[nx++] = (struct rc_ext){ .from = pc[i].sector,
+						   .to = pc[i].sector + pc[i].sectors,
+						   .tag = (int)i };
+	}
+	for (i = 0; i < nsegs; i++)
+		x[nx++] = (struct rc_ext){ .from = segs[i] << c->seg_shift,
+					   .to = (segs[i] << c->seg_shift) +
+						 rc_seg_len(c, segs[i], p->capacity),
+					   .tag = -1 };
+	rc_price_runs(p, now, x, nx);
+	for (i = 0; i < nx; i++) {
+		if (x[i].tag < 0) {
+			ahead_ns += x[i].ns;
+			ahead_ok &= x[i].ok;
+		} else {
+			ns[x[i].tag] = x[i].ns;
+			ok[x[i].tag] = x[i].ok;
 		}
 	}
 	if (nsegs && ahead_ok)
@@ -1161,26 +1191,46 @@ static void rc_price_simulated(struct rc_cache *c, const struct rc_pricer *p, u6
 /*
  * Price and judge the read @plan took, decided piece by piece in @pc (@n
  * pieces): the read is played once on the bare disk, and what the cache
- * sends down for it once per request on the cache's (at most two
- * pricings for a plan of one request).  Each piece is judged on its share
- * of both (rc_read_judge()); a fill's share is its request's price; a
- * request with none of the read's own fills is speculation
- * (rc_prefetch_judge()).
+ * sends down for it, its requests and the read itself if it bypasses,
+ * once per run of adjacent ones on the cache's (two pricings at most
+ * while the plan's requests and the read are one run: every plan of a
+ * stream).  Each piece is judged on its share of both (rc_read_judge());
+ * a fill's share is its request's; a request with none of the read's own
+ * fills is speculation (rc_prefetch_judge()).
  */
 static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now,
 			  const struct rc_piece *pc, u32 n, const u64 *segs, u32 nsegs,
 			  struct rc_read_plan *plan)
 {
+	struct rc_ext x[RC_FILL_RUN_MAX + 1];
 	u64 vd_ns, req_ns[RC_FILL_RUN_MAX], cvd_ns[RC_JOIN_MAX], bypass_ns = 0;
 	bool vd_ok, req_ok[RC_FILL_RUN_MAX], cvd_ok[RC_JOIN_MAX], own, bypass_ok = true;
+	bool bypass = pc[0].sim == RC_SIM_NONE &&
+		      (plan->act == RC_READ_BYPASS || plan->act == RC_READ_MERGE);
 	struct rc_read_state st = { 0 };
 	const struct rc_fill_req *r;
-	u32 i, k, own_req = RC_NONE;
+	u32 i, k, nx = 0, own_req = RC_NONE;
 
 	vd_ok = p->price(p->ctx, RC_VD_BARE, pc[0].sector, plan->sectors, now, &vd_ns);
+	for (i = 0; i < plan->nr_reqs; i++)
+		x[nx++] = (struct rc_ext){ .from = plan->reqs[i].sector,
+					   .to = plan->reqs[i].sector + plan->reqs[i].sectors,
+					   .tag = (int)i };
+	if (bypass)
+		x[nx++] = (struct rc_ext){ .from = pc[0].sector,
+					   .to = pc[0].sector + plan->sectors, .tag = -1 };
+	rc_price_runs(p, now, x, nx);
+	for (i = 0; i < nx; i++) {
+		if (x[i].tag < 0) {
+			bypass_ns = x[i].ns;
+			bypass_ok = x[i].ok;
+			continue;
+		}
+		req_ns[x[i].tag] = x[i].ns;
+		req_ok[x[i].tag] = x[i].ok;
+	}
 	for (i = 0; i < plan->nr_reqs; i++) {
 		r = &plan->reqs[i];
-		req_ok[i] = p->price(p->ctx, RC_VD_CACHE, r->sector, r->sectors, now, &req_ns[i]);
 		for (k = r->first, own = false; k < r->first + r->nr; k++)
 			own |= rc_fill_own(&plan->fills[k]);
 		if (own)
@@ -1188,12 +1238,8 @@ static void rc_plan_judge(struct rc_cache *c, const struct rc_pricer *p, u64 now
 		else
 			rc_prefetch_judge(c, req_ns[i], req_ok[i]);
 	}
-	if (pc[0].sim != RC_SIM_NONE) {
+	if (pc[0].sim != RC_SIM_NONE)
 		rc_price_simulated(c, p, now, pc, n, segs, nsegs, cvd_ns, cvd_ok);
-	} else if (plan->act == RC_READ_BYPASS || plan->act == RC_READ_MERGE) {
-		bypass_ok = p->price(p->ctx, RC_VD_CACHE, pc[0].sector, plan->sectors, now,
-				     &bypass_ns);
-	}
 	for (i = 0; i < n; i++) {
 		if (pc[i].sim == RC_SIM_NONE) {
 			cvd_ok[i] = own_req != RC_NONE ? req_ok[own_req] : bypass_ok;

@@ -351,7 +351,9 @@ bool rc_read_join(struct rc_cache *c, struct rc_read_state *st, u64 sector, u32 
  * rc_prefetch() then takes the proposal under the same lock hold, one
  * segment a call, until it returns RC_NONE: the next proposed segment
  * below @limit that is not cached or filling, as an entry FILLING for it,
- * pinned by its fill, with *seg set.  The caller starts the fill (no read
+ * pinned by its fill, with *seg set.  What it takes is one run: segments
+ * cached or filling are passed over before its first, and one after it
+ * ends it (the stream's next reads propose the rest).  The caller starts the fill (no read
  * waits on it yet; reads that come meanwhile wait), prices it with
  * rc_prefetch_judge(), and completes it like any fill; or cancels it with
  * rc_fill_cancel().  Nothing starts while fills are held or a write to
@@ -481,17 +483,19 @@ struct rc_read_plan {
  * request: the rest comes back as a read of its own and waits on them),
  * and after each piece what the planner proposes (rc_plan(),
  * rc_prefetch()).  Then the read it took is played once on the bare disk,
- * and what the cache sends down for it once per request on the cache's
- * (inactive: once per run of pieces the simulated cache would have sent
- * down): at most two pricings for a plan of one request, which is every
- * plan of the default read-ahead.  Each piece is judged (rc_read_judge())
- * on its share of both, by sectors, a fill's share being its whole
- * request; a request with none of the read's own fills is speculation,
- * paid for whole (rc_prefetch_judge()).  On FILL and WAIT the caller
- * queues the read on plan->idx before the lock is dropped; on HIT it
- * copies from it and reports RC_EV_HIT (rc_event()).  The caller sends
- * plan->reqs down (at most p->run_max segments each), or cancels each
- * fill of one that cannot be set up with rc_fill_cancel().
+ * and what the cache sends down for it (its requests and, on BYPASS or
+ * MERGE, the read itself; inactive, what the simulated cache would have
+ * sent) once per run of adjacent ones on the cache's: two pricings while
+ * that is one run, which the planner's one range next to the read makes
+ * every plan of a stream.  Each piece is judged (rc_read_judge()) on its
+ * share of both, by sectors, a fill's share being its request's; a request
+ * with none of the read's own fills is speculation (rc_prefetch_judge()).
+ * On FILL and WAIT the caller queues the read on plan->idx before the
+ * lock is dropped; on HIT it copies from it and reports RC_EV_HIT
+ * (rc_event()).  The caller sends plan->reqs down (at most p->run_max
+ * segments each), and on BYPASS or MERGE the read among them in sector
+ * order, as they were priced; or cancels each fill of a request that
+ * cannot be set up with rc_fill_cancel().
  */
 void rc_map_read(struct rc_cache *c, u64 sector, u32 sectors, u64 now,
 		 const struct rc_pricer *p, struct rc_read_plan *plan);

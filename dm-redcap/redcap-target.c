@@ -763,11 +763,15 @@ static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 
 
 /*
  * Start the fills of @plan (any context map runs in), one request per run
- * of contiguous segments.  False if the miss's own fill (its reader @bio)
- * could not be set up: its entry is freed, and @bio is the caller's to
- * send to the origin.
+ * of contiguous segments, and send @down, the read it bypasses (remapped;
+ * at @sector on the target), down among them in sector order: a stream's
+ * batch goes down right after the read it follows, as rc_map_read()
+ * priced them.  False if the miss's own fill (its reader @bio) could not
+ * be set up: its entry is freed, and @bio is the caller's to send to the
+ * origin.
  */
-static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, struct bio *bio)
+static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, struct bio *bio,
+			       struct bio *down, sector_t sector)
 {
 	const struct rc_fill_item *f = plan->fills;
 	const struct rc_fill_req *r;
@@ -775,6 +779,10 @@ static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, s
 	u32 k;
 
 	for (r = plan->reqs; r < plan->reqs + plan->nr_reqs; r++) {
+		if (down && r->sector > sector) {
+			dm_submit_bio_remap(down, NULL);
+			down = NULL;
+		}
 		if (redcap_start_req(rc, plan, r, false))
 			continue;
 		for (k = r->first; k < r->first + r->nr; k++) {
@@ -782,6 +790,8 @@ static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, s
 			own &= !rc_fill_own(&f[k]);
 		}
 	}
+	if (down)
+		dm_submit_bio_remap(down, NULL);
 	return own;
 }
 
@@ -844,32 +854,31 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
 
-	if (!redcap_start_fills(rc, &plan, plan.act == RC_READ_FILL ? bio : NULL))
-		plan.act = RC_READ_BYPASS;
-
-	switch (plan.act) {
-	case RC_READ_HIT:
+	if (plan.act == RC_READ_BYPASS || plan.act == RC_READ_MERGE) {
+		pb->kind = plan.act == RC_READ_MERGE ? PB_MERGE : PB_BYPASS;
+		pb->idx = plan.idx;
+		redcap_remap(rc, bio);
+		if (!plan.nr_reqs)
+			return DM_MAPIO_REMAPPED;
+		/* down with its plan's requests, in sector order */
+		redcap_start_fills(rc, &plan, NULL, bio, sector);
+		return DM_MAPIO_SUBMITTED;
+	}
+	if (!redcap_start_fills(rc, &plan, plan.act == RC_READ_FILL ? bio : NULL, NULL, 0)) {
+		/* the miss's own fill could not be set up */
+		pb->kind = PB_BYPASS;
+		redcap_remap(rc, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+	if (plan.act == RC_READ_HIT) {
 		pb->kind = PB_CACHE;
 		redcap_copy(cc, plan.idx, bio, bio->bi_iter, true);
 		redcap_event(cc, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
 			     .sectors = bio_sectors(bio), .start = pb->start_ns,
 			     .end = ktime_get_ns() });
 		bio_endio(bio);
-		return DM_MAPIO_SUBMITTED;
-	case RC_READ_FILL:
-	case RC_READ_WAIT:
-		return DM_MAPIO_SUBMITTED;
-	case RC_READ_MERGE:
-		pb->kind = PB_MERGE;
-		pb->idx = plan.idx;
-		redcap_remap(rc, bio);
-		return DM_MAPIO_REMAPPED;
-	case RC_READ_BYPASS:
-		break;
 	}
-	pb->kind = PB_BYPASS;
-	redcap_remap(rc, bio);
-	return DM_MAPIO_REMAPPED;
+	return DM_MAPIO_SUBMITTED;	/* or queued on its fill */
 }
 
 /* --- the write cache (rc_wc_write()) ------------------------------------ */

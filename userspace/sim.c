@@ -472,9 +472,12 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 
 /*
  * Send the disk requests of @plan down at @now (the glue's
- * redcap_start_fills()), each entry's completion an event of its own.
+ * redcap_start_fills()), each entry's completion an event of its own, and
+ * among them in sector order the read it bypasses, request @req's piece
+ * at @sector (@req NONE32: none).
  */
-static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
+static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now, u32 req,
+		       u64 sector)
 {
 	const struct rc_fill_item *f = plan->fills;
 	const struct rc_fill_req *r;
@@ -482,6 +485,11 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 	u64 done;
 
 	for (r = plan->reqs; r < plan->reqs + plan->nr_reqs; r++) {
+		if (req != NONE32 && r->sector > sector) {
+			if (bypass(s, req, sector, plan->sectors, now))
+				return -1;
+			req = NONE32;
+		}
 		if (disk(s, VD_READ, r->sector, r->sectors, now, &done))
 			return -1;
 		for (k = r->first; k < r->first + r->nr; k++)
@@ -490,7 +498,7 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now)
 				 f[k].seg * s->c->seg_sectors, now))
 				return -1;
 	}
-	return 0;
+	return req != NONE32 ? bypass(s, req, sector, plan->sectors, now) : 0;
 }
 
 /*
@@ -520,23 +528,16 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	if ((plan.act == RC_READ_FILL || plan.act == RC_READ_WAIT) &&
 	    add_waiter(s, plan.idx, req, sector, plan.sectors))
 		return -1;
-	if (start_fills(s, &plan, now))
+	/* MERGE: the write cache, which the simulator refuses */
+	if (start_fills(s, &plan, now, plan.act == RC_READ_BYPASS ||
+			plan.act == RC_READ_MERGE ? req : NONE32, sector))
 		return -1;
-	switch (plan.act) {
-	case RC_READ_HIT:
-		copied = now + copy_ns(plan.sectors);
-		rc_event(s->cache, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
-						       .sectors = plan.sectors, .start = now,
-						       .end = copied });
-		return part_done(s, req, copied);
-	case RC_READ_FILL:
-	case RC_READ_WAIT:
+	if (plan.act != RC_READ_HIT)
 		return 0;
-	case RC_READ_BYPASS:
-	case RC_READ_MERGE:	/* the write cache, which the simulator refuses */
-		break;
-	}
-	return bypass(s, req, sector, plan.sectors, now);
+	copied = now + copy_ns(plan.sectors);
+	rc_event(s->cache, &(struct rc_event){ .kind = RC_EV_HIT, .idx = plan.idx,
+					       .sectors = plan.sectors, .start = now, .end = copied });
+	return part_done(s, req, copied);
 }
 
 /* A fill (or a write's copy into an entry) completed: its waiters go. */

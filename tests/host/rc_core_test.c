@@ -3558,8 +3558,8 @@ CTEST(map_read_plans_a_miss_and_its_batch_ahead_as_one_run)
 /*
  * A run longer than the caller's requests may be (p->run_max segments)
  * goes down as several requests, each with its own fills: the batch
- * below the miss in one, priced as speculation, the miss's own in the
- * next.
+ * below the miss in one, the miss's own in the next.  Adjacent, they are
+ * priced as the one run they are on the disk.
  */
 CTEST(map_read_cuts_a_run_at_the_callers_request_size)
 {
@@ -3585,8 +3585,7 @@ CTEST(map_read_cuts_a_run_at_the_callers_request_size)
 	CHECK_EQ(plan.reqs[1].first, 2);
 	CHECK_EQ(plan.reqs[1].nr, 1);
 	CHECK(rc_fill_own(&plan.fills[2]));
-	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 100 * 256, 2 * 256 },
-		     { RC_VD_CACHE, 102 * 256, 256 });
+	CHECK_PRICES(&l, { RC_VD_BARE, 102 * 256, 256 }, { RC_VD_CACHE, 100 * 256, 3 * 256 });
 	for (k = 0; k < 3; k++) {
 		CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, 256, k == 1), RC_FILL_SERVE);
 		rc_unpin(c, plan.fills[k].idx);
@@ -3595,6 +3594,103 @@ CTEST(map_read_cuts_a_run_at_the_callers_request_size)
 		  .fill_sectors = 5 * 256, .fill_joined = 1);
 	check_invariants(c);
 	rm(c);
+}
+
+/*
+ * A price for rc_map_read() from a disk that seeks: 8.5 ms to go
+ * anywhere but where its last request ended on that virtual disk (0.1
+ * ms), and 27 us per 4 KiB; each call counted in @n.
+ */
+struct seek_pricer {
+	u64 end[2];
+	u32 n, bare;
+};
+
+static bool seek_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u64 *ns)
+{
+	struct seek_pricer *sp = ctx;
+
+	(void)now;
+	*ns = (sector == sp->end[vd] ? 100000 : 8500000) + sectors / 8 * 27000ull;
+	sp->end[vd] = sector + sectors;
+	sp->n++;
+	sp->bare += vd == RC_VD_BARE;
+	return true;
+}
+
+/*
+ * Issue 46's bound: at most two pricings under the lock per read (the
+ * read on the bare disk, and one run on the cache's).  Forward 1 MiB
+ * reads, backward 64 KiB, random 4 KiB, strided 4 KiB and all four
+ * interleaved, through a small cache on the default engine, every fill
+ * completed before the next read.  (Before a batch stopped at a segment
+ * held, the interleaved reads took three: a batch of 5 and 2 segments
+ * around a cached one.)
+ */
+CTEST(map_read_prices_a_read_at_most_twice)
+{
+	struct seek_pricer sp = { { 0 }, 0, 0 };
+	const struct rc_pricer p = { .price = seek_price, .ctx = &sp, .capacity = 1ull << 31,
+				     .run_max = 8 };
+	struct rc_read_plan plan;
+	struct rc_cache *c;
+	u64 sector, now = 0, x;
+	u32 pattern, i, k, sectors, worst;
+
+	for (pattern = 0; pattern < 5; pattern++) {
+		c = mk(65536);
+		rc_set_policy(c, RC_POLICY_DEFAULT);
+		rc_set_estimator(c, RC_EST_VDISK);
+		worst = 0;
+		for (i = 0; i < 20000; i++) {
+			switch (pattern == 4 ? i % 4 : pattern) {
+			case 0:
+				sector = (u64)(pattern == 4 ? i / 4 : i) * 2048;
+				sectors = 2048;
+				break;
+			case 1:
+				sector = (1ull << 24) - (u64)(pattern == 4 ? i / 4 : i) * 128;
+				sectors = 128;
+				break;
+			case 2:
+				x = i * 0x9e3779b97f4a7c15ull;
+				sector = ((x ^ x >> 29) * 0xbf58476d1ce4e5b9ull) % (1ull << 28) * 8;
+				sectors = 8;
+				break;
+			default:
+				sector = (1ull << 26) + (u64)(pattern == 4 ? i / 4 : i) * 24;
+				sectors = 8;
+				break;
+			}
+			while (sectors) {
+				now += 1000000;
+				sp.n = 0;
+				sp.bare = 0;
+				rc_map_read(c, sector, sectors, now, &p, &plan);
+				CHECK_EQ(sp.bare, 1);
+				worst = sp.n > worst ? sp.n : worst;
+				for (k = 0; k < plan.nr_fills; k++) {
+					CHECK_EQ(rc_fill_done(c, plan.fills[k].idx, 0, 256, false),
+						 RC_FILL_SERVE);
+					rc_fill_waiters_done(c, plan.fills[k].idx, RC_FILL_SERVE,
+							     rc_fill_own(&plan.fills[k]), 1);
+				}
+				if (plan.act == RC_READ_HIT)
+					rc_event(c, &(struct rc_event){ .kind = RC_EV_HIT,
+						 .idx = plan.idx, .sectors = plan.sectors,
+						 .start = now, .end = now + 1000 });
+				else if (plan.act == RC_READ_BYPASS)
+					rc_event(c, &(struct rc_event){ .kind = RC_EV_BYPASS,
+						 .sector = sector, .sectors = plan.sectors,
+						 .start = now, .end = now + 5000000 });
+				sector += plan.sectors;
+				sectors -= plan.sectors;
+			}
+		}
+		CHECK_EQ(worst, 2);
+		check_invariants(c);
+		rm(c);
+	}
 }
 
 /* Complete the fills of @plan (served), dropping each one's pin; @own: its miss waited. */
@@ -3608,6 +3704,50 @@ static void serve_plan(struct rc_cache *c, const struct rc_read_plan *plan, u32 
 				     rc_fill_own(&plan->fills[k]) ? own : 0,
 				     rc_fill_own(&plan->fills[k]) ? own : 0);
 	}
+}
+
+/*
+ * A read the cache bypasses (its segment under a write) goes down first,
+ * and the batch ahead of its stream right after it: one run on the cache's
+ * disk, priced once, the read's share by its sectors and the rest the
+ * batch's, which is speculation.  A batch is one run: it stops at a segment the cache holds
+ * (15), the rest left to the stream's next reads.
+ */
+CTEST(map_read_prices_a_bypass_and_the_batch_after_it_as_one_run)
+{
+	struct rc_cache *c = mk(32);
+	struct price_log l = { 0 };
+	const struct rc_pricer p = { .price = log_price, .ctx = &l, .capacity = 200 * 256,
+				     .run_max = RC_FILL_RUN_MAX };
+	struct rc_read_plan plan;
+	u32 cookie, idx;
+	u64 before;
+
+	c->prefetch = 4;
+	rc_set_estimator(c, RC_EST_VDISK);
+	miss_seg(c, 9);
+	miss_seg(c, 10);
+	miss_seg(c, 11);
+	fill_seg(c, 15);
+	cookie = rc_write_start(c, 12, 8, false);
+	l.n = 0;
+	before = c->adapt.cache_ns;
+	rc_map_read(c, 12 * 256, 256, 0, &p, &plan);
+	CHECK_EQ(plan.act, RC_READ_BYPASS);
+	CHECK_EQ(plan.nr_fills, 2);
+	CHECK_EQ(plan.fills[0].seg, 13);
+	CHECK_EQ(plan.fills[1].seg, 14);
+	CHECK_EQ(plan.nr_reqs, 1);
+	CHECK_PRICES(&l, { RC_VD_BARE, 12 * 256, 256 }, { RC_VD_CACHE, 12 * 256, 3 * 256 });
+	/* the run's 1 ms in the window's time with the cache: the read's third
+	 * and the batch's two (one ns lost to rounding)
+	 */
+	CHECK_EQ(c->adapt.cache_ns - before, 999999);
+	serve_plan(c, &plan, 0);
+	CHECK_EQ(rc_write_done(c, 12, cookie, 0, false, &idx), RC_WRITE_DONE);
+	CHECK_EQ(c->ctr.prefetches, 2);
+	check_invariants(c);
+	rm(c);
 }
 
 /*
