@@ -3710,8 +3710,8 @@ static void serve_plan(struct rc_cache *c, const struct rc_read_plan *plan, u32 
  * A read the cache bypasses (its segment under a write) goes down first,
  * and the batch ahead of its stream right after it: one run on the cache's
  * disk, priced once, the read's share by its sectors and the rest the
- * batch's, which is speculation.  A batch is one run: it stops at a segment the cache holds
- * (15), the rest left to the stream's next reads.
+ * batch's, which is speculation.  A batch is one run: it stops at a
+ * segment the cache holds (15), the rest left to the stream's next reads.
  */
 CTEST(map_read_prices_a_bypass_and_the_batch_after_it_as_one_run)
 {
