@@ -264,8 +264,7 @@ SETS = {
                    # would take 16 GiB of RAM disk, and more series read
                    # more of each 512 KiB than the paper's workload does
                    # (64 series: half the file, +14 to +105 % through
-                   # redcap's stack, whose 1 MiB read-ahead the page cache
-                   # spends on every read; 2026-12-05-nbd-floor.md).
+                   # redcap's stack; 2026-12-05-nbd-floor.md).
                    profiles={"nbd": dict(random_ios=65536, lkr_units=96),
                              "st1": dict(random_ios=8192)}),
     # The real programs (tests/bench/apps.py) at the server set's RAM and
