@@ -694,7 +694,7 @@ static void redcap_cancel_fill(struct redcap_c *rc, u32 idx, struct bio *bio)
  * the return value false if the model could not price it.  cc->lock held.
  */
 static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd_dir dir,
-				sector_t sector, u32 sectors, u64 now, u32 stream, bool waits,
+				sector_t sector, u32 sectors, u64 now, u32 stream, unsigned int how,
 				u64 *ns)
 {
 	u64 busy = v->busy_ns, unest = v->unestimated;
@@ -702,7 +702,7 @@ static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd
 	*ns = 0;
 	if (!rc->vm)
 		return false;
-	rc->vm_api->vdisk_submit(rc->vm, v, dir, sector, sectors, now, stream, waits);
+	rc->vm_api->vdisk_submit(rc->vm, v, dir, sector, sectors, now, stream, how);
 	*ns = v->busy_ns - busy;
 	return v->unestimated == unest;
 }
@@ -716,10 +716,10 @@ static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bo
 	u64 ns;
 
 	redcap_vdisk_submit(rc, &rc->cc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
-			    bio_sectors(bio), now, 0, false, &ns);
+			    bio_sectors(bio), now, 0, 0, &ns);
 	if (down)
 		redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
-				    bio_sectors(bio), now, 0, false, &ns);
+				    bio_sectors(bio), now, 0, 0, &ns);
 }
 
 /* A shadow's fill, priced by the model. */
@@ -731,14 +731,15 @@ static bool redcap_shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 }
 
 /*
- * A read's prices: its task's stream, and whether the task waited for its
- * last request before this one (the first request played on each virtual
- * disk, unless the read is the rest of one map() cut).
+ * A read's prices: its task's stream, and how the first request played on
+ * each virtual disk came (vd_vdisk_submit()): after the task's last (no
+ * read in flight, and not the rest of one map() cut), or, on the bare
+ * disk, as the rest of that cut read, which it would have received whole.
  */
 struct redcap_price_ctx {
 	struct redcap_c *rc;
 	u32 stream;
-	bool waits[2];		/* by enum rc_vd */
+	unsigned int how[2];	/* by enum rc_vd */
 };
 
 /*
@@ -753,8 +754,8 @@ static bool redcap_price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 
 	bool ok;
 
 	ok = redcap_vdisk_submit(rc, vd == RC_VD_BARE ? &cc->vdisk : &cc->vdisk_cache,
-				 VD_READ, sector, sectors, now, pc->stream, pc->waits[vd], ns);
-	pc->waits[vd] = false;
+				 VD_READ, sector, sectors, now, pc->stream, pc->how[vd], ns);
+	pc->how[vd] = 0;
 	if (vd == RC_VD_BARE && rc->vm)
 		rc_shadow_read(&cc->shadow, sector, sectors, cc->vdisk.distance, *ns,
 			       cc->cache->hot_periods);
@@ -831,11 +832,13 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	/*
 	 * With no other read in flight, this one's task waited for its last
 	 * (unless this is the rest of one map() cut): on the bare disk it
-	 * could not have sent this one sooner than that one completed.
+	 * could not have sent this one sooner than that one completed.  The
+	 * rest of a cut read joins it there.
 	 */
-	pc.waits[RC_VD_BARE] = !atomic_read(&cc->reads_inflight) &&
-			       (cc->cut[slot].pid != pid || cc->cut[slot].sector != sector);
-	pc.waits[RC_VD_CACHE] = pc.waits[RC_VD_BARE];
+	if (cc->cut[slot].pid == pid && cc->cut[slot].sector == sector)
+		pc.how[RC_VD_BARE] = VD_JOINS;
+	else if (!atomic_read(&cc->reads_inflight))
+		pc.how[RC_VD_BARE] = pc.how[RC_VD_CACHE] = VD_WAITS;
 	cc->cut[slot].pid = 0;
 	rc_map_read(cc->cache, sector, bio_sectors(bio), pb->start_ns, &pricer, &plan);
 	if (plan.sectors < bio_sectors(bio)) {

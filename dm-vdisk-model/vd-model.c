@@ -666,15 +666,51 @@ static struct vd_stream *vd_stream_get(struct vd_vdisk *v, u32 id)
 	return old;
 }
 
+/*
+ * The rest of @v's last request, from @stream at @sector: priced with it as
+ * one request (VD_JOINS); false if it does not continue that request.
+ */
+static bool vd_vdisk_join(struct vd_vdisk *v, const struct vd_model *m,
+			  enum vd_dir dir, u64 sector, u32 sectors, u32 stream)
+{
+	u64 ns, extra;
+
+	if (!stream || v->last_stream != stream || v->last_dir != dir ||
+	    v->last_end != sector)
+		return false;
+	if (!vd_model_estimate(m, dir, v->last_distance, v->last_sectors + sectors, &ns))
+		v->unestimated++;
+	extra = ns > v->last_ns ? ns - v->last_ns : 0;
+	v->serial_until += extra;
+	v->busy_until += extra;
+	v->busy_ns += extra;
+	v->last_end += sectors;
+	v->last_sectors += sectors;
+	v->last_ns = ns;
+	v->distance = 0;
+	if (m->dc.nr_segs) {
+		/* the drive reads on from where the request's first part ended */
+		vd_seek_begin(&v->seek, &m->dc, dir, sector, sectors, v->serial_until);
+		vd_seek_end(&v->seek, v->busy_until);
+	} else {
+		vd_seek_note(&v->seek, sector + sectors);
+	}
+	vd_stream_get(v, stream)->done = v->busy_until;
+	return true;
+}
+
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
-		    u32 stream, bool waits)
+		    u32 stream, unsigned int how)
 {
-	struct vd_stream *st = stream ? vd_stream_get(v, stream) : NULL;
+	struct vd_stream *st;
 	u64 start, from, ns, overlap, done;
 	s64 distance;
 
-	if (st && waits && st->done > now)
+	if ((how & VD_JOINS) && vd_vdisk_join(v, m, dir, sector, sectors, stream))
+		return v->busy_until;
+	st = stream ? vd_stream_get(v, stream) : NULL;
+	if (st && (how & VD_WAITS) && st->done > now)
 		now = st->done;
 	start = now > v->serial_until ? now : v->serial_until;
 	from = now > v->busy_until ? now : v->busy_until;
@@ -701,5 +737,11 @@ u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 	v->busy_until = done;
 	if (st)
 		st->done = done;
+	v->last_stream = stream;
+	v->last_dir = dir;
+	v->last_end = sector + sectors;
+	v->last_distance = distance;
+	v->last_sectors = sectors;
+	v->last_ns = ns;
 	return done;
 }

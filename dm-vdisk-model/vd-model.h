@@ -289,14 +289,26 @@ void vd_seek_end(struct vd_seek *s, u64 done);
  * its arrival or the previous completion, whichever is later, to its own,
  * as the vdisk target measures a real device's.
  *
- * A request may name its stream (the task that issued it) and say that
- * its issuer waited for the stream's last request before issuing this one
- * (a reader's next read; not the second piece of one request cut in two).
- * Such a request arrives on the virtual disk no earlier than that one
- * completes there: the overlap is for requests in flight together, and a
- * reader whose reads the cache serves at once sends them back to back,
- * which on the bare disk it could not have done.
+ * A request may name its stream (the task that issued it) and say how it
+ * came (VD_WAITS, VD_JOINS).  VD_WAITS: its issuer waited for the stream's
+ * last request before issuing this one (a reader's next read; not the
+ * second piece of one request cut in two).  It arrives on the virtual disk
+ * no earlier than that one completes there: the overlap is for requests
+ * in flight together, and a reader whose reads the cache serves at once
+ * sends them back to back, which on the bare disk it could not have done.
+ * VD_JOINS: it is the rest of the stream's last request, cut in two above
+ * the disk (redcap cuts a read at a segment's end), which the bare disk
+ * would have received whole.  When that request was the last this virtual
+ * disk received and ends where this one begins, the two are priced as one
+ * request of both sizes at the first one's distance: what this one adds is
+ * the larger request's price less the first's, and it is not counted as a
+ * request of its own.  A device that charges a latency per request (a
+ * network or cloud volume) would otherwise be priced twice its latency for
+ * every read cut at a segment's end.
  */
+#define VD_WAITS		1
+#define VD_JOINS		2
+
 #define VD_STREAMS		32	/* streams whose last completion is kept */
 
 struct vd_stream {
@@ -313,6 +325,13 @@ struct vd_vdisk {
 	u64 unestimated;	/* requests the model could not price (empty) */
 	s64 distance;		/* the last request's, as priced */
 	struct vd_stream stream[VD_STREAMS];
+	/* The last request, as one that joins it would grow it */
+	u32 last_stream;
+	enum vd_dir last_dir;
+	u64 last_end;
+	s64 last_distance;	/* the distance it was priced at ... */
+	u64 last_sectors;	/* ... its size, joined pieces included ... */
+	u64 last_ns;		/* ... and its price at both */
 };
 
 /* Starts an idle virtual disk with its head at sector 0. */
@@ -331,11 +350,11 @@ static inline void vd_vdisk_reset_stats(struct vd_vdisk *v)
 
 /*
  * Queues a request arriving at @now (ns) from @stream (0: none) and returns
- * its virtual completion time; @waits: it arrives no earlier than the
- * stream's last request completes.  The model is read, not changed.
+ * its virtual completion time; @how: VD_WAITS, VD_JOINS or 0 (above).  The
+ * model is read, not changed.
  */
 u64 vd_vdisk_submit(struct vd_vdisk *v, const struct vd_model *m,
 		    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
-		    u32 stream, bool waits);
+		    u32 stream, unsigned int how);
 
 #endif

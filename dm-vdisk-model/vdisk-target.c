@@ -155,13 +155,13 @@ static bool vdisk_model_estimate(struct vdisk_model *vm, enum vd_dir dir,
 
 static u64 vdisk_model_vdisk_submit(struct vdisk_model *vm, struct vd_vdisk *v,
 				    enum vd_dir dir, u64 sector, u32 sectors, u64 now,
-				    u32 stream, bool waits)
+				    u32 stream, unsigned int how)
 {
 	unsigned long flags;
 	u64 done;
 
 	spin_lock_irqsave(&vm->lock, flags);
-	done = vd_vdisk_submit(v, &vm->m, dir, sector, sectors, now, stream, waits);
+	done = vd_vdisk_submit(v, &vm->m, dir, sector, sectors, now, stream, how);
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return done;
 }

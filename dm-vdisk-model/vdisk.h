@@ -46,7 +46,7 @@ struct vdisk_model_api {
 	 * on one @v.  Any context.
 	 */
 	u64 (*vdisk_submit)(struct vdisk_model *vm, struct vd_vdisk *v, enum vd_dir dir,
-			    u64 sector, u32 sectors, u64 now, u32 stream, bool waits);
+			    u64 sector, u32 sectors, u64 now, u32 stream, unsigned int how);
 };
 
 extern const struct vdisk_model_api vdisk_model_api;

@@ -343,10 +343,10 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
 	u64 service, unest = s->mdisk.unestimated;
 
 	/* As dm-vdisk: the distance its own virtual disk priced it at. */
-	vd_vdisk_submit(&s->meas, s->model, dir, sector, sectors, now, 0, false);
+	vd_vdisk_submit(&s->meas, s->model, dir, sector, sectors, now, 0, 0);
 	x.distance = s->meas.distance;
 	if (s->model_is_disk) {
-		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now, 0, false);
+		*done = vd_vdisk_submit(&s->mdisk, s->model, dir, sector, sectors, now, 0, 0);
 		if (*done > s->disk_idle_at)
 			s->disk_idle_at = *done;
 		if (s->mdisk.unestimated != unest) {
@@ -374,11 +374,11 @@ static int disk(struct sim *s, enum vd_dir dir, u64 sector, u32 sectors, u64 now
  * redcap_vdisk_submit()).
  */
 static bool vdisk_price(struct sim *s, struct vd_vdisk *v, enum vd_dir dir, u64 sector,
-			u32 sectors, u64 now, u32 stream, bool waits, u64 *ns)
+			u32 sectors, u64 now, u32 stream, unsigned int how, u64 *ns)
 {
 	u64 busy = v->busy_ns, unest = v->unestimated;
 
-	vd_vdisk_submit(v, s->model, dir, sector, sectors, now, stream, waits);
+	vd_vdisk_submit(v, s->model, dir, sector, sectors, now, stream, how);
 	*ns = v->busy_ns - busy;
 	return v->unestimated == unest;
 }
@@ -448,7 +448,7 @@ static bool shadow_price(void *ctx, s64 distance, u32 sectors, u64 *ns)
 struct price_ctx {
 	struct sim *s;
 	u32 stream;
-	bool waits[2];		/* by enum rc_vd: until the first request played */
+	unsigned int how[2];	/* by enum rc_vd: until the first request played */
 };
 
 /*
@@ -462,8 +462,8 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 	bool ok;
 
 	ok = vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
-			 sectors, now, pc->stream, pc->waits[vd], ns);
-	pc->waits[vd] = false;
+			 sectors, now, pc->stream, pc->how[vd], ns);
+	pc->how[vd] = 0;
 	if (vd == RC_VD_BARE)
 		rc_shadow_read(&s->shadow, sector, sectors, s->vdisk.distance, *ns,
 			       s->cache->hot_periods);
@@ -510,9 +510,14 @@ static int start_fills(struct sim *s, const struct rc_read_plan *plan, u64 now, 
 static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, u32 *len)
 {
 	const struct trace_req *r = &s->t->req[req];
-	/* The glue's redcap_map_read(): no read in flight but hits. */
-	bool waits = sector == r->sector && !s->reads_inflight;
-	struct price_ctx pc = { .s = s, .stream = r->pid, .waits = { waits, waits } };
+	/*
+	 * The glue's redcap_map_read(): the first piece waits with no read in
+	 * flight but hits; on the bare disk a later one is the rest of it.
+	 */
+	unsigned int how = sector != r->sector ? 0 : s->reads_inflight ? 0 : VD_WAITS;
+	struct price_ctx pc = { .s = s, .stream = r->pid,
+				.how = { [RC_VD_BARE] = how | (sector != r->sector ? VD_JOINS : 0),
+					 [RC_VD_CACHE] = how } };
 	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
 	const struct rc_pricer pricer = { .price = price, .ctx = &pc, .capacity = s->capacity,
 					  .run_max = SIM_RUN_PAGES / (s->c->seg_sectors / 8) };
@@ -621,7 +626,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 		st->parts = 1;
 		if (r->op == TRACE_DISCARD)
 			return part_done(s, req, now);
-		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, 0, false, &ns);
+		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, 0, 0, &ns);
 		if (disk(s, dir, r->sector, r->sectors, now, &done))
 			return -1;
 		return part_done(s, req, done);
@@ -645,8 +650,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 	for (; sector < end; sector += n) {
 		n = rc_in_seg(s->cache, sector, (u32)(end - sector));
 		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
-		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0, false, &ns);
-		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, 0, false, &ns);
+		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0, 0, &ns);
+		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, 0, 0, &ns);
 		first = rc_write_start(s->cache, sector / seg_sectors, n, true);
 		if (disk(s, VD_WRITE, sector, n, now, &done) ||
 		    push(s, done, EV_WRITE_DONE, req, sector, n, first))

@@ -112,7 +112,7 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 	u64 busy = p->vd[vd].busy_ns;
 
 	p->calls++;
-	vd_vdisk_submit(&p->vd[vd], &p->m, VD_READ, sector, sectors, now, 0, false);
+	vd_vdisk_submit(&p->vd[vd], &p->m, VD_READ, sector, sectors, now, 0, 0);
 	*ns = p->vd[vd].busy_ns - busy;
 	return true;
 }

@@ -963,9 +963,9 @@ CTEST(vdisk_requests_arriving_together_queue)
 	struct vd_vdisk v;
 
 	vd_vdisk_init(&v);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 0, false), 1 * MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 500000, 8, 0, 0, false), 2 * MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, MS / 2, 0, false), 3 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 0, 0), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 500000, 8, 0, 0, 0), 2 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, MS / 2, 0, 0), 3 * MS);
 	CHECK_EQ(v.busy_until, 3 * MS);
 	CHECK_EQ(v.requests, 3);
 	rm(m);
@@ -985,18 +985,18 @@ CTEST(vdisk_overlap_serves_only_the_rest_one_at_a_time)
 	CHECK_EQ(vd_model_set_overlap(m, 900 * US), 0);
 	vd_vdisk_init(&v);
 	for (k = 0; k < 16; k++)
-		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, 0, false), (k + 1) * 100 * US + 900 * US);
+		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, 0, 0), (k + 1) * 100 * US + 900 * US);
 	CHECK_EQ(v.busy_ns, 2500 * US);
 	CHECK_EQ(v.busy_until, 2500 * US);
 	/* After idle: its whole time again, from its arrival. */
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 0, 8, 10 * MS, 0, false), 11 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 0, 8, 10 * MS, 0, 0), 11 * MS);
 	CHECK_EQ(v.busy_ns, 3500 * US);
 
 	/* More overlap than a request's time: all of it overlaps, in order. */
 	CHECK_EQ(vd_model_set_overlap(m, 2 * MS), 0);
 	vd_vdisk_init(&v);
 	for (k = 0; k < 4; k++)
-		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, 0, false), 1 * MS);
+		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, 0, 0), 1 * MS);
 	CHECK_EQ(v.busy_ns, 1 * MS);
 
 	/* Out of range: refused, nothing changed; a reset forgets it. */
@@ -1023,24 +1023,68 @@ CTEST(vdisk_a_stream_waits_for_its_last_read)
 	CHECK_EQ(vd_model_set_overlap(m, 900 * US), 0);
 	vd_vdisk_init(&v);
 	for (k = 0; k < 4; k++)
-		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, k * US, 7, true),
+		CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, k * US, 7, VD_WAITS),
 			 (k + 1) * MS);
 	CHECK_EQ(v.busy_ns, 4 * MS);
 	/* The rest of the last one, cut: with it, 0.1 ms after. */
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 3008, 8, 5 * US, 7, false), 4100 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 3008, 8, 5 * US, 7, 0), 4100 * US);
 	/* Another stream overlaps the first: its serial part follows. */
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 9000, 8, 6 * US, 8, true), 4200 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 9000, 8, 6 * US, 8, VD_WAITS), 4200 * US);
 	/* The first waits for its cut piece; the second for its own read. */
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 3016, 8, 7 * US, 7, true), 5100 * US);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 9008, 8, 8 * US, 8, true), 5200 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 3016, 8, 7 * US, 7, VD_WAITS), 5100 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 9008, 8, 8 * US, 8, VD_WAITS), 5200 * US);
 	CHECK_EQ(v.busy_ns, 5200 * US);
 
 	/* More streams than slots: the one that completed longest ago goes. */
 	vd_vdisk_init(&v);
 	for (k = 1; k <= VD_STREAMS + 1; k++)
-		vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, k, true);
+		vd_vdisk_submit(&v, m, VD_READ, k * 1000, 8, 0, k, VD_WAITS);
 	for (k = 0; k < VD_STREAMS; k++)
 		CHECK(v.stream[k].id != 1);
+	rm(m);
+}
+
+/*
+ * The rest of a request cut above the disk joins it: the two are priced as
+ * one request of both sizes (a network volume's 1 ms a request is paid
+ * once), and counted once.  It joins only the stream's request that was
+ * the virtual disk's last and ends where it begins, in its direction.
+ */
+CTEST(vdisk_the_rest_of_a_cut_request_joins_it)
+{
+	struct vd_model *m = mk_flat(MS);
+	struct vd_vdisk v;
+	u32 c;
+
+	/* 8 KiB: 1.1 ms at every distance */
+	for (c = 0; c < m->cols; c++)
+		CHECK_EQ(vd_model_set_cell(m, VD_READ, 1, c, 64, 64 * 1100 * US), 0);
+	vd_vdisk_init(&v);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 7, VD_WAITS), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1008, 8, 5 * US, 7, VD_JOINS), 1100 * US);
+	CHECK_EQ(v.busy_ns, 1100 * US);
+	CHECK_EQ(v.requests, 1);
+	CHECK_EQ(v.distance, 0);
+	/* As a request of its own, it would have queued behind the first. */
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1016, 8, 10 * US, 7, 0), 2100 * US);
+	CHECK_EQ(v.requests, 2);
+	/* Another stream's request in between: its own. */
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 5000, 8, 20 * US, 8, 0), 3100 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1024, 8, 30 * US, 7, VD_JOINS), 4100 * US);
+	/* Not where the last ended, or the other direction: its own. */
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1040, 8, 40 * US, 7, VD_JOINS), 5100 * US);
+	CHECK_EQ(v.requests, 5);
+	/* Joined pieces grow the request: three make 12 KiB, priced at row 2. */
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1048, 8, 50 * US, 7, VD_JOINS), 5200 * US);
+	CHECK_EQ(v.busy_ns, 5200 * US);
+
+	/* With an overlap: the serial part grows by what the join adds. */
+	CHECK_EQ(vd_model_set_overlap(m, 900 * US), 0);
+	vd_vdisk_init(&v);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 7, VD_WAITS), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1008, 8, 0, 7, VD_JOINS), 1100 * US);
+	CHECK_EQ(v.serial_until, 200 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 9000, 8, 0, 8, 0), 1200 * US);
 	rm(m);
 }
 
@@ -1084,9 +1128,9 @@ CTEST(vdisk_request_after_idle_starts_at_arrival)
 	struct vd_vdisk v;
 
 	vd_vdisk_init(&v);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, false), 1 * MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 5 * MS, 0, false), 6 * MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 16, 8, 6 * MS, 0, false), 7 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, 0), 1 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 5 * MS, 0, 0), 6 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 16, 8, 6 * MS, 0, 0), 7 * MS);
 	rm(m);
 }
 
@@ -1095,7 +1139,7 @@ static u64 charge(struct vd_vdisk *v, const struct vd_model *m, u64 sector, u32 
 {
 	u64 busy = v->busy_ns;
 
-	vd_vdisk_submit(v, m, VD_READ, sector, n, 0, 0, false);
+	vd_vdisk_submit(v, m, VD_READ, sector, n, 0, 0, 0);
 	return v->busy_ns - busy;
 }
 
@@ -1157,7 +1201,7 @@ static u64 charge_at(struct vd_vdisk *v, const struct vd_model *m, u64 sector, u
 {
 	u64 busy = v->busy_ns;
 
-	vd_vdisk_submit(v, m, VD_READ, sector, 8, now, 0, false);
+	vd_vdisk_submit(v, m, VD_READ, sector, 8, now, 0, 0);
 	return v->busy_ns - busy;
 }
 
@@ -1270,7 +1314,7 @@ CTEST(vdisk_dcache_keeps_segments_lru_and_writes_drop_them)
 	CHECK_EQ(charge_at(&v, m, b, 0), col_price(m, b - (s64)(c + 8)));
 	CHECK_EQ(v.distance, b - (s64)(c + 8));
 	/* a write over C's segment drops it; the head goes to its end */
-	vd_vdisk_submit(&v, m, VD_WRITE, c, 8, 0, 0, false);
+	vd_vdisk_submit(&v, m, VD_WRITE, c, 8, 0, 0, 0);
 	CHECK_EQ(v.distance, c - (s64)(b + 8));
 	CHECK_EQ(charge_at(&v, m, c, 0), col_price(m, -8));
 	CHECK_EQ(v.distance, -8);
@@ -1311,10 +1355,10 @@ CTEST(vdisk_busy_ns_sums_service_times)
 
 	CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 1, 0, 4, 4 * 3 * MS), 0);
 	vd_vdisk_init(&v);
-	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, false);
-	vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 0, false);
-	vd_vdisk_submit(&v, m, VD_READ, 2000, 8, 100 * MS, 0, false);
-	vd_vdisk_submit(&v, m, VD_WRITE, 2008, 16, 100 * MS, 0, false);
+	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 1000, 8, 0, 0, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 2000, 8, 100 * MS, 0, 0);
+	vd_vdisk_submit(&v, m, VD_WRITE, 2008, 16, 100 * MS, 0, 0);
 	CHECK_EQ(v.busy_ns, 3 * MS + 3 * MS);
 	CHECK_EQ(v.busy_until, 100 * MS + 4 * MS);
 	CHECK_EQ(v.requests, 4);
@@ -1328,7 +1372,7 @@ CTEST(vdisk_unpriced_request_counts_and_costs_zero)
 	struct vd_vdisk v;
 
 	vd_vdisk_init(&v);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 100, 8, 5 * MS, 0, false), 5 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 100, 8, 5 * MS, 0, 0), 5 * MS);
 	CHECK_EQ(v.unestimated, 1);
 	CHECK_EQ(v.busy_ns, 0);
 	CHECK_EQ(v.requests, 1);
@@ -1336,8 +1380,8 @@ CTEST(vdisk_unpriced_request_counts_and_costs_zero)
 	CHECK_EQ(v.seek.end[0], 108);
 	/* A read-only model cannot price writes either. */
 	vd_model_add(m, VD_READ, 0, 8, MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 0, 8, 6 * MS, 0, false), 6 * MS);
-	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 6 * MS, 0, false), 7 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 0, 8, 6 * MS, 0, 0), 6 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 8, 8, 6 * MS, 0, 0), 7 * MS);
 	CHECK_EQ(v.unestimated, 2);
 	CHECK_EQ(v.busy_ns, MS);
 	rm(m);
@@ -1351,8 +1395,8 @@ CTEST(vdisk_does_not_change_model)
 	u32 n;
 
 	vd_vdisk_init(&v);
-	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, false);
-	vd_vdisk_submit(&v, m, VD_READ, 77777, 8, 0, 0, false);
+	vd_vdisk_submit(&v, m, VD_READ, 0, 8, 0, 0, 0);
+	vd_vdisk_submit(&v, m, VD_READ, 77777, 8, 0, 0, 0);
 	CHECK_EQ(m->samples[VD_READ], 0);
 	cell(m, VD_READ, 0, 0, &n, &sum);
 	CHECK_EQ(n, 64);
