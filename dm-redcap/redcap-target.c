@@ -304,8 +304,8 @@ struct redcap_cache {
 	struct vd_vdisk vdisk;
 	struct vd_vdisk vdisk_cache;
 	/*
-	 * Reads map() cut, by task (a slot per pid modulo REDCAP_CUTS): the
-	 * task's next read starting at @sector is the rest of the same
+	 * Bios map() cut, by task (a slot per pid modulo REDCAP_CUTS): the
+	 * task's next bio starting at @sector is the rest of the same
 	 * request, not a read it waited for.  Under lock.
 	 */
 	struct {
@@ -416,6 +416,7 @@ struct redcap_pb {
 	struct redcap_c *rc;	/* a write queued by the write cache, for its redo */
 	u64 start_ns;		/* when map saw the bio */
 	bool read_inflight;	/* counted in cc->reads_inflight */
+	bool cut;		/* a write map() cut: its rest follows */
 	u64 seg;
 	u64 nr_segs;
 	struct bvec_iter saved_iter;	/* as map saw it (a completed bio's is spent) */
@@ -711,12 +712,13 @@ static bool redcap_vdisk_submit(struct redcap_c *rc, struct vd_vdisk *v, enum vd
  * The bare disk would write what redcap receives; the cache's virtual disk
  * sees the write when it goes down now (@down: not completed in the cache).
  */
-static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bool down)
+static void redcap_vdisk_write(struct redcap_c *rc, struct bio *bio, u64 now, bool down,
+			       unsigned int how)
 {
 	u64 ns;
 
 	redcap_vdisk_submit(rc, &rc->cc->vdisk, VD_WRITE, bio->bi_iter.bi_sector,
-			    bio_sectors(bio), now, 0, 0, &ns);
+			    bio_sectors(bio), now, 0, how, &ns);
 	if (down)
 		redcap_vdisk_submit(rc, &rc->cc->vdisk_cache, VD_WRITE, bio->bi_iter.bi_sector,
 				    bio_sectors(bio), now, 0, 0, &ns);
@@ -800,12 +802,37 @@ static bool redcap_start_fills(struct redcap_c *rc, struct rc_read_plan *plan, s
  * Keep the first @sectors of @bio, to the end of its segment or of what
  * was joined; dm sends the rest to map() as a bio of its own.
  */
-static void redcap_cut(struct bio *bio, u32 sectors)
+static bool redcap_cut(struct bio *bio, u32 sectors)
 {
-	if (sectors < bio_sectors(bio)) {
-		dm_accept_partial_bio(bio, sectors);
-		redcap_pb(bio)->saved_iter = bio->bi_iter;
-	}
+	if (sectors >= bio_sectors(bio))
+		return false;
+	dm_accept_partial_bio(bio, sectors);
+	redcap_pb(bio)->saved_iter = bio->bi_iter;
+	return true;
+}
+
+/*
+ * Whether the current task's bio at @sector is the rest of the one its
+ * last map() cut (the bare disk would have received the two as one
+ * request); the cut is forgotten.  cc->lock held.
+ */
+static bool redcap_cut_rest(struct redcap_cache *cc, sector_t sector)
+{
+	pid_t pid = task_pid_nr(current);
+	u32 slot = (u32)pid % REDCAP_CUTS;
+	bool rest = cc->cut[slot].pid == pid && cc->cut[slot].sector == sector;
+
+	cc->cut[slot].pid = 0;
+	return rest;
+}
+
+/* map() cut the current task's bio at @end: its rest follows.  cc->lock held. */
+static void redcap_cut_note(struct redcap_cache *cc, sector_t end)
+{
+	pid_t pid = task_pid_nr(current);
+
+	cc->cut[(u32)pid % REDCAP_CUTS].pid = pid;
+	cc->cut[(u32)pid % REDCAP_CUTS].sector = end;
 }
 
 /*
@@ -826,7 +853,6 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	sector_t sector = bio->bi_iter.bi_sector;
 	struct rc_read_plan plan;
 	unsigned long flags;
-	u32 slot = (u32)pid % REDCAP_CUTS;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	/*
@@ -835,16 +861,13 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	 * could not have sent this one sooner than that one completed.  The
 	 * rest of a cut read joins it there.
 	 */
-	if (cc->cut[slot].pid == pid && cc->cut[slot].sector == sector)
+	if (redcap_cut_rest(cc, sector))
 		pc.how[RC_VD_BARE] = VD_JOINS;
 	else if (!atomic_read(&cc->reads_inflight))
 		pc.how[RC_VD_BARE] = pc.how[RC_VD_CACHE] = VD_WAITS;
-	cc->cut[slot].pid = 0;
 	rc_map_read(cc->cache, sector, bio_sectors(bio), pb->start_ns, &pricer, &plan);
-	if (plan.sectors < bio_sectors(bio)) {
-		cc->cut[slot].pid = pid;
-		cc->cut[slot].sector = sector + plan.sectors;
-	}
+	if (plan.sectors < bio_sectors(bio))
+		redcap_cut_note(cc, sector + plan.sectors);
 	if (plan.act != RC_READ_HIT) {
 		pb->read_inflight = true;
 		atomic_inc(&cc->reads_inflight);
@@ -966,6 +989,7 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 	enum rc_wc_action act = RC_WC_ORIGIN;
 	unsigned long flags;
 	bool through, clean, due = false;
+	unsigned int how = 0;
 
 	/*
 	 * FUA must be on the disk at completion.  selective sends there
@@ -977,6 +1001,13 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 		  ((bio->bi_opf & (REQ_META | REQ_SYNC)) &&
 		   c->write_policy == RC_WRITE_SELECTIVE);
 	spin_lock_irqsave(&cc->lock, flags);
+	/* The rest of a write map() cut joins it on the bare disk. */
+	if (from_map) {
+		if (redcap_cut_rest(cc, sector))
+			how = VD_JOINS;
+		if (pb->cut)
+			redcap_cut_note(cc, sector + sectors);
+	}
 	if (rc_wc_on(c))
 		act = rc_wc_write(c, sector, sectors, through, &idx);
 	switch (act) {
@@ -988,13 +1019,13 @@ static int redcap_write(struct redcap_c *rc, struct bio *bio, bool from_map)
 		return DM_MAPIO_SUBMITTED;
 	case RC_WC_ORIGIN:
 		pb->kind = PB_WRITE;
-		redcap_vdisk_write(rc, bio, pb->start_ns, true);
+		redcap_vdisk_write(rc, bio, pb->start_ns, true, how);
 		pb->cookie = rc_write_start(c, pb->seg, sectors, true);
 		spin_unlock_irqrestore(&cc->lock, flags);
 		goto down;
 	case RC_WC_CACHE:
 	case RC_WC_THROUGH:
-		redcap_vdisk_write(rc, bio, pb->start_ns, act == RC_WC_THROUGH);
+		redcap_vdisk_write(rc, bio, pb->start_ns, act == RC_WC_THROUGH, how);
 		break;
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
@@ -1299,7 +1330,8 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 		return redcap_map_read(rc, bio);
 	case REQ_OP_WRITE:
 		/* One segment at a time: its entry is invalidated or updated. */
-		redcap_cut(bio, rc_in_seg(cc->cache, bio->bi_iter.bi_sector, bio_sectors(bio)));
+		pb->cut = redcap_cut(bio, rc_in_seg(cc->cache, bio->bi_iter.bi_sector,
+						    bio_sectors(bio)));
 		pb->kind = PB_WRITE;
 		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
 		return redcap_write(rc, bio, true);

@@ -675,7 +675,7 @@ static bool vd_vdisk_join(struct vd_vdisk *v, const struct vd_model *m,
 {
 	u64 ns, extra;
 
-	if (!stream || v->last_stream != stream || v->last_dir != dir ||
+	if (!v->requests || v->last_stream != stream || v->last_dir != dir ||
 	    v->last_end != sector)
 		return false;
 	if (!vd_model_estimate(m, dir, v->last_distance, v->last_sectors + sectors, &ns))

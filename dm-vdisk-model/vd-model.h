@@ -297,9 +297,10 @@ void vd_seek_end(struct vd_seek *s, u64 done);
  * in flight together, and a reader whose reads the cache serves at once
  * sends them back to back, which on the bare disk it could not have done.
  * VD_JOINS: it is the rest of the stream's last request, cut in two above
- * the disk (redcap cuts a read at a segment's end), which the bare disk
- * would have received whole.  When that request was the last this virtual
- * disk received and ends where this one begins, the two are priced as one
+ * the disk (redcap cuts reads and writes at a segment's end), which the
+ * bare disk would have received whole.  When that request (of the same
+ * stream, or of none) was the last this virtual disk received, in the same
+ * direction, and ends where this one begins, the two are priced as one
  * request of both sizes at the first one's distance: what this one adds is
  * the larger request's price less the first's, and it is not counted as a
  * request of its own.  A device that charges a latency per request (a

@@ -649,8 +649,12 @@ static int issue(struct sim *s, u32 req, u64 now)
 	st->parts = (u32)((end - 1) / seg_sectors - sector / seg_sectors + 1);
 	for (; sector < end; sector += n) {
 		n = rc_in_seg(s->cache, sector, (u32)(end - sector));
-		/* A write goes to the disk whatever the cache does: both virtual disks see it. */
-		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0, 0, &ns);
+		/*
+		 * A write goes to the disk whatever the cache does: both
+		 * virtual disks see it; the bare one would have had it whole.
+		 */
+		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0,
+			    sector != r->sector ? VD_JOINS : 0, &ns);
 		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, 0, 0, &ns);
 		first = rc_write_start(s->cache, sector / seg_sectors, n, true);
 		if (disk(s, VD_WRITE, sector, n, now, &done) ||

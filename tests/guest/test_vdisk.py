@@ -607,18 +607,24 @@ def test_redcap_over_a_vdisk_uses_its_model(emu, ram, dmname):
         assert rc.table() == f"0 {n} redcap {dm_major_minor(emu.path)} 256 16"
 
 
-def test_redcap_prices_a_read_cut_at_a_segments_end_as_one_request(emu, ram, dmname):
+def test_redcap_prices_a_bio_cut_at_a_segments_end_as_one_request(emu, ram, dmname):
     """A 128 KiB read across two 128 KiB segments reaches redcap as two
     pieces (its map() cuts it), but the bare disk would have received it
     whole: the virtual disk replays each read once (40 before the rest of a
-    cut joined it on the bare disk)."""
+    cut joined it on the bare disk), and each write."""
     n = dev_sectors(ram)
     fio(emu.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%")
+    fio(emu.path, "--rw=randwrite", "--bs=4k", "--number_ios=100", "--size=100%")
     with Dm(dmname(), f"0 {n} redcap {emu.path} 256 16") as rc:
         rc.cold()
         fio(rc.path, "--rw=read", "--bs=128k", "--offset=64k", "--number_ios=20")
         st = rc.stats()
         assert (st["reads"], st["vdisk_requests"], st["vdisk_unestimated"]) == (40, 20, 0)
+        # Writes are cut the same way, and joined the same way.
+        rc.message("reset_stats")
+        fio(rc.path, "--rw=write", "--bs=128k", "--offset=64k", "--number_ios=20")
+        st = rc.stats()
+        assert (st["writes"], st["vdisk_requests"], st["vdisk_unestimated"]) == (40, 20, 0)
 
 
 def test_redcap_model_feature_names_the_vdisk_explicitly(emu, ram, dmname):

@@ -1078,6 +1078,16 @@ CTEST(vdisk_the_rest_of_a_cut_request_joins_it)
 	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 1048, 8, 50 * US, 7, VD_JOINS), 5200 * US);
 	CHECK_EQ(v.busy_ns, 5200 * US);
 
+	/* A write's rest, of no stream, joins the write; not a read's. */
+	for (c = 0; c < m->cols; c++) {
+		CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 0, c, 64, 64 * MS), 0);
+		CHECK_EQ(vd_model_set_cell(m, VD_WRITE, 1, c, 64, 64 * 1100 * US), 0);
+	}
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 2000, 8, 6 * MS, 0, 0), 7 * MS);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_WRITE, 2008, 8, 6 * MS, 0, VD_JOINS), 7100 * US);
+	CHECK_EQ(vd_vdisk_submit(&v, m, VD_READ, 2016, 8, 6 * MS, 0, VD_JOINS), 8100 * US);
+	CHECK_EQ(v.requests, 7);
+
 	/* With an overlap: the serial part grows by what the join adds. */
 	CHECK_EQ(vd_model_set_overlap(m, 900 * US), 0);
 	vd_vdisk_init(&v);
