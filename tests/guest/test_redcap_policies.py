@@ -445,22 +445,23 @@ def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
     assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (640000, 8 * 640000)
 
 
-def test_the_rest_of_a_cut_read_is_priced_behind_its_first_piece(ram, dmname):
+def test_the_rest_of_a_cut_read_is_priced_with_its_first_piece(ram, dmname):
     """A 256 KiB read over two cached segments reaches map() twice: map()
     keeps the first segment's piece and dm sends the rest back.  On the
-    bare disk it is one request, so the rest must not wait for the first
-    piece as a new read of its task would: on a flat 10 ms model with 1 ms
-    of overlap, the first piece is priced 10 ms and the rest its 9 ms of
-    serial time, 19 ms a read, 608 ms a window of 64 pieces (640 ms if the
-    rest waited).  The rest comes back within the first piece's 9 ms of
-    serial time whatever the host's speed: it is a copy of 128 KiB."""
+    bare disk it is one request, so the rest joins the first piece there:
+    on a flat 10 ms model (every size) with 1 ms of overlap, the read is
+    priced 10 ms whole, 320 ms a window of 64 pieces (608 ms when the rest
+    was priced as a request of its own behind the first piece's 9 ms of
+    serial time, 640 ms if it waited for it).  The rest comes back right
+    after its first piece whatever the host's speed: nothing else is read
+    in between."""
     with filled_flat_stack(ram, dmname, "cutr", 1000) as (rc, fd):
         for k in range(128):
             assert os.preadv(fd, [aligned(256 << 10)], (k % 8) << 18) == 256 << 10
         st = rc.stats()
     assert (st["state"], st["read_hits"], st["reads"]) == ("active", 256, 256)
     assert st["windows"] == 4 and st["windows_unjudged"] == 0
-    assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (608000, 4 * 608000)
+    assert (st["last_est_disk_time_us"], st["est_disk_time_us"]) == (320000, 4 * 320000)
 
 
 def test_tunables_and_estimator_show_in_stats(disk, redcap):
