@@ -514,7 +514,7 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	 * The glue's redcap_map_read(): the first piece waits with no read in
 	 * flight but hits; on the bare disk a later one is the rest of it.
 	 */
-	unsigned int how = sector != r->sector ? 0 : s->reads_inflight ? 0 : VD_WAITS;
+	unsigned int how = sector == r->sector && !s->reads_inflight ? VD_WAITS : 0;
 	struct price_ctx pc = { .s = s, .stream = r->pid,
 				.how = { [RC_VD_BARE] = how | (sector != r->sector ? VD_JOINS : 0),
 					 [RC_VD_CACHE] = how } };

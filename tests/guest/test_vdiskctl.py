@@ -140,7 +140,6 @@ def test_train_measures_the_overlap(loop64, dmname, profile, tmp_path):
             Dm(dmname(), f"0 {n} vdisk {emu.path}") as vd:
         vd.message("reset")
         r = train(vd, "--time", "1")
-        print(r.stdout)
         m = OVERLAP.match(r.stdout.splitlines()[1])
         assert m, r.stdout
         us, alone, apart = map(int, m.groups())
