@@ -136,7 +136,7 @@ def test_a_test_stuck_in_the_kernel_ends_the_run_with_the_kernels_view(tmp_path,
 
 def test_a_remove_udev_never_completes_fails_its_test_and_releases_the_cookie(loop64, dmname):
     """A rule drops the udev cookie from the device's remove event, so
-    95-dm-notify never completes it and dmsetup's remove waits for good.
+    95-dm-notify never completes it and the remove waits for good.
     The remove fails after its limit, with udev's processes in the message,
     and the cookie is released: the device is gone and no dmsetup waits."""
     dm = Dm(dmname(), f"0 {dev_sectors(loop64)} linear {loop64} 0")
@@ -149,7 +149,7 @@ def test_a_remove_udev_never_completes_fails_its_test_and_releases_the_cookie(lo
         assert sh("dmsetup", "udevcookies").stdout.count("\n") <= 1   # the header only
     finally:
         remove_udev_rule(rules)
-    assert f"dmsetup remove --retry {dm.name}: still running after {3 * SLOW} s" in str(e.value)
+    assert f"libdm remove {dm.name}: still running after {3 * SLOW} s" in str(e.value)
     assert "udev and dmsetup processes" in str(e.value)
     assert not dm.exists()
 
