@@ -575,6 +575,12 @@ int cmd_stats(int argc, char **argv)
 	if (o.format == STATS_PROMETHEUS)
 		return stats_prometheus(o.all ? NULL : argv[i], o.out);
 	json = o.json || o.format == STATS_JSON;
+	/*
+	 * One write a view: a terminal's stdout is line buffered, and a
+	 * screen read between the lines of a redraw showed half a view.
+	 */
+	if (o.watch)
+		setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sample_take(argv[i], &a);
