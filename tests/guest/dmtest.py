@@ -188,11 +188,9 @@ class Dm:
     def remove(self, timeout=UDEV_WAIT):
         if os.path.exists(self.path) or self.exists():
             try:
-                libdm.remove(self.name, timeout=timeout, on_timeout=blocked_report)
-            except libdm.DmError as e:
-                raise RuntimeError(f"dmsetup remove {self.name}: {e.strerror}") from None
+                self._do("remove", libdm.remove, timeout=timeout)
             except AssertionError:
-                # dmsetup waits on its udev cookie, which udev never
+                # the remove waits on its udev cookie, which udev never
                 # completed: release every cookie so that the devices the
                 # test still holds come down, and fail this test, not the run
                 sh("dmsetup", "--yes", "udevcomplete_all", check=False, report=False)
@@ -210,7 +208,7 @@ class Dm:
             out = _ask(libdm.message, self.name, words)
         except libdm.DmError as e:
             if check:
-                raise RuntimeError(f"dmsetup {' '.join(args)}: {e.strerror}") from None
+                raise RuntimeError(f"libdm {' '.join(args)}: {e.strerror}") from None
             return subprocess.CompletedProcess(args, 1, "", f"message on {self.name}: "
                                                f"{e.strerror}")
         return subprocess.CompletedProcess(args, 0, out if not out or out.endswith("\n")
@@ -254,11 +252,14 @@ class Dm:
     def table(self):
         return _ask(libdm.table, self.name).strip()
 
-    def _do(self, what, fn, *args):
+    def _do(self, what, fn, *args, timeout=300 * SLOW):
+        """fn(name, *args) through libdm: a refusal raises RuntimeError with
+        the errno's text, a call past @timeout AssertionError with the
+        kernel's view."""
         try:
-            return _ask(fn, self.name, *args)
+            return fn(self.name, *args, timeout=timeout, on_timeout=blocked_report)
         except libdm.DmError as e:
-            raise RuntimeError(f"dmsetup {what} {self.name}: {e.strerror}") from None
+            raise RuntimeError(f"libdm {what} {self.name}: {e.strerror}") from None
 
     def reload(self, table):
         self._do("reload", libdm.reload, table)
