@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, SLOW, Dm, aligned, dev_sectors, dm_major_minor, kmsg, loop_device,
-                    read_blocks, read_pattern, sh, stamp, write_stamped)
+from dmtest import (BLOCK, SLOW, Dm, dev_sectors, dm_major_minor, kmsg, loop_device,
+                    read_blocks, read_pattern, scratch, sh, stamp, write_stamped)
 
 SEG = 256                       # segment sectors used throughout: 128 KiB
 SEG_BLOCKS = SEG * 512 // BLOCK  # 32 blocks of 4 KiB per segment
@@ -61,13 +61,13 @@ class BlockFd:
         os.close(self.fd)
 
     def read(self, block, count=1):
-        buf = aligned(count * BLOCK)
+        buf = scratch(count * BLOCK)
         n = os.preadv(self.fd, [buf], block * BLOCK)
         assert n == count * BLOCK, f"short read at block {block}: {n}"
         return bytes(buf)
 
     def write(self, block, seed):
-        buf = aligned(BLOCK)
+        buf = scratch(BLOCK)
         buf[:] = stamp(block, seed)
         assert os.pwritev(self.fd, [buf], block * BLOCK) == BLOCK
 

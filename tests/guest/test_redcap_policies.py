@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from dmtest import (Dm, aligned, brd_device, dev_sectors, fio, read_pattern, sh,
+from dmtest import (Dm, brd_device, dev_sectors, fio, read_pattern, scratch, sh,
                     write_stamped)
 
 BRD_MIB = 256
@@ -414,7 +414,7 @@ def filled_flat_stack(ram, dmname, name, overlap_us):
             fd = os.open(rc.path, os.O_RDONLY | os.O_DIRECT)
             try:
                 for k in range(16):
-                    assert os.preadv(fd, [aligned(128 << 10)], k << 17) == 128 << 10
+                    assert os.preadv(fd, [scratch(128 << 10)], k << 17) == 128 << 10
                 assert rc.stats()["fill_ios"] >= 16
                 rc.message("reset_stats")
                 yield rc, fd
@@ -438,7 +438,7 @@ def test_a_reader_served_from_ram_is_priced_one_read_at_a_time(ram, dmname):
     behind: the test would follow the host's speed.)"""
     with filled_flat_stack(ram, dmname, "strm", 9900) as (rc, fd):
         for k in range(512):
-            assert os.preadv(fd, [aligned(4096)], k << 12) == 4096
+            assert os.preadv(fd, [scratch(4096)], k << 12) == 4096
         st = rc.stats()
     assert (st["state"], st["read_hits"], st["read_hits_waited"]) == ("active", 512, 0)
     assert st["windows"] == 8 and st["windows_unjudged"] == 0
@@ -457,7 +457,7 @@ def test_the_rest_of_a_cut_read_is_priced_with_its_first_piece(ram, dmname):
     in between."""
     with filled_flat_stack(ram, dmname, "cutr", 1000) as (rc, fd):
         for k in range(128):
-            assert os.preadv(fd, [aligned(256 << 10)], (k % 8) << 18) == 256 << 10
+            assert os.preadv(fd, [scratch(256 << 10)], (k % 8) << 18) == 256 << 10
         st = rc.stats()
     assert (st["state"], st["read_hits"], st["reads"]) == ("active", 256, 256)
     assert st["windows"] == 4 and st["windows_unjudged"] == 0
