@@ -627,6 +627,29 @@ def test_redcap_prices_a_bio_cut_at_a_segments_end_as_one_request(emu, ram, dmna
         assert (st["writes"], st["vdisk_requests"], st["vdisk_unestimated"]) == (40, 20, 0)
 
 
+@pytest.mark.parametrize("policy,counter", [("back", "write_cached"),
+                                            ("selective", "write_through")])
+def test_the_write_cache_prices_a_cut_write_as_one_request(emu, ram, dmname, policy, counter):
+    """With the write cache on, a 128 KiB write across two cached segments
+    is still cut in two, and its pieces take the cache's two ways: copied
+    in and completed (back), or sent through, updating the copy
+    (selective: fio's O_DIRECT writes are REQ_SYNC).  Either way the bare
+    disk would have received it whole: one request a write.  The dirty cap
+    (50 % of 16 segments) holds the 7 segments written, so no piece waits
+    for a write-back."""
+    n = dev_sectors(ram)
+    fio(emu.path, "--rw=randwrite", "--bs=4k", "--number_ios=100", "--size=100%")
+    with Dm(dmname(), f"0 {n} redcap {emu.path} 256 16 "
+                      f"4 policy always write_policy {policy}") as rc:
+        rc.message("set", "dirty", "50")
+        fio(rc.path, "--rw=read", "--bs=128k", "--offset=64k", "--number_ios=6")
+        rc.message("reset_stats")
+        fio(rc.path, "--rw=write", "--bs=128k", "--offset=64k", "--number_ios=6")
+        st = rc.stats()
+        assert (st["writes"], st[counter], st["write_waits"]) == (12, 12, 0), st
+        assert (st["vdisk_requests"], st["vdisk_unestimated"]) == (6, 0), st
+
+
 def test_redcap_model_feature_names_the_vdisk_explicitly(emu, ram, dmname):
     n = dev_sectors(ram)
     with Dm(dmname(), f"0 {n} redcap {ram} 256 16 2 model {emu.path}") as rc:
