@@ -262,12 +262,12 @@ def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmna
 
 def test_writers_past_the_cap_under_memory_pressure_lose_nothing(loop128, dmname, tmp_path):
     """ext4 on redcap (back, 256 x 128 KiB, dirty 10 %: 25 segments); random
-    4 KiB writes into a 48 MiB file, ten times what the cap holds, while
+    4 KiB writes into a 24 MiB file, five times what the cap holds, while
     stress-ng holds most of the guest's free memory, so the page cache's
     writeback, from reclaim too, runs into the cap and waits for write-back
     (whose bios come from a reserve).  The file reads back after the page
     cache is dropped, and the origin alone is a clean filesystem with it."""
-    size, block = 48 << 20, 4096
+    size, block = 24 << 20, 4096
     rnd = random.Random(5)
     expect = bytearray(size)
     with redcap(dmname, loop128, segs=256) as rc:
@@ -283,7 +283,7 @@ def test_writers_past_the_cap_under_memory_pressure_lose_nothing(loop128, dmname
             fd = os.open(mnt / "f", os.O_CREAT | os.O_WRONLY)
             try:
                 os.ftruncate(fd, size)
-                for _ in range(8000):
+                for _ in range(4000):
                     off = rnd.randrange(size // block) * block
                     data = rnd.randbytes(block)
                     expect[off:off + block] = data
