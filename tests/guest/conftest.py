@@ -9,6 +9,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -108,6 +109,19 @@ def _stuck(item, limit):
     os._exit(3)
 
 
+# (guest CPU s, wall s, node id) of each test run: make check's guests are
+# CPU-bound, so a suite's length is its tests' CPU, not their wall time
+# (which counts waits on emulated disks and timeouts too).
+_cpu = []
+
+
+def _busy_s():
+    """The guest's CPU time so far, not idle, all CPUs (/proc/stat)."""
+    with open("/proc/stat") as f:
+        t = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(t) - t[3] - t[4]) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     marker = item.get_closest_marker("timeout")
@@ -117,11 +131,24 @@ def pytest_runtest_protocol(item, nextitem):
     limit += STUCK_GRACE
     watchdog = threading.Timer(limit, _stuck, args=(item, limit))
     watchdog.daemon = True
+    t0, busy0 = time.monotonic(), _busy_s()
     watchdog.start()
     try:
         yield
     finally:
         watchdog.cancel()
+        _cpu.append((_busy_s() - busy0, time.monotonic() - t0, item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The 25 tests that took the most guest CPU (setup and teardown in)."""
+    if len(_cpu) < 2:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", f"guest CPU: {sum(c for c, _, _ in _cpu):.0f} s in {len(_cpu)} tests, "
+                      "the 25 costliest")
+    for cpu, wall, nodeid in sorted(_cpu, reverse=True)[:25]:
+        tr.write_line(f"{cpu:7.2f}s cpu {wall:7.2f}s wall  {nodeid}")
 
 
 def _load_kreports():
