@@ -397,7 +397,9 @@ def scratch(size):
     """This thread's page-aligned buffer of @size bytes, the same one every
     call: in a TCG guest a page faulted in costs about 0.1 ms, so a fresh
     mmap per request cost more than the request.  Not kept past 16 MiB: the
-    guest has 2 GiB, and some tests press on its memory."""
+    guest has 2 GiB, and some tests press on its memory.  What it holds is
+    the caller's until the thread's next scratch(): copy out what is kept
+    (read_blocks() returns bytes)."""
     if size > SCRATCH_KEPT:
         return memoryview(aligned(size))
     buf = getattr(_scratch, "buf", None)
