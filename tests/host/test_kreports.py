@@ -77,3 +77,20 @@ def test_kmemleak_file_counts_each_object(tmp_path):
 def test_missing_log_is_an_error(tmp_path):
     r = subprocess.run([KREPORTS, str(tmp_path / "none.log")], capture_output=True, text=True)
     assert r.returncode == 2
+
+
+def test_reports_a_test_expected_are_not_counted(tmp_path):
+    """The guest suite's harness tests make reports on purpose, between the
+    marks tests/guest/conftest.py writes: make check-debug's scan of the
+    whole log must skip them as tests/vm/run's does, and count one after
+    the end mark (the whole suite on the debug kernel failed on the
+    harness's deliberate WARN before, 2026-12-06)."""
+    mark = "12,481,1,-;redcap-kernel-log-gate: expected reports: {} tests/guest/x.py::t\n"
+    warn = "\n".join(REPORTS["warn"]) + "\n"
+    log = CLEAN + mark.format("begin") + warn + mark.format("end") + CLEAN
+    r = run(tmp_path, log, "")
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.strip() == "kreports: 0 kernel reports"
+    r = run(tmp_path, log + warn)
+    assert r.returncode == 1, r.stdout
+    assert r.stdout.splitlines()[-1] == "kreports: 1 kernel report"
