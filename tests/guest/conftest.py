@@ -162,8 +162,6 @@ def _load_kreports():
 
 
 _EXPECTED_SEEN = pytest.StashKey[int]()
-# Around a test marked kernel_report_expected, in the kernel log.
-EXPECTED_MARK = "redcap-kernel-log-gate: expected reports:"
 
 
 class KernelLogGate:
@@ -192,10 +190,10 @@ class KernelLogGate:
                 continue
             lines.append(rec.split(";", 1)[-1].split("\n", 1)[0])
 
-    @staticmethod
-    def _mark(text):
+    def _mark(self, text):
         with open("/dev/kmsg", "w") as f:
-            f.write(f"{EXPECTED_MARK} {text}\n")
+            # around a test marked kernel_report_expected; kreports skips it
+            f.write(f"{self.kreports.EXPECTED_MARK} {text}\n")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item):
