@@ -4,7 +4,7 @@
 
 On make bench-sim's traces (tests/bench/sim-scale.py: the paper's workloads,
 1 GiB a process, both emulated disks), one redcapctl simulate run of the live
-cache (8 MiB of 128 KiB segments) reports its shadows: the disk time a plain
+cache (--ram MiB of 128 KiB segments: 8, the paper's, by default) reports its shadows: the disk time a plain
 LRU cache of each segment size and RAM would take, as a share of the bare
 disk's.  The same simulator then runs those caches for real, and the two are
 compared:
@@ -21,7 +21,7 @@ model work is about.
 Both for the "always" policy (what a shadow is) and for redcap's default
 (adaptive+caware), whose prefetch and bypass a plain LRU does not model.
 
-usage: shadow-check.py --out DIR [--date D] [--quick]
+usage: shadow-check.py --out DIR [--date D] [--quick] [--ram MIB]
 """
 import argparse
 import importlib.util
@@ -124,13 +124,16 @@ def report(records, out_dir, date, command, seconds):
 
 
 def main():
+    global LIVE_MIB
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="directory of the results")
     ap.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     ap.add_argument("--quick", action="store_true", help="1 and 4 processes, hdd7200 only")
+    ap.add_argument("--ram", type=int, default=LIVE_MIB, help="the live cache's MiB")
     ap.add_argument("--lkr-layout", default=os.path.join(TOP, "build", "bench-sim",
                                                          "lkr-layout.csv"))
     args = ap.parse_args()
+    LIVE_MIB = args.ram
     layout = ss.lkr_layout(args.lkr_layout)
     disks = ["hdd7200"] if args.quick else list(ss.DISKS)
     procs_all = [1, 4] if args.quick else [1, 4, 16]
@@ -150,7 +153,8 @@ def main():
     with open(os.path.join(args.out, f"{args.date}-shadow-check.json"), "w") as fh:
         fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]\n")
     report(records, args.out, args.date, "tests/bench/shadow-check.py" +
-           (" --quick" if args.quick else ""), time.monotonic() - t0)
+           (" --quick" if args.quick else "") +
+           (f" --ram {args.ram}" if args.ram != 8 else ""), time.monotonic() - t0)
 
 
 if __name__ == "__main__":
