@@ -1094,8 +1094,9 @@ class Soak:
                 "read_bypassed", "read_bypassed_held", "read_resent", "fill_ios",
                 "fill_joined", "fill_along", "fill_errors", "fill_stale", "prefetches",
                 "prefetch_hits",
-                "writes", "invalidations", "updates", "write_allocs", "evictions",
-                "switches"]
+                "writes", "invalidations", "updates", "write_allocs", "write_cached",
+                "write_through", "write_waits", "writeback_ios", "writeback_errors",
+                "flushes", "evictions", "switches"]
         lines += ["", "## Final redcap stats", "",
                   "soak-a's are its last cache's (a new geometry or a re-creation starts "
                   "a new one); *all caches* sums them over every cache it had (read just "
