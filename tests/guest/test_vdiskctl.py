@@ -122,11 +122,12 @@ def checksum(dev):
     return h.hexdigest()
 
 
-# 20 ms a request on top of each profile's own cost: far more than the
-# guest's CPU spends on a read however slow the machine, so that what train
-# measures follows the emulated disk, not the host (at nbd's own 1 ms a
-# request, a slow CI machine's guest CPU ate 923 us of a read side by side).
-@pytest.mark.parametrize("profile", ["nbd latency_us 20000", "hdd7200 overhead_us 20000"],
+# A long time a request on top of each profile's own cost: far more than
+# the guest's CPU spends on a read however slow the machine, so that what
+# train measures follows the emulated disk, not the host (at nbd's own 1 ms
+# a request, a slow CI machine's guest CPU ate 923 us of a read side by
+# side; at 20 ms, the debug kernel's 12.5 ms: 2026-12-06).
+@pytest.mark.parametrize("profile", ["nbd latency_us 100000", "hdd7200 overhead_us 20000"],
                          ids=["nbd", "hdd7200"])
 def test_train_measures_the_overlap(loop64, dmname, profile, tmp_path):
     """An emulated network device (its requests side by side) overlaps
@@ -184,11 +185,14 @@ def test_train_measures_the_short_skips(vdisk):
     # random offsets seldom give (on 64 MiB, 4..16 KiB from one of the last
     # 4 ends: about 1 random read in 2,000 each).  4 KiB reads alone: row 0,
     # where each skip's column gets 1 request in 96 (up to a cell's 64).
+    # How many requests 3 s hold follows the kernel's speed in the guest
+    # (the debug kernel's: 485, 2026-12-06): the floor only asks for a
+    # sample in each short column, the share is asked of what was read.
     r = train(vdisk, "--time", "3", "--seed", "1", "--max-kib", "4")
     requests = int(SUMMARY.match(r.stdout).group(1))
     samples = {c: n for row, c, n, _ in vd_table(vdisk, "r", 1) if row == 0}
     short = [samples.get(c, 0) for c in (2, 3)]      # 4..8 KiB and 8..16 KiB
-    assert requests >= 1000, r.stdout
+    assert requests >= 200, r.stdout
     assert min(short) >= min(64, requests // 200), (requests, samples)
 
 
