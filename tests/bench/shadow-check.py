@@ -4,10 +4,10 @@
 
 On make bench-sim's traces (tests/bench/sim-scale.py: the paper's workloads,
 1 GiB a process, both emulated disks), one redcapctl simulate run of the live
-cache (--ram MiB of 128 KiB segments: 8, the paper's, by default) reports its shadows: the disk time a plain
-LRU cache of each segment size and RAM would take, as a share of the bare
-disk's.  The same simulator then runs those caches for real, and the two are
-compared:
+cache (--ram MiB of 128 KiB segments; the paper's 8 by default) reports its
+shadows: the disk time a plain LRU cache of each segment size and RAM would
+take, as a share of the bare disk's.  The same simulator then runs those
+caches for real, and the two are compared:
 
   * RAM advice: the predicted change of the disk's time from the live cache
     to 2x (and 1/2x, 4x) its RAM, in per cent of the live cache's, against
@@ -37,7 +37,8 @@ _spec = importlib.util.spec_from_file_location(
 ss = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ss)
 
-LIVE_MIB, LIVE_KIB = 8, 128
+PAPER_MIB = 8
+LIVE_MIB, LIVE_KIB = PAPER_MIB, 128
 SIZES_KIB = [32, 64, 128, 256, 512, 1024]
 RAMS = [0.5, 1, 2, 4]
 POLICIES = ["always", "adaptive+caware"]
@@ -129,7 +130,7 @@ def main():
     ap.add_argument("--out", required=True, help="directory of the results")
     ap.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     ap.add_argument("--quick", action="store_true", help="1 and 4 processes, hdd7200 only")
-    ap.add_argument("--ram", type=int, default=LIVE_MIB, help="the live cache's MiB")
+    ap.add_argument("--ram", type=int, default=PAPER_MIB, help="the live cache's MiB")
     ap.add_argument("--lkr-layout", default=os.path.join(TOP, "build", "bench-sim",
                                                          "lkr-layout.csv"))
     args = ap.parse_args()
@@ -154,7 +155,7 @@ def main():
         fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]\n")
     report(records, args.out, args.date, "tests/bench/shadow-check.py" +
            (" --quick" if args.quick else "") +
-           (f" --ram {args.ram}" if args.ram != 8 else ""), time.monotonic() - t0)
+           (f" --ram {args.ram}" if args.ram != PAPER_MIB else ""), time.monotonic() - t0)
 
 
 if __name__ == "__main__":

@@ -172,8 +172,8 @@ def test_emulate_devices_without_platters(ram, dmname, profile, lat_us, mbps, io
     # takes more of the guest's time to submit one than nbd's 1 ms, and
     # served them one after another (2026-12-06).
     lat_us = 50000
-    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} 6 mode emulate profile {profile} "
-            f"latency_us {lat_us}") as d:
+    features = f"mode emulate profile {profile} latency_us {lat_us}"
+    with Dm(dmname(), f"0 {dev_sectors(ram)} vdisk {ram} {len(features.split())} {features}") as d:
         d.message("reset")
         fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=100", "--size=100%",
             "--ioengine=libaio", "--iodepth=32")
