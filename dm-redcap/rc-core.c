@@ -135,6 +135,8 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	c->hot_period_s = RC_HOT_PERIOD_S;
 	c->hdc_share = RC_HDC_SHARE;
 	c->free_head = 0;
+	c->bare_head = RC_NONE;
+	c->bare_tail = RC_NONE;
 	c->unit_shift = seg_shift > 9 ? seg_shift - 6 : 3;
 	if (c->unit_shift > seg_shift)
 		c->unit_shift = seg_shift;
@@ -215,12 +217,9 @@ static void rc_prob_add(struct rc_cache *c, u32 idx)
 	c->entries[idx].born = c->demand_takes;
 }
 
-/* Off the LRU, probation or HDC's list, whichever @idx is on. */
-static void rc_lru_del(struct rc_cache *c, u32 idx)
+static void rc_list_del(struct rc_cache *c, u32 *head, u32 *tail, u32 idx)
 {
 	struct rc_entry *e = &c->entries[idx];
-	u32 *head = e->on_prob ? &c->prob_head : e->on_hdc ? &c->hdc_head : &c->lru_head;
-	u32 *tail = e->on_prob ? &c->prob_tail : e->on_hdc ? &c->hdc_tail : &c->lru_tail;
 
 	if (e->prev != RC_NONE)
 		c->entries[e->prev].next = e->next;
@@ -235,6 +234,15 @@ static void rc_lru_del(struct rc_cache *c, u32 idx)
 	e->on_list = 0;
 	e->on_prob = 0;
 	e->on_hdc = 0;
+}
+
+/* Off the LRU, probation or HDC's list, whichever @idx is on. */
+static void rc_lru_del(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	rc_list_del(c, e->on_prob ? &c->prob_head : e->on_hdc ? &c->hdc_head : &c->lru_head,
+		    e->on_prob ? &c->prob_tail : e->on_hdc ? &c->hdc_tail : &c->lru_tail, idx);
 }
 
 /* Unpinned VALID or GHOST entry @idx goes on the list it belongs to. */
@@ -289,10 +297,24 @@ static void rc_free_push(struct rc_cache *c, u32 idx)
 	e->updating = 0;
 	e->valid = 0;
 	e->dirty = 0;
+	if (e->bare) {		/* on its own list: no fill may take it */
+		rc_list_add_head(c, &c->bare_head, &c->bare_tail, idx);
+		return;
+	}
 	e->prev = RC_NONE;
 	e->next = c->free_head;
 	e->on_list = 1;
 	c->free_head = idx;
+}
+
+/* A bare FREE entry, taken off its list, or RC_NONE. */
+static u32 rc_bare_pop(struct rc_cache *c)
+{
+	u32 idx = c->bare_head;
+
+	if (idx != RC_NONE)
+		rc_list_del(c, &c->bare_head, &c->bare_tail, idx);
+	return idx;
 }
 
 static u32 rc_free_pop(struct rc_cache *c)
@@ -447,17 +469,28 @@ static void rc_ghost_drop(struct rc_cache *c, u32 idx)
 
 /*
  * An entry for a new segment: a free one, else the least recently used
- * VALID or GHOST one, taken out of the index.  RC_NONE if all are busy.
+ * VALID or GHOST one, taken out of the index.  A GHOST (!@data) takes a
+ * bare one first; data never does (rc_give_back()).  RC_NONE if all are
+ * busy.
  */
-static u32 rc_take_entry(struct rc_cache *c)
+static u32 rc_take_entry(struct rc_cache *c, bool data)
 {
-	u32 i = rc_free_pop(c);
+	u32 i = data ? RC_NONE : rc_bare_pop(c), skips = 0;
 
+	if (i == RC_NONE)
+		i = rc_free_pop(c);
 	if (i != RC_NONE)
 		return i;
-	i = rc_victim(c);
-	if (i == RC_NONE)
-		return RC_NONE;
+	for (;;) {
+		i = rc_victim(c);
+		if (i == RC_NONE)
+			return RC_NONE;
+		if (!data || !c->entries[i].bare)
+			break;
+		if (skips++ == RC_BARE_SKIPS)
+			return RC_NONE;
+		rc_ghost_drop(c, i);
+	}
 	rc_lru_del(c, i);
 	rc_hash_del(c, i);
 	if (c->entries[i].state == RC_GHOST) {
@@ -482,7 +515,7 @@ static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state sta
 
 	if (ghost != RC_NONE)
 		rc_ghost_drop(c, ghost);	/* the simulated segment becomes real */
-	i = rc_take_entry(c);
+	i = rc_take_entry(c, true);
 	if (i == RC_NONE)
 		return RC_NONE;
 	if (ahead) {
@@ -646,7 +679,7 @@ static u32 rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 
 	if (c->wb_inflight[rc_wb_bucket(c, seg)] || c->range_inflight)
 		return RC_NONE;
-	i = rc_take_entry(c);
+	i = rc_take_entry(c, false);
 	if (i == RC_NONE)
 		return RC_NONE;
 	if (!ahead)
@@ -2102,6 +2135,94 @@ u32 rc_drop_all(struct rc_cache *c)
 bool rc_idle(const struct rc_cache *c)
 {
 	return !c->nr_filling && !c->nr_pinned;
+}
+
+/* The entries that keep a buffer while the cache gives them back: HDC's share. */
+static u32 rc_bare_keep(const struct rc_cache *c)
+{
+	return c->hdc_nwant ? rc_hdc_max(c) : 0;
+}
+
+u32 rc_givable(const struct rc_cache *c)
+{
+	u32 held = c->nr_entries - c->nr_bare, busy = c->nr_pinned + c->nr_hdc;
+
+	if (!rc_may_give_back(c))
+		return 0;
+	busy = busy > rc_bare_keep(c) ? busy : rc_bare_keep(c);
+	return held > busy ? held - busy : 0;
+}
+
+/* Entry @i's buffer may go: it holds nothing the cache serves. */
+static bool rc_idle_buffer(const struct rc_cache *c, u32 i)
+{
+	const struct rc_entry *e = &c->entries[i];
+
+	if (e->bare || !e->on_list || e->hdc)
+		return false;
+	return e->state == RC_GHOST || (e->state == RC_VALID && !rc_holds_newer(c, e));
+}
+
+u32 rc_give_back(struct rc_cache *c, u32 *from, u32 budget, u32 *out, u32 max)
+{
+	u32 n = 0, i;
+	struct rc_entry *e;
+
+	if (!rc_may_give_back(c))
+		return 0;
+	while (n < max && c->nr_entries - c->nr_bare > rc_bare_keep(c)) {
+		i = rc_free_pop(c);
+		if (i == RC_NONE) {
+			if (!budget--)
+				break;
+			i = (*from)++;
+			if (*from >= c->nr_entries)
+				*from = 0;
+			if (!rc_idle_buffer(c, i))
+				continue;
+		}
+		e = &c->entries[i];
+		e->bare = 1;
+		c->nr_bare++;
+		c->ctr.given_back++;
+		out[n++] = i;
+		if (e->state == RC_FREE) {
+			rc_free_push(c, i);		/* onto the bare list */
+		} else if (e->state == RC_VALID && e->on_prob) {
+			rc_lru_del(c, i);		/* unread, filled ahead: the next victim */
+			rc_hash_del(c, i);
+			c->nr_valid--;
+			rc_free_push(c, i);
+		} else if (e->state == RC_VALID) {
+			rc_ahead_end(c, e, false);	/* the simulated cache holds it still */
+			e->state = RC_GHOST;
+			e->gahead = 0;
+			c->nr_valid--;
+			c->nr_ghost++;
+		}
+	}
+	return n;
+}
+
+bool rc_regrow_due(const struct rc_cache *c)
+{
+	return c->nr_bare &&
+	       (!rc_may_give_back(c) || c->nr_entries - c->nr_bare < rc_bare_keep(c));
+}
+
+void rc_regrown(struct rc_cache *c, u32 idx)
+{
+	struct rc_entry *e = &c->entries[idx];
+
+	if (!e->bare)
+		return;
+	e->bare = 0;
+	c->nr_bare--;
+	c->ctr.regrown++;
+	if (e->state == RC_FREE && e->on_list) {
+		rc_list_del(c, &c->bare_head, &c->bare_tail, idx);
+		rc_free_push(c, idx);
+	}
 }
 
 void rc_reset_counters(struct rc_cache *c)

@@ -123,6 +123,9 @@ struct rc_counters {
 	u64 writeback_errors;	/* ... failed: their data stays dirty */
 	u64 flushes;		/* flushes served (rc_wb_flush_seq(), rc_wb_flush_direct()) */
 	u64 dirty_dropped;	/* dirty segments dropped by a discard or write-zeroes */
+	/* the memory (rc_give_back()) */
+	u64 given_back;		/* entries whose buffer went back to the kernel */
+	u64 regrown;		/* ... and got one again (rc_regrown()) */
 };
 
 struct rc_entry {
@@ -146,6 +149,7 @@ struct rc_entry {
 	u8 hdc:1;		/* FILLING/VALID: pinned by HDC, never an LRU victim */
 	u8 on_hdc:1;		/* ... linked on the HDC list (VALID, unpinned) */
 	u8 hfill:1;		/* FILLING: started by rc_hdc_pin() */
+	u8 bare:1;		/* its buffer was given back (rc_give_back()): FREE or GHOST */
 	/*
 	 * The write cache (rc_wc_write()): a VALID entry may hold only some
 	 * of its segment's units (valid), and units newer than the disk
@@ -190,6 +194,9 @@ struct rc_cache {
 	u32 prob_head, prob_tail;
 	u32 demand_takes;	/* entries taken for segments asked for (wraps) */
 	u32 free_head;
+	/* FREE entries without a buffer (bare), doubly linked; nr_bare counts GHOSTs too */
+	u32 bare_head, bare_tail;
+	u32 nr_bare;
 	u64 disk_last_done;	/* the disk's last completion (rc_event()) */
 	u32 nr_valid, nr_filling, nr_ghost;
 	u32 nr_pinned;		/* entries with pins > 0 (FILLING, pinned VALID, DEAD) */
@@ -1007,6 +1014,52 @@ void rc_hdc_want(struct rc_cache *c, const u64 *want, u32 n);
 
 /* True if no entry is FILLING or pinned. */
 bool rc_idle(const struct rc_cache *c);
+
+/*
+ * The memory of a cache that does not earn goes back to the kernel.  While
+ * the cache is inactive (policy off, or adaptive's verdict) and caches no
+ * writes, an entry's buffer serves nothing but what HDC pinned; its
+ * GHOSTs, the simulated cache that decides when to come back, need none.
+ *
+ * rc_give_back() makes at most @max idle entries bare, their indices in
+ * @out, and the caller frees their buffers: FREE ones first, then, walking
+ * entries from *@from (which it advances, wrapping at nr_entries) for at
+ * most @budget of them, GHOSTs and VALID ones holding only what the disk
+ * has (whole, clean, unpinned, not HDC's), which become GHOSTs where they
+ * are, so the simulated cache does not change (an unread one filled ahead
+ * is dropped: it would be the first victim).  It keeps buffers for
+ * HDC's share while HDC has a set chosen.  Returns how many; 0 once
+ * rc_may_give_back() is false.  rc_givable() is about how many it would
+ * give now (a shrinker's count).
+ *
+ * A bare entry is FREE or GHOST only: an entry for data is never a bare
+ * one (a bare victim is dropped, at most RC_BARE_SKIPS a take, and then
+ * the take fails as if every entry were busy: the read goes to the disk).
+ * Once rc_may_give_back() is false again (active, or caching writes) the
+ * caller gives the bare entries a buffer each and calls rc_regrown(): @idx
+ * serves as any entry again.
+ */
+#define RC_BARE_SKIPS	8
+static inline bool rc_may_give_back(const struct rc_cache *c)
+{
+	return !rc_active(c) && !rc_wc_on(c);
+}
+
+static inline bool rc_bare(const struct rc_cache *c, u32 idx)
+{
+	return c->entries[idx].bare;
+}
+
+u32 rc_givable(const struct rc_cache *c);
+u32 rc_give_back(struct rc_cache *c, u32 *from, u32 budget, u32 *out, u32 max);
+void rc_regrown(struct rc_cache *c, u32 idx);
+
+/*
+ * Whether bare entries should get their buffers again: the cache may no
+ * longer give them (active, or caching writes), or HDC chose a set after
+ * they went and its share has no buffers.
+ */
+bool rc_regrow_due(const struct rc_cache *c);
 
 /*
  * Every counter zero, the policies' statistics and HDC's counts too (what

@@ -21,6 +21,7 @@
 #include <linux/ioprio.h>
 #include <linux/refcount.h>
 #include <linux/sort.h>
+#include <linux/shrinker.h>
 
 #include "rc-args.h"
 #include "rc-shadow.h"
@@ -46,6 +47,14 @@
 #define REDCAP_WB_RETRY		HZ	/* after a write-back failed */
 /* Tasks whose cut read's rest is told from a read they waited for. */
 #define REDCAP_CUTS		16
+/*
+ * Giving memory back (rc_give_back()): entries a lock hold gives or
+ * regrows, entries it looks at; after a regrow found no memory, the next
+ * try waits this long.
+ */
+#define REDCAP_GIVE_CHUNK	16
+#define REDCAP_GIVE_WALK	256
+#define REDCAP_REGROW_RETRY	HZ
 
 #ifdef REDCAP_FAULT_INJECTION
 /*
@@ -94,6 +103,10 @@ MODULE_PARM_DESC(fi_wb_hold,
 static bool fi_hdc_alloc_fail;
 module_param(fi_hdc_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_hdc_alloc_fail, "test builds: HDC's choice finds no memory");
+static bool fi_regrow_alloc_fail;
+module_param(fi_regrow_alloc_fail, bool, 0644);
+MODULE_PARM_DESC(fi_regrow_alloc_fail,
+		 "test builds: the pages given back cannot be allocated again");
 static bool fi_shadow_alloc_fail;
 module_param(fi_shadow_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_shadow_alloc_fail,
@@ -136,6 +149,11 @@ static bool redcap_fi_hdc_alloc_fail(void)
 static bool redcap_fi_shadow_alloc_fail(void)
 {
 	return READ_ONCE(fi_shadow_alloc_fail);
+}
+
+static bool redcap_fi_regrow_alloc_fail(void)
+{
+	return READ_ONCE(fi_regrow_alloc_fail);
 }
 
 static bool redcap_fi_wb_hold(void)
@@ -206,6 +224,11 @@ static inline bool redcap_fi_wb_hold(void)
 }
 
 static inline bool redcap_fi_flush_broken(void)
+{
+	return false;
+}
+
+static inline bool redcap_fi_regrow_alloc_fail(void)
 {
 	return false;
 }
@@ -285,7 +308,20 @@ struct redcap_cache {
 	struct rc_cache *cache;		/* with its policy state */
 	void *core_mem;
 	struct redcap_entry *ents;
-	struct page **pages;		/* nr_segs * pages_per_seg */
+	struct page **pages;		/* nr_segs * pages_per_seg; NULL: a bare entry's */
+	/*
+	 * The pages of an inactive cache go back to the kernel when it asks
+	 * (a shrinker), and come back once the cache is active again
+	 * (regrow, on wq); rc_give_back().  Before 6.7 (shrinker_alloc(),
+	 * SHRINKER_ALLOCATED) the shrinker is ours to hold.
+	 */
+#ifndef SHRINKER_ALLOCATED
+	struct shrinker shrinker_s;
+#endif
+	struct shrinker *shrinker;
+	u32 give_from;			/* rc_give_back()'s walk; under lock */
+	struct work_struct regrow;
+	unsigned long regrow_after;	/* jiffies: no regrow before */
 
 	struct bio_set bs;		/* fills: struct redcap_fill */
 	struct workqueue_struct *wq;	/* fill completions, HDC's work; unbound */
@@ -835,6 +871,13 @@ static void redcap_cut_note(struct redcap_cache *cc, sector_t end)
 	cc->cut[(u32)pid % REDCAP_CUTS].sector = end;
 }
 
+/* After rc_regrow_due() said so under the lock. */
+static void redcap_regrow_kick(struct redcap_cache *cc)
+{
+	if (time_after_eq(jiffies, READ_ONCE(cc->regrow_after)))
+		queue_work(cc->wq, &cc->regrow);
+}
+
 /*
  * A read goes to rc_map_read(), which takes its piece in its first
  * segment or, for a bypass, the pieces after it that may go to the disk
@@ -853,6 +896,7 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 	sector_t sector = bio->bi_iter.bi_sector;
 	struct rc_read_plan plan;
 	unsigned long flags;
+	bool regrow;
 
 	spin_lock_irqsave(&cc->lock, flags);
 	/*
@@ -878,7 +922,10 @@ static int redcap_map_read(struct redcap_c *rc, struct bio *bio)
 		pb->kind = PB_CACHE;
 		bio_list_add(&cc->ents[plan.idx].waiters, bio);
 	}
+	regrow = unlikely(cc->cache->nr_bare) && rc_regrow_due(cc->cache);
 	spin_unlock_irqrestore(&cc->lock, flags);
+	if (regrow)
+		redcap_regrow_kick(cc);
 
 	if (plan.act == RC_READ_BYPASS || plan.act == RC_READ_MERGE) {
 		pb->kind = plan.act == RC_READ_MERGE ? PB_MERGE : PB_BYPASS;
@@ -1882,9 +1929,167 @@ static void redcap_free_pages(struct redcap_cache *cc)
 	cc->pages = NULL;
 }
 
+/* --- memory that does not earn goes back (rc_give_back()) --------------- */
+
+static void redcap_free_list(struct list_head *pages)
+{
+	struct page *page, *tmp;
+
+	list_for_each_entry_safe(page, tmp, pages, lru) {
+		list_del(&page->lru);
+		__free_page(page);
+	}
+}
+
+static struct redcap_cache *redcap_shrinker_cache(struct shrinker *s)
+{
+#ifndef SHRINKER_ALLOCATED
+	return container_of(s, struct redcap_cache, shrinker_s);
+#else
+	return s->private_data;
+#endif
+}
+
+/* Pages: what the cache would give back now. */
+static unsigned long redcap_shrink_count(struct shrinker *s, struct shrink_control *sc)
+{
+	struct redcap_cache *cc = redcap_shrinker_cache(s);
+	unsigned long flags, n;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	n = (unsigned long)rc_givable(cc->cache) * cc->pages_per_seg;
+	spin_unlock_irqrestore(&cc->lock, flags);
+	return n ?: SHRINK_EMPTY;
+}
+
+/*
+ * Give back about @sc->nr_to_scan pages, whole entries, REDCAP_GIVE_CHUNK
+ * a lock hold: their page pointers go NULL under the lock, with the
+ * entries made bare, and the pages are freed after it.
+ */
+static unsigned long redcap_shrink_scan(struct shrinker *s, struct shrink_control *sc)
+{
+	struct redcap_cache *cc = redcap_shrinker_cache(s);
+	u32 out[REDCAP_GIVE_CHUNK], n, k, j, want;
+	unsigned long flags, freed = 0;
+	struct page **p;
+	LIST_HEAD(pages);
+
+	while (freed < sc->nr_to_scan) {
+		want = min_t(unsigned long, REDCAP_GIVE_CHUNK,
+			     DIV_ROUND_UP(sc->nr_to_scan - freed, cc->pages_per_seg));
+		spin_lock_irqsave(&cc->lock, flags);
+		n = rc_give_back(cc->cache, &cc->give_from, REDCAP_GIVE_WALK, out, want);
+		for (k = 0; k < n; k++) {
+			p = cc->pages + (size_t)out[k] * cc->pages_per_seg;
+			for (j = 0; j < cc->pages_per_seg; j++) {
+				list_add(&p[j]->lru, &pages);
+				p[j] = NULL;
+			}
+		}
+		spin_unlock_irqrestore(&cc->lock, flags);
+		if (!n)
+			break;
+		redcap_free_list(&pages);
+		freed += (unsigned long)n * cc->pages_per_seg;
+		cond_resched();
+	}
+	return freed ?: SHRINK_STOP;
+}
+
+/*
+ * The bare entries get pages again, REDCAP_GIVE_CHUNK at a time, for as
+ * long as rc_regrow_due(); the pages are allocated outside the lock.  No
+ * memory: the entries stay bare (the cache serves with the others) and
+ * the next try waits REDCAP_REGROW_RETRY.
+ */
+static void redcap_regrow(struct work_struct *work)
+{
+	struct redcap_cache *cc = container_of(work, struct redcap_cache, regrow);
+	u32 got[REDCAP_GIVE_CHUNK], n, k, j, i = 0, walked;
+	struct page *page, **p;
+	unsigned long flags;
+	LIST_HEAD(pages);
+
+	while (i < cc->nr_segs) {
+		n = 0;
+		spin_lock_irqsave(&cc->lock, flags);
+		if (!rc_regrow_due(cc->cache)) {
+			spin_unlock_irqrestore(&cc->lock, flags);
+			return;
+		}
+		for (walked = 0; i < cc->nr_segs && walked < REDCAP_GIVE_WALK &&
+		     n < REDCAP_GIVE_CHUNK; i++, walked++)
+			if (rc_bare(cc->cache, i))
+				got[n++] = i;
+		spin_unlock_irqrestore(&cc->lock, flags);
+		for (k = 0; k < n * cc->pages_per_seg; k++) {
+			page = redcap_fi_regrow_alloc_fail() ? NULL :
+			       alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
+			if (!page) {
+				redcap_free_list(&pages);
+				WRITE_ONCE(cc->regrow_after, jiffies + REDCAP_REGROW_RETRY);
+				return;
+			}
+			list_add(&page->lru, &pages);
+		}
+		spin_lock_irqsave(&cc->lock, flags);
+		for (k = 0; k < n; k++) {
+			if (!rc_bare(cc->cache, got[k]))
+				continue;
+			p = cc->pages + (size_t)got[k] * cc->pages_per_seg;
+			for (j = 0; j < cc->pages_per_seg; j++) {
+				p[j] = list_first_entry(&pages, struct page, lru);
+				list_del(&p[j]->lru);
+			}
+			rc_regrown(cc->cache, got[k]);
+		}
+		spin_unlock_irqrestore(&cc->lock, flags);
+		redcap_free_list(&pages);	/* none, unless an entry was regrown meanwhile */
+		cond_resched();
+	}
+}
+
+static int redcap_shrinker_add(struct redcap_cache *cc)
+{
+#ifndef SHRINKER_ALLOCATED
+	cc->shrinker_s.count_objects = redcap_shrink_count;
+	cc->shrinker_s.scan_objects = redcap_shrink_scan;
+	cc->shrinker_s.seeks = DEFAULT_SEEKS;
+	if (register_shrinker(&cc->shrinker_s, "dm-redcap:%u:%u", MAJOR(cc->origin_dev),
+			      MINOR(cc->origin_dev)))
+		return -ENOMEM;
+	cc->shrinker = &cc->shrinker_s;
+#else
+	cc->shrinker = shrinker_alloc(0, "dm-redcap:%u:%u", MAJOR(cc->origin_dev),
+				      MINOR(cc->origin_dev));
+	if (!cc->shrinker)
+		return -ENOMEM;
+	cc->shrinker->count_objects = redcap_shrink_count;
+	cc->shrinker->scan_objects = redcap_shrink_scan;
+	cc->shrinker->private_data = cc;
+	shrinker_register(cc->shrinker);
+#endif
+	return 0;
+}
+
+static void redcap_shrinker_del(struct redcap_cache *cc)
+{
+	if (!cc->shrinker)
+		return;
+#ifndef SHRINKER_ALLOCATED
+	unregister_shrinker(cc->shrinker);
+#else
+	shrinker_free(cc->shrinker);
+#endif
+	cc->shrinker = NULL;
+}
+
 /* Safe on a partly built cache. */
 static void redcap_cache_free(struct redcap_cache *cc)
 {
+	redcap_shrinker_del(cc);
+	cancel_work_sync(&cc->regrow);
 	if (cc->wbq) {
 		wait_event(cc->wb_wait, !atomic_read(&cc->wb_inflight));
 		cancel_delayed_work_sync(&cc->wb_work);
@@ -2069,12 +2274,17 @@ static int redcap_cache_get(struct redcap_c *rc, struct dm_target *ti, u32 seg_s
 	mutex_init(&cc->wb_mutex);
 	INIT_DELAYED_WORK(&cc->wb_work, redcap_wb_work);
 	INIT_WORK(&cc->wb_resume, redcap_wb_resume);
+	INIT_WORK(&cc->regrow, redcap_regrow);
 	bio_list_init(&cc->wb_waiting);
 	bio_list_init(&cc->wb_flushes);
 	bio_list_init(&cc->wb_ranges);
 	atomic_set(&cc->wb_inflight, 0);
 	init_waitqueue_head(&cc->wb_wait);
 	r = redcap_cache_alloc(cc, ti);
+	if (!r && redcap_shrinker_add(cc)) {
+		ti->error = "Cannot register shrinker";
+		r = -ENOMEM;
+	}
 	if (r) {
 		redcap_cache_free(cc);
 		return r;
@@ -2295,6 +2505,7 @@ static int redcap_preresume(struct dm_target *ti)
 	struct redcap_c *rc = ti->private;
 	struct redcap_cache *cc = rc->cc;
 	unsigned long flags;
+	bool regrow;
 
 	redcap_fi_preresume_delay();
 	if (rc->applied)
@@ -2303,7 +2514,10 @@ static int redcap_preresume(struct dm_target *ti)
 	rc_set_write_policy(cc->cache, rc->write_policy);
 	rc_set_estimator(cc->cache, rc->estimator);
 	rc_set_policy(cc->cache, rc->policy);
+	regrow = rc_regrow_due(cc->cache);
 	spin_unlock_irqrestore(&cc->lock, flags);
+	if (regrow)
+		redcap_regrow_kick(cc);
 	rc->applied = true;
 	return 0;
 }
@@ -2450,7 +2664,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	u64 vd_requests, vd_busy_ns, vd_unestimated;
 	struct rc_adapt *a;
 	struct rc_caware *w;
-	u32 valid, filling, ghost, tun[RC_TUN_NR], hdc_pinned, hdc_max, periods;
+	u32 valid, filling, ghost, bare, tun[RC_TUN_NR], hdc_pinned, hdc_max, periods;
 	u32 dirty, dirty_max, wbusy, dirty_age = 0;
 	u64 dirty_sectors;
 	int wb_error;
@@ -2471,6 +2685,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	valid = rc->cc->cache->nr_valid;
 	filling = rc->cc->cache->nr_filling;
 	ghost = rc->cc->cache->nr_ghost;
+	bare = rc->cc->cache->nr_bare;
 	hdc_pinned = rc->cc->cache->nr_hdc;
 	hdc_max = rc_hdc_max(rc->cc->cache);
 	periods = rc->cc->cache->hot_periods;
@@ -2497,7 +2712,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       rc_write_policy_name(rc->cc->cache->write_policy));
 	DMEMIT("segment_sectors=%u\nsegments=%u\nsegments_valid=%u\nsegments_filling=%u\n",
 	       rc->cc->seg_sectors, rc->cc->nr_segs, valid, filling);
-	DMEMIT("segments_ghost=%u\n", ghost);
+	DMEMIT("segments_ghost=%u\nsegments_bare=%u\n", ghost, bare);
 	DMEMIT("reads=%llu\nread_hits=%llu\nread_hits_waited=%llu\n",
 	       c.reads, c.read_hits, c.read_hits_waited);
 	DMEMIT("read_misses=%llu\n", c.read_misses);
@@ -2530,6 +2745,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.writeback_ios, c.writeback_sectors, c.writeback_errors);
 	DMEMIT("writeback_error=%d\nflushes=%llu\ndirty_dropped=%llu\n", wb_error, c.flushes,
 	       c.dirty_dropped);
+	DMEMIT("given_back=%llu\nregrown=%llu\n", c.given_back, c.regrown);
 	DMEMIT("evictions=%llu\n", c.evictions);
 	DMEMIT("hdc_pinned=%u\nhdc_max=%u\nhdc_fills=%llu\nhdc_hits=%llu\nhdc_dropped=%llu\n",
 	       hdc_pinned, hdc_max, c.hdc_fills, c.hdc_hits, c.hdc_dropped);
@@ -2658,6 +2874,7 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	const char *err;
 	struct rc_msg m;
 	unsigned long flags;
+	bool regrow;
 	char buf[128];
 
 	err = rc_parse_message(argc, argv, &m, buf, sizeof(buf));
@@ -2719,7 +2936,10 @@ static int redcap_message(struct dm_target *ti, unsigned int argc, char **argv,
 	default:
 		break;
 	}
+	regrow = rc_regrow_due(cc->cache);
 	spin_unlock_irqrestore(&cc->lock, flags);
+	if (regrow)
+		redcap_regrow_kick(cc);
 	return 0;
 }
 

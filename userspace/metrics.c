@@ -36,6 +36,8 @@ static const struct metrics_rule {
 	  "Segments being filled" },
 	{ "segments_ghost", "segments_ghost", METRICS_GAUGE, METRICS_AS_IS,
 	  "Entries of the simulated cache that hold no data" },
+	{ "segments_bare", "segments_bare", METRICS_GAUGE, METRICS_AS_IS,
+	  "Entries whose pages went back to the kernel" },
 	{ "hdc_pinned", "hdc_pinned_segments", METRICS_GAUGE, METRICS_AS_IS,
 	  "Segments HDC holds pinned" },
 	{ "hdc_max", "hdc_max_segments", METRICS_GAUGE, METRICS_AS_IS,

@@ -101,6 +101,7 @@ json_object *stack_json(const struct stack_stats *s)
 	add(o, "segments_valid", ju64(s->segments_valid));
 	add(o, "segments_filling", ju64(s->segments_filling));
 	add(o, "ram_used_bytes", ju64(s->ram_used_bytes));
+	add(o, "ram_held_bytes", ju64(s->ram_held_bytes));
 	add(o, "policy", jstr(s->policy));
 	add(o, "write_policy", jstr(s->write_policy));
 	add(o, "estimator", jstr(s->estimator));

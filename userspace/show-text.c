@@ -62,6 +62,10 @@ void stack_text(const struct stack_stats *s)
 	       " filling\n", fmt_size(s->ram_bytes, a, sizeof(a)), s->segments,
 	       fmt_size(s->segment_bytes, c, sizeof(c)), s->segments_valid,
 	       fmt_size(s->ram_used_bytes, d, sizeof(d)), s->segments_filling);
+	if (s->ram_held_bytes < s->ram_bytes)
+		printf("  memory:     %s held, %s given back to the kernel while inactive\n",
+		       fmt_size(s->ram_held_bytes, a, sizeof(a)),
+		       fmt_size(s->ram_bytes - s->ram_held_bytes, c, sizeof(c)));
 	printf("  policy:     %s, write policy %s, estimator %s\n", s->policy, s->write_policy,
 	       s->estimator);
 	printf("  state:      %s: %s\n", s->state, s->state_reason);

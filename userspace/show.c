@@ -121,6 +121,10 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->ram_bytes = seg_bytes * k->nr_segs;
 	STACK_COUNTERS(READ_COUNTER)
 	s->ram_used_bytes = s->segments_valid * seg_bytes;
+	/* A module before segments_bare held all of it. */
+	s->ram_held_bytes = s->ram_bytes;
+	if (stats_find(&k->st, "segments_bare"))
+		s->ram_held_bytes -= sv(k, "segments_bare") * seg_bytes;
 	s->policy = ss(k, "policy");
 	s->write_policy = ss(k, "write_policy");
 	s->estimator = ss(k, "estimator");

@@ -44,6 +44,7 @@ struct stack_stats {
 	bool linear;			/* a linear device without cache: none of the rest */
 	uint64_t segment_bytes, segments, ram_bytes, segments_valid, segments_filling;
 	uint64_t ram_used_bytes;
+	uint64_t ram_held_bytes;	/* the pages held: less what went back to the kernel */
 	const char *policy, *write_policy, *estimator, *state;
 	char state_reason[256];		/* why the state, for people */
 	uint64_t last_cache_time_us, last_est_disk_time_us;

@@ -300,6 +300,98 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
         assert st["segments_ghost"] == 0
 
 
+def drop_slab():
+    """The kernel asks every shrinker for what it can give (vm.drop_caches 2)."""
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+
+
+def mem_free_kib():
+    """Free memory: MemFree and the pages on the CPUs' free lists, which
+    MemFree leaves out (tens of MiB of a page free may sit there)."""
+    with open("/proc/meminfo") as f:
+        free = next(int(line.split()[1]) for line in f if line.startswith("MemFree:"))
+    with open("/proc/zoneinfo") as f:
+        pcp = sum(int(line.split()[1]) for line in f if line.strip().startswith("count:"))
+    return free + pcp * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def regrown(rc, probe_block):
+    """Read @probe_block (each read may start the regrow) until no entry is
+    bare; the stats then.  The regrow runs in the background: no time asked."""
+    for _ in range(600):
+        read_pattern(rc.path, [probe_block], SEED)
+        st = rc.stats()
+        if st["segments_bare"] == 0:
+            return st
+        time.sleep(0.1)
+    raise AssertionError(f"still bare: {st}")
+
+
+def test_inactive_cache_gives_its_memory_back_and_regrows(origin, dmname):
+    """Inactive, the cache's pages go back to the kernel when it reclaims
+    (a shrinker); the simulated cache goes on as before; active again, the
+    cache gets its pages back and serves the data."""
+    n, segs = dev_sectors(origin), 256             # 32 MiB of pages
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {segs} 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")          # one fill per segment read
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        drop_slab()                                 # active: it earns, it keeps
+        st = rc.stats()
+        assert (st["segments_valid"], st["segments_bare"], st["given_back"]) == (2, 0, 0)
+
+        rc.message("policy", "off")
+        free = mem_free_kib()
+        drop_slab()
+        gained = mem_free_kib() - free
+        st = rc.stats()
+        assert (st["segments_bare"], st["given_back"], st["regrown"]) == (segs, segs, 0)
+        assert (st["segments_valid"], st["segments_ghost"]) == (0, 2)
+        assert gained >= segs * SEG // 2 * 7 // 8, f"MemFree rose {gained} KiB"
+        drop_slab()                                 # nothing more to give
+        assert rc.stats()["given_back"] == segs
+        # The simulated cache still holds the two segments.
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert (st["sim_hits"], st["sim_misses"]) == (2 * SEG_BLOCKS, 0)
+
+        rc.message("policy", "always")              # due: the regrow starts
+        st = regrown(rc, 4 * SEG_BLOCKS)
+        assert (st["regrown"], st["given_back"]) == (segs, segs)
+        before = st
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["read_misses"] - before["read_misses"] == 2
+        assert st["read_hits"] - before["read_hits"] == 4 * SEG_BLOCKS - 2
+
+
+def test_regrow_without_memory_serves_on(origin, dmname, fault):
+    """No memory for the pages given back: the reads go to the disk (no entry
+    for data: busy), the data is right, and the regrow is tried again."""
+    n = dev_sectors(origin)
+    with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {NSEGS} 2 policy off") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        drop_slab()
+        assert rc.stats()["segments_bare"] == NSEGS
+        fault("fi_regrow_alloc_fail", 1)
+        rc.message("policy", "always")
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert (st["segments_bare"], st["regrown"], st["read_misses"]) == (NSEGS, 0, 0)
+        assert st["read_bypassed_busy"] == st["reads"] == 2 * SEG_BLOCKS
+        fault("fi_regrow_alloc_fail", 0)
+        st = regrown(rc, 4 * SEG_BLOCKS)
+        assert st["regrown"] == NSEGS
+        before = st
+        read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["read_misses"] - before["read_misses"] == 2
+        assert st["read_hits"] - before["read_hits"] == 2 * SEG_BLOCKS - 2
+
+
 def test_write_policy_update_updates_cached_segment_in_place(loop64, dmname):
     write_stamped(loop64, 0, 4 * SEG_BLOCKS, seed=1)
     n = dev_sectors(loop64)

@@ -186,6 +186,17 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
                         "0 resent")
     assert human[8] == "  hit ratio:  93.8 %"
     assert [x for x in human if x.startswith("  advice:     ")], human
+    assert st["ram_held_bytes"] == 8 << 20
+    assert not [x for x in human if x.startswith("  memory:")], human
+
+    # inactive, its memory goes back when the kernel asks (redcap(4) Memory)
+    ok("set", name, "policy=off")
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+    assert valid(json.loads(ok("status", name, "--json").stdout))["ram_held_bytes"] == 0
+    human = ok("status", name).stdout.splitlines()
+    assert human[4] == "  memory:     0 bytes held, 8 MiB given back to the kernel while inactive"
+    ok("set", name, "policy=always")
 
     lst = valid(json.loads(ok("list", "--json").stdout))
     assert [s["name"] for s in lst["stacks"]] == [name]

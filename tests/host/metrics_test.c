@@ -17,7 +17,7 @@
 static const char full_answer[] =
 	"state=active\npolicy=adaptive+caware\nwrite_policy=invalidate\n"
 	"segment_sectors=256\nsegments=512\nsegments_valid=380\nsegments_filling=2\n"
-	"segments_ghost=17\nreads=120000\nread_hits=90000\nread_hits_waited=1200\n"
+	"segments_ghost=17\nsegments_bare=19\nreads=120000\nread_hits=90000\nread_hits_waited=1200\n"
 	"read_misses=20000\nread_bypassed=8700\nread_bypassed_busy=3\ncaware_bypassed=5000\n"
 	"read_bypassed_nomem=0\nread_bypassed_held=0\nread_resent=100\n"
 	"read_bypassed_inactive=2000\nread_bypassed_budget=1500\nread_bypassed_joined=190\n"
@@ -29,7 +29,7 @@ static const char full_answer[] =
 	"read_bypassed_partial=40\n"
 	"dirty_segments=60\ndirty_max=128\ndirty_sectors=4096\nwrites_inflight=3\ndirty_age_ms=2500\n"
 	"writeback_ios=700\nwriteback_sectors=90000\nwriteback_errors=1\n"
-	"writeback_error=-5\nflushes=210\ndirty_dropped=2\n"
+	"writeback_error=-5\nflushes=210\ndirty_dropped=2\ngiven_back=23\nregrown=4\n"
 	"evictions=19000\nhdc_pinned=100\nhdc_max=128\nhdc_fills=140\nhdc_hits=9000\n"
 	"hdc_dropped=1\nhot_periods=5\n"
 	"model=253:4\nvdisk_requests=41000\nvdisk_time_us=512345678\nvdisk_unestimated=7\n"

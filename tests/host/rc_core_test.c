@@ -93,6 +93,15 @@ static u32 free_len(const struct rc_cache *c)
 	return n;
 }
 
+static u32 bare_len(const struct rc_cache *c)
+{
+	u32 i, n = 0;
+
+	for (i = c->bare_head; i != RC_NONE; i = c->entries[i].next)
+		n++;
+	return n;
+}
+
 /*
  * The LRU (@kind LIST_LRU: VALID and GHOST entries), probation (LIST_PROB:
  * VALID entries filled ahead and unread) or HDC's list (LIST_HDC: VALID
@@ -136,7 +145,7 @@ static void check_list(const struct rc_cache *c, u32 head, u32 tail, int kind,
 static void check_invariants(const struct rc_cache *c)
 {
 	u32 n = c->nr_entries, i, b, cnt;
-	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, nh = 0, hashed = 0;
+	u32 nv = 0, nf = 0, np = 0, ng = 0, na = 0, nh = 0, nb = 0, hashed = 0;
 	unsigned char *seen = calloc(n, 1);
 	const struct rc_entry *e;
 
@@ -150,8 +159,24 @@ static void check_invariants(const struct rc_cache *c)
 		CHECK_EQ(e->state, RC_FREE);
 		CHECK_EQ(e->pins, 0);
 		CHECK(e->on_list);
+		CHECK(!e->bare);
 		CHECK(++cnt <= n);
 	}
+	/* The bare FREE entries: their own list, linked both ways. */
+	b = RC_NONE;
+	for (i = c->bare_head; i != RC_NONE; i = e->next) {
+		CHECK(i < n);
+		CHECK(!seen[i]);
+		seen[i] = 1;
+		e = &c->entries[i];
+		CHECK_EQ(e->state, RC_FREE);
+		CHECK_EQ(e->pins, 0);
+		CHECK(e->on_list && e->bare);
+		CHECK_EQ(e->prev, b);
+		b = i;
+		CHECK(++cnt <= n);
+	}
+	CHECK_EQ(c->bare_tail, b);
 	check_list(c, c->lru_head, c->lru_tail, LIST_LRU, seen);
 	check_list(c, c->prob_head, c->prob_tail, LIST_PROB, seen);
 	check_list(c, c->hdc_head, c->hdc_tail, LIST_HDC, seen);
@@ -196,6 +221,10 @@ static void check_invariants(const struct rc_cache *c)
 			CHECK(e->state == RC_FILLING || e->state == RC_VALID);
 		if (e->hfill)
 			CHECK_EQ(e->state, RC_FILLING);
+		/* A bare entry holds no data, and no data goes into one. */
+		if (e->bare)
+			CHECK(e->state == RC_FREE || e->state == RC_GHOST);
+		nb += e->bare;
 		nh += e->hdc;
 		na += e->ahead;
 		nv += e->state == RC_VALID;
@@ -209,6 +238,7 @@ static void check_invariants(const struct rc_cache *c)
 	CHECK_EQ(nf, c->nr_filling);
 	CHECK_EQ(np, c->nr_pinned);
 	CHECK_EQ(nh, c->nr_hdc);
+	CHECK_EQ(nb, c->nr_bare);
 	CHECK_EQ(hashed, nv + nf + ng);
 	CHECK_EQ(rc_idle(c), np == 0);
 	/* One hashed entry per segment (quadratic: small caches only). */
@@ -290,8 +320,10 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "writeback_errors", g->writeback_errors, w->writeback_errors);
 	check_ctr_field(line, "flushes", g->flushes, w->flushes);
 	check_ctr_field(line, "dirty_dropped", g->dirty_dropped, w->dirty_dropped);
+	check_ctr_field(line, "given_back", g->given_back, w->given_back);
+	check_ctr_field(line, "regrown", g->regrown, w->regrown);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 44 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 46 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -670,6 +702,114 @@ CTEST(policy_off_bypasses_everything)
 	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
 	rc_unpin(c, idx);
 	check_invariants(c);
+	rm(c);
+}
+
+/*
+ * Inactive, the cache gives its buffers back (rc_give_back()): the free
+ * ones first, then the VALID ones become GHOSTs where they are, so the
+ * simulated cache goes on as before; active again, no data goes into a
+ * bare entry until it has a buffer (rc_regrown()).
+ */
+CTEST(give_back_while_inactive_and_regrow)
+{
+	struct rc_cache *c = mk(4);
+	u32 a, b, idx, out[8], from = 0, i;
+
+	a = fill_seg(c, 1);
+	b = fill_seg(c, 2);
+	CHECK_EQ(rc_givable(c), 0);		/* active: it earns */
+	CHECK_EQ(rc_give_back(c, &from, 4, out, 8), 0);
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(rc_givable(c), 4);
+	CHECK_EQ(rc_give_back(c, &from, 4, out, 8), 4);
+	CHECK_EQ(c->nr_bare, 4);
+	CHECK_EQ(c->nr_valid, 0);
+	CHECK_EQ(c->nr_ghost, 2);
+	CHECK(out[2] == a || out[3] == a);	/* after the two free ones */
+	CHECK(c->entries[a].state == RC_GHOST && c->entries[b].state == RC_GHOST);
+	CHECK_EQ(from, 2);			/* walked entries 0 and 1 */
+	CHECK_EQ(bare_len(c), 2);
+	check_invariants(c);
+	CHECK_EQ(rc_givable(c), 0);
+	CHECK_EQ(rc_give_back(c, &from, 4, out, 8), 0);
+	/* The simulated cache: 1 is still held, 7 takes a bare entry. */
+	CHECK_EQ(read_seg(c, 1, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_HIT);
+	CHECK_EQ(read_seg(c, 7, &idx), RC_READ_BYPASS);
+	CHECK_EQ(rs.sim, RC_SIM_MISS);
+	CHECK_EQ(bare_len(c), 1);
+	check_invariants(c);
+	/* Active with every entry bare: the bare victims go, the read goes down. */
+	CHECK(!rc_regrow_due(c));
+	rc_set_policy(c, RC_POLICY_ALWAYS);
+	CHECK(rc_regrow_due(c));
+	CHECK_EQ(rc_give_back(c, &from, 4, out, 8), 0);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_BYPASS);
+	CHECK_EQ(c->nr_ghost, 0);
+	CHECK_EQ(bare_len(c), 4);
+	check_invariants(c);
+	for (i = 0; i < 4; i++)
+		rc_regrown(c, i);
+	rc_regrown(c, 0);			/* not bare: nothing */
+	CHECK_EQ(c->nr_bare, 0);
+	CHECK(!rc_regrow_due(c));
+	CHECK_EQ(free_len(c), 4);
+	check_invariants(c);
+	CHECK_EQ(read_seg(c, 9, &idx), RC_READ_FILL);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	check_invariants(c);
+	CHECK_CTR(c, .reads = 6, .read_misses = 3, .read_bypassed = 3, .read_bypassed_inactive = 2,
+		  .read_bypassed_busy = 1, .sim_hits = 1, .sim_misses = 1, .fill_ios = 3,
+		  .fill_sectors = 3 * 256, .given_back = 4, .regrown = 4);
+	rm(c);
+}
+
+/*
+ * What the cache serves keeps its buffer: a pinned hit, HDC's pins and
+ * the room for its chosen set; dirty data, and a cache that caches
+ * writes, give nothing back.  The walk goes @budget entries at most.
+ */
+CTEST(give_back_keeps_what_serves)
+{
+	struct rc_cache *c = mk(8);
+	u64 want[1] = { 3 };
+	u32 idx, pinned, out[8], from = 0;
+
+	fill_seg(c, 1);
+	fill_seg(c, 2);
+	pinned = fill_seg(c, 4);
+	CHECK_EQ(read_seg(c, 4, &idx), RC_READ_HIT);	/* held by a copy */
+	CHECK_EQ(idx, pinned);
+	rc_hdc_want(c, want, 1);
+	CHECK_EQ(read_seg(c, 3, &idx), RC_READ_FILL);	/* HDC pins it */
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	CHECK(c->entries[idx].hdc);
+	rc_set_policy(c, RC_POLICY_OFF);
+	/* HDC's share of 8 is 2: six may go, the walk sees 2 entries. */
+	CHECK_EQ(rc_hdc_max(c), 2);
+	CHECK_EQ(rc_givable(c), 6);
+	CHECK_EQ(rc_give_back(c, &from, 2, out, 8), 6);	/* 4 free, 2 walked */
+	CHECK_EQ(from, 2);
+	CHECK_EQ(c->nr_bare, 6);
+	check_invariants(c);
+	CHECK_EQ(rc_give_back(c, &from, 8, out, 8), 0);	/* HDC's room stays */
+	CHECK(!rc_bare(c, pinned) && !rc_bare(c, idx));
+	CHECK(!rc_regrow_due(c));
+	rc_set_tunable(c, RC_TUN_HDC, 50);		/* a larger share wants buffers */
+	CHECK(rc_regrow_due(c));
+	rc_set_tunable(c, RC_TUN_HDC, 25);
+	rc_hdc_want(c, NULL, 0);
+	CHECK_EQ(rc_give_back(c, &from, 8, out, 8), 0);	/* pinned, both */
+	rc_unpin(c, pinned);
+	CHECK_EQ(rc_give_back(c, &from, 8, out, 8), 1);
+	CHECK_EQ(out[0], pinned);
+	check_invariants(c);
+	rc_set_write_policy(c, RC_WRITE_BACK);
+	CHECK(!rc_may_give_back(c));
+	CHECK_EQ(rc_givable(c), 0);
 	rm(c);
 }
 
@@ -1362,6 +1502,7 @@ struct st {
 	u32 np;
 	u32 version;
 	u32 hdc_pins, hdc_unpins;	/* HDC pins begun and ended by unpin/keep */
+	u32 give_from;			/* rc_give_back()'s walk */
 	struct rc_counters want;
 };
 
@@ -1402,7 +1543,9 @@ static void st_read(struct st *s)
 	u32 expect = st_seg_idx(s, seg), nfree = free_len(s->c), idx = RC_NONE;
 	u32 ghost = st_ghost_idx(s, seg), tail = s->c->lru_tail;
 	u64 busy = s->c->ctr.read_bypassed_busy;
-	bool no_victim = !nfree && tail == RC_NONE;
+	/* A GHOST takes a bare entry first; active, nothing is bare (st_regrow()). */
+	u32 nbare = bare_len(s->c);
+	bool no_victim = !nfree && !nbare && tail == RC_NONE;
 	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
 	bool pinned = expect != RC_NONE && s->c->entries[expect].hdc;
 	enum rc_read_action a;
@@ -1428,12 +1571,14 @@ static void st_read(struct st *s)
 			CHECK_EQ(rs.sim, RC_SIM_MISS);
 			CHECK(st_ghost_idx(s, seg) != RC_NONE);
 			s->want.sim_misses++;
-			if (!nfree && tail_valid)
+			if (!nfree && !nbare && tail_valid)
 				s->want.evictions++;
 		}
 		return;
 	}
 	CHECK_EQ(rs.sim, RC_SIM_NONE);
+	if (rc_active(s->c))
+		CHECK_EQ(s->c->nr_bare, 0);
 	if (a != RC_READ_BYPASS)
 		CHECK_EQ(busy, 0);
 	if (s->inflight[seg] && expect == RC_NONE)
@@ -1656,6 +1801,9 @@ static void st_hdc_pin(struct st *s)
 	u32 nfree = free_len(s->c), nr = s->c->nr_hdc, idx = RC_NONE;
 	bool was = expect != RC_NONE && s->c->entries[expect].hdc;
 	bool tail_valid = tail != RC_NONE && s->c->entries[tail].state == RC_VALID;
+	/* Bare GHOSTs at the LRU's tail are dropped until a victim holds a buffer. */
+	u32 bare = s->c->nr_bare;
+	u64 evictions = s->c->ctr.evictions;
 
 	switch (rc_hdc_pin(s->c, seg, &idx)) {
 	case RC_HDC_PINNED:
@@ -1670,7 +1818,10 @@ static void st_hdc_pin(struct st *s)
 		s->fill[idx] = (struct st_fill){ .active = true };
 		s->hdc_pins++;
 		s->want.hdc_fills++;
-		if (!nfree && ghost == RC_NONE && tail_valid)
+		CHECK(!rc_bare(s->c, idx));
+		if (bare)
+			s->want.evictions += s->c->ctr.evictions - evictions;
+		else if (!nfree && ghost == RC_NONE && tail_valid)
 			s->want.evictions++;
 		break;
 	case RC_HDC_FULL:
@@ -1709,9 +1860,43 @@ static void st_hdc_keep(struct st *s)
 				CHECK(j + 1 < n);
 }
 
+/*
+ * The cache gives buffers back (rc_give_back()): only while it may, never
+ * more than asked, VALID entries becoming GHOSTs where they are.
+ */
+static void st_give_back(struct st *s)
+{
+	u32 out[8], max = 1 + ctest_rand(8), n, k;
+	u32 bare = s->c->nr_bare, held = s->c->nr_valid + s->c->nr_ghost;
+	bool may = rc_may_give_back(s->c);
+
+	n = rc_give_back(s->c, &s->give_from, 1 + ctest_rand(16), out, max);
+	CHECK(n <= (may ? max : 0));
+	CHECK(s->give_from < ST_ENTRIES);
+	CHECK_EQ(s->c->nr_bare, bare + n);
+	CHECK_EQ(s->c->nr_valid + s->c->nr_ghost, held);
+	for (k = 0; k < n; k++)
+		CHECK(rc_bare(s->c, out[k]));
+	s->want.given_back += n;
+}
+
+/* Every bare entry gets its buffer back (the glue's regrow). */
+static void st_regrow(struct st *s)
+{
+	u32 i;
+
+	for (i = 0; i < ST_ENTRIES; i++)
+		if (rc_bare(s->c, i)) {
+			rc_regrown(s->c, i);
+			s->want.regrown++;
+		}
+	CHECK_EQ(s->c->nr_bare, 0);
+	CHECK_EQ(bare_len(s->c), 0);
+}
+
 enum st_op {
 	ST_READ, ST_FILL_READ, ST_FILL_DONE, ST_UNPIN, ST_WRITE_START,
-	ST_WRITE_LAND, ST_WRITE_DONE, ST_HDC_PIN, ST_HDC_KEEP, ST_NR_OPS
+	ST_WRITE_LAND, ST_WRITE_DONE, ST_HDC_PIN, ST_HDC_KEEP, ST_GIVE_BACK, ST_NR_OPS
 };
 
 /* Per-phase op weights, so runs see both calm and write-heavy mixes. */
@@ -1779,6 +1964,9 @@ static void st_step(struct st *s, enum st_op op)
 		if (!ctest_rand(8))
 			st_hdc_keep(s);
 		break;
+	case ST_GIVE_BACK:
+		st_give_back(s);
+		break;
 	default:
 		CHECK(0);
 	}
@@ -1799,6 +1987,8 @@ CTEST(stress_random_model)
 			rc_set_policy(s.c, ctest_rand(4) ? RC_POLICY_ALWAYS :
 					   RC_POLICY_OFF);
 			rc_set_tunable(s.c, RC_TUN_HDC, ctest_rand(3) * 25);
+			if (rc_regrow_due(s.c))
+				st_regrow(&s);
 		}
 		if (!ctest_rand(2000)) {
 			u32 busy = rc_drop_all(s.c);
@@ -1817,6 +2007,7 @@ CTEST(stress_random_model)
 		st_fill_done(&s, k);
 	while (s.np)
 		st_unpin(&s, 0);
+	st_regrow(&s);
 	st_check(&s);
 	CHECK(rc_idle(s.c));
 	for (k = 0; k < ST_SEGS; k++) {
@@ -1840,6 +2031,8 @@ CTEST(stress_random_model)
 	CHECK(s.want.read_bypassed_busy > 0);
 	CHECK(s.want.sim_hits > 100);
 	CHECK(s.want.sim_misses > 100);
+	CHECK(s.want.given_back > 100);
+	CHECK(s.want.regrown > 100);
 	CHECK(s.want.read_bypassed_inactive > s.want.sim_hits + s.want.sim_misses);
 	CHECK_EQ(rc_drop_all(s.c), 0);
 	CHECK_EQ(free_len(s.c), ST_ENTRIES);
