@@ -7,7 +7,8 @@
  * every bio under both locks, and the decision of one read (rc_map_read(),
  * one lock hold) at 1M segments: its worst hold and how many model
  * pricings it makes, per kind of read; and the write cache's holds at 1M
- * segments, the dirty cap full.  The portable cores built with -O2
+ * segments, the dirty cap full; and an inactive cache giving its 1M
+ * segments back and regrowing them.  The portable cores built with -O2
  * on the host.
  * usage: make lockhold && build/bench/lockhold
  */
@@ -306,6 +307,59 @@ static void write_back(void)
 	free(mem);
 }
 
+/*
+ * Memory given back at 1M segments, every one VALID, the cache inactive:
+ * the shrinker's holds (rc_give_back(), 16 entries of a walk of at most
+ * 256: REDCAP_GIVE_CHUNK, REDCAP_GIVE_WALK), then active again the
+ * regrow's two holds a chunk: the walk for 16 bare entries and their
+ * rc_regrown() once their pages are had.
+ */
+static void give_back(void)
+{
+	void *mem = malloc(rc_cache_mem_size(ENTRIES));
+	static unsigned long long gives[ENTRIES / 16 + 1], walks[ENTRIES / 16 + 1],
+		installs[ENTRIES / 16 + 1];
+	size_t ng = 0, nw = 0, ni = 0;
+	unsigned long long t;
+	struct rc_cache c;
+	u32 out[16], from = 0, i = 0, n, k, walked;
+
+	if (!mem)
+		abort();
+	rc_cache_init(&c, mem, ENTRIES, 8, 0);
+	fill(&c);
+	rc_set_policy(&c, RC_POLICY_OFF);
+	for (;;) {
+		t = now_ns();
+		n = rc_give_back(&c, &from, 256, out, 16);
+		t = now_ns() - t;
+		if (!n)
+			break;
+		gives[ng++] = t;
+	}
+	if (c.nr_bare != ENTRIES)
+		abort();
+	rc_set_policy(&c, RC_POLICY_ALWAYS);
+	while (i < ENTRIES) {
+		t = now_ns();
+		for (n = 0, walked = 0; i < ENTRIES && walked < 256 && n < 16; i++, walked++)
+			if (rc_bare(&c, i))
+				out[n++] = i;
+		walks[nw++] = now_ns() - t;
+		t = now_ns();
+		for (k = 0; k < n; k++)
+			rc_regrown(&c, out[k]);
+		installs[ni++] = now_ns() - t;
+	}
+	if (c.nr_bare)
+		abort();
+	printf("memory given back and regrown, %u entries x 128 KiB:\n", ENTRIES);
+	print_holds("given back (rc_give_back(), 16)", gives, ng);
+	print_holds("regrow's walk for 16 bare entries", walks, nw);
+	print_holds("regrow's 16 rc_regrown()", installs, ni);
+	free(mem);
+}
+
 int main(void)
 {
 	struct rc_cache c;
@@ -343,6 +397,7 @@ int main(void)
 	model_estimate();
 	read_paths();
 	write_back();
+	give_back();
 	printf("entries=%u chunk=%u repeats=%d\n", ENTRIES, CHUNK, REPEAT);
 	printf("one walk of every entry: worst %.1f us\n", full_max / 1e3);
 	qsort(chunks, nchunks, sizeof(chunks[0]), cmp_ull);
