@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, SLOW, Dm, dev_sectors, dm_major_minor, kmsg, loop_device,
+from dmtest import (BLOCK, SLOW, Dm, dev_sectors, dm_major_minor, drop_slab, kmsg, loop_device,
                     read_blocks, read_pattern, scratch, sh, stamp, write_stamped)
 
 SEG = 256                       # segment sectors used throughout: 128 KiB
@@ -298,12 +298,6 @@ def test_policy_off_bypasses_reads_and_always_caches_again(origin, dmname):
         assert st["read_hits"] == 2 * SEG_BLOCKS - 2
         assert st["segments_valid"] == 2
         assert st["segments_ghost"] == 0
-
-
-def drop_slab():
-    """The kernel asks every shrinker for what it can give (vm.drop_caches 2)."""
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("2\n")
 
 
 def mem_free_kib():

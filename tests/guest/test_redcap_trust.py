@@ -22,8 +22,9 @@ import time
 import pytest
 
 from dmtest import (BLOCK, HELD_MS, SLOW, Dm, Outcome, aligned, brd_device, check_block,
-                    dev_sectors, in_kernel_function, in_threads, join_or_report, read_blocks,
-                    read_pattern, reads_in_flight, set_param, sh, slow_down, write_stamped)
+                    dev_sectors, drop_slab, in_kernel_function, in_threads, join_or_report,
+                    read_blocks, read_pattern, reads_in_flight, set_param, sh, slow_down,
+                    write_stamped)
 
 SEG = 256                        # 128 KiB segments
 SEG_BLOCKS = SEG * 512 // BLOCK
@@ -722,3 +723,49 @@ def test_defect8_aborted_vdisk_suspend_keeps_emulating(loop64, dmname):
     for b in blocks:
         check_block(got[b], b, SEED)
     assert st["queued_max"] >= 1, st
+
+
+# --------------------------------------------------------------------------
+# The memory of an inactive cache goes back to the kernel (a shrinker) and
+# comes back once it is active (a worker): neither may hand a reader a
+# segment without its pages, or another segment's data.
+
+
+def test_memory_given_back_and_regrown_under_readers(loop64, dmname):
+    """Four readers checking every block's stamp while the cache is turned
+    off, the kernel takes its pages, and the cache is turned on again
+    (its pages regrown behind the reads), over and over."""
+    n = dev_sectors(loop64)
+    nblocks = n * 512 // BLOCK
+    write_stamped(loop64, 0, nblocks, SEED)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 64 2 policy always") as rc:
+        rc.cold()
+        stop = threading.Event()
+        rounds = []
+
+        def toggler():
+            while not stop.is_set():
+                rc.message("policy", "off")
+                drop_slab()
+                rc.message("policy", "always")
+                rounds.append(rc.stats()["segments_bare"])
+                time.sleep(0.05)
+        t = threading.Thread(target=toggler)
+        t.start()
+        try:
+            in_threads(random_reader, [(rc.path, range(nblocks), 1000, SEED + i)
+                                       for i in range(4)])
+        finally:
+            stop.set()
+            t.join()
+        st = rc.stats()
+        assert read_identity(st), st
+        assert st["given_back"] >= 64 and st["regrown"] > 0 and st["read_hits"] > 0, st
+        assert len(rounds) >= 3, rounds
+        # Still reading, everything is regrown and the data right.
+        for _ in range(600):
+            read_pattern(rc.path, range(0, nblocks, 97), SEED)
+            if rc.stats()["segments_bare"] == 0:
+                break
+            time.sleep(0.1)
+        assert rc.stats()["segments_bare"] == 0
