@@ -36,7 +36,9 @@ Stack B, a filesystem in use:
     loop (96 MiB) <- soak-b (redcap 128 KiB x 64, write_policy update to
     start, then any, as on A) <- ext4
   stress-ng --hdd --verify runs back to back (each must succeed), fstrim
-  every ~30 s, the page cache dropped every 3 s, and a second chaos thread
+  every ~30 s, the page cache and the slabs dropped every 3 s (vm.drop_caches
+  3 calls every shrinker: an inactive cache of either stack gives its pages
+  back, and regrows them once a chaos switch makes it active), and a second chaos thread
   (policy, write_policy, drop_cache, suspend+resume, same-geometry reload)
   every 2-5 s.
 
@@ -115,7 +117,8 @@ CUMULATIVE = ["reads", "read_hits", "read_hits_waited", "read_misses",
               "fill_errors",
               "fill_stale", "prefetches", "prefetch_hits", "writes", "invalidations", "updates",
               "write_allocs", "evictions", "switches", "write_cached", "write_through",
-              "write_waits", "writeback_ios", "writeback_errors", "flushes"]
+              "write_waits", "writeback_ios", "writeback_errors", "flushes", "given_back",
+              "regrown"]
 
 
 def now():
@@ -1096,7 +1099,7 @@ class Soak:
                 "prefetch_hits",
                 "writes", "invalidations", "updates", "write_allocs", "write_cached",
                 "write_through", "write_waits", "writeback_ios", "writeback_errors",
-                "flushes", "evictions", "switches"]
+                "flushes", "evictions", "switches", "segments_bare", "given_back", "regrown"]
         lines += ["", "## Final redcap stats", "",
                   "soak-a's are its last cache's (a new geometry or a re-creation starts "
                   "a new one); *all caches* sums them over every cache it had (read just "
