@@ -6,7 +6,8 @@ For every workload x processes x I/O mode x configuration x repetition it
 builds the device stack afresh on an emulated hard disk, mounts the ext4
 filesystem that holds the data read-only with nothing of it cached (see
 cold()), runs the workload and records the application time (start of the first process to
-the end of the last) with the disk's counters and redcap's statistics.
+the end of the last) with the disk's counters and redcap's statistics
+and shadows (shadows_of()).
 
 The stack, bottom up:  brd /dev/ram0 (the data, written once)
   -> "hdd": vdisk emulate <profile> (the slow disk; its counters are the
@@ -150,13 +151,26 @@ RECOMMENDED_WB = f"{RECOMMENDED}-writeback"
 WB_FEATURES = "2 write_policy back"
 RECOMMENDED_SEL = f"{RECOMMENDED}-selective"
 SEL_FEATURES = "2 write_policy selective"
+# Issue 49's measure of the shadows' RAM advice, a configuration --configs
+# takes: the recommended stack (its table line, tunables, read-ahead, 128
+# KiB segments) with twice its segments, the cache "twice the RAM" of the
+# recommended stack's shadows (the set's budget is unchanged: the other
+# caches, the equal-RAM page cache and memory.max keep theirs).
+RECOMMENDED_2X = f"{RECOMMENDED}-2x"
+
+def geometry_sizes(name):
+    """(segments, sectors a segment) of a geometry "<segments>x<KiB>k", in
+    GEOMETRIES or not (RECOMMENDED_2X's is twice the set's RAM)."""
+    m = re.fullmatch(r"(\d+)x(\d+)k", name)
+    return int(m.group(1)), int(m.group(2)) * 2
+
 
 def config_names():
     """(the recommended stack's geometry and policy, the full set's
     configurations, those --configs takes besides) at GEOMETRIES."""
     g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
     extra = ([f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] +
-             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL])
+             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL, RECOMMENDED_2X])
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
                 if p not in ("always", RECOMMENDED_POLICY) and
@@ -423,6 +437,47 @@ def dm_stats(name):
     return stats
 
 
+SHADOW_RAMS = ("half", "x1", "x2", "x4")
+
+
+def shadows_of(text, segment_bytes):
+    """The RAM figures of a "shadows" answer (docs/redcap.rst, "shadows";
+    redcapctl's stack_shadows()): the cache's RAM (ram_bytes), the bare
+    disk's price of the reads (bare_us), and for the live segment size
+    (@segment_bytes) its sampled regions, reads and each RAM's disk time
+    in parts per million of bare_us (half, x1, x2, x4: of ram_bytes;
+    absent if that shadow priced nothing).  The other sizes' under
+    "by_size" ({KiB: {half: ppm, ...}}), for the geometry's advice."""
+    rec, by_size = {}, {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        if not re.fullmatch(r"\d+", v):
+            continue
+        if k == "shadow_ram":
+            rec["ram_bytes"] = int(v)
+        elif k == "shadow_bare_us":
+            rec["bare_us"] = int(v)
+        m = re.fullmatch(r"shadow_(\d+)k_(\w+)", k)
+        if m and m.group(2) in SHADOW_RAMS + ("sampled", "reads"):
+            by_size.setdefault(int(m.group(1)), {})[m.group(2)] = int(v)
+    live = segment_bytes >> 10
+    rec["segment_kib"] = live
+    rec.update(by_size.pop(live, {}))
+    rec["by_size"] = {kib: {r: f[r] for r in SHADOW_RAMS if r in f}
+                      for kib, f in sorted(by_size.items())}
+    return rec
+
+
+def ram_advice(shadows):
+    """The change of the disk's time a shadows record predicts for each
+    RAM against the live cache's (redcapctl status' "twice the RAM -6.6
+    %", as a fraction: half, x2, x4), {} when nothing was priced."""
+    if not shadows or not shadows.get("x1"):
+        return {}
+    return {r: shadows[r] / shadows["x1"] - 1 for r in SHADOW_RAMS
+            if r != "x1" and r in shadows}
+
+
 def sectors(dev):
     return int(sh(BUSYBOX, "blockdev", "--getsz", dev).stdout)
 
@@ -613,6 +668,9 @@ def redcap_parts(config):
     and POLICIES, or None."""
     if config in (RECOMMENDED, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL):
         return RECOMMENDED_STACK
+    if config == RECOMMENDED_2X:
+        segs, seg_sectors = GEOMETRIES[RECOMMENDED_STACK[0]]
+        return f"{2 * segs}x{seg_sectors // 2}k", RECOMMENDED_STACK[1]
     m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
     if not m or m.group(1) not in GEOMETRIES or m.group(2) not in POLICIES:
         return None
@@ -745,7 +803,7 @@ class Stack:
         self.redcap = None
         if config.startswith("redcap-"):
             geometry, policy = redcap_parts(config)
-            segs, seg_sectors = GEOMETRIES[geometry]
+            segs, seg_sectors = geometry_sizes(geometry)
             features = {RECOMMENDED_WB: WB_FEATURES,
                         RECOMMENDED_SEL: SEL_FEATURES}.get(config, POLICIES[policy])
             self.top = self.dm("bench-rc", f"0 {n} redcap {vd} {seg_sectors} {segs} {features}")
@@ -755,6 +813,7 @@ class Stack:
             if policy in READAHEAD_OF:
                 sh(BUSYBOX, "blockdev", "--setra", str(READAHEAD_OF[policy] * 2), self.top)
             self.redcap = "bench-rc"
+            self.segment_bytes = seg_sectors * SECTOR
         elif config == "readahead":
             self.readahead = (vd, sh(BUSYBOX, "blockdev", "--getra", vd).stdout.strip())
             sh(BUSYBOX, "blockdev", "--setra", str(READAHEAD_KB * 2), vd)
@@ -1201,6 +1260,10 @@ def one_run(args, base, workload, procs, io, config, rep, extra):
             rec["disk_stats"] = stack.disk_stats()
             if stack.redcap:
                 rec["redcap_stats"] = dm_stats(stack.redcap)
+                # the shadows' RAM advice for the run's reads (priced on the
+                # model as it is now, as redcapctl status would)
+                rec["shadows"] = shadows_of(dm_message(stack.redcap, "shadows"),
+                                            stack.segment_bytes)
             if stack.rapiddisk:
                 rec["rapiddisk_stats"] = rapiddisk_stats("bench-rdc")
         finally:

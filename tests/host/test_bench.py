@@ -330,6 +330,72 @@ def test_writeback_is_the_recommended_stack_with_write_policy_back():
     assert srv.SEL_FEATURES == "2 write_policy selective"
 
 
+def test_recommended_2x_is_the_recommended_stack_with_twice_the_segments():
+    """Issue 49's configuration: the recommended stack's table line,
+    tunables and 128 KiB segments, 1024 of them (128 MiB); the set's budget,
+    memory.max and default configurations unchanged."""
+    srv = _server()
+    c = "redcap-recommended-2x"
+    assert c in srv.EXTRA_CONFIGS and c not in srv.CONFIGS
+    assert all(c not in spec["configs"] for spec in srv.SETS.values())
+    assert srv.redcap_parts(c) == ("1024x128k", "default")
+    assert srv.geometry_sizes("1024x128k") == (1024, 256)
+    assert srv.geometry_sizes(srv.RECOMMENDED_STACK[0]) == srv.GEOMETRIES["512x128k"]
+    assert srv.memory_max(c) == srv.memory_max(srv.RECOMMENDED)
+    assert srv.BUDGET_SECTORS == 131072
+
+
+SHADOWS = """shadow_ram=67108864
+shadow_bare_us=8612345
+shadow_32k_sampled=32
+shadow_32k_reads=160
+shadow_32k_half=402113
+shadow_32k_x1=351920
+shadow_32k_x2=301766
+shadow_32k_x4=280334
+shadow_128k_sampled=30
+shadow_128k_reads=150
+shadow_128k_half=500000
+shadow_128k_x1=400000
+shadow_128k_x2=373600
+shadow_1024k_x1=1000
+"""
+
+
+def test_a_runs_shadows_keep_the_live_sizes_ram_figures():
+    """What one_run() keeps of the "shadows" answer (docs/redcap.rst), and
+    the advice redcapctl status prints from it: twice the RAM -6.6 %; a
+    shadow that priced nothing (x4 here) gives no advice."""
+    rec = suite.shadows_of(SHADOWS, 128 << 10)
+    assert rec == {"ram_bytes": 64 << 20, "bare_us": 8612345, "segment_kib": 128,
+                   "sampled": 30, "reads": 150, "half": 500000, "x1": 400000, "x2": 373600,
+                   "by_size": {32: {"half": 402113, "x1": 351920, "x2": 301766,
+                                    "x4": 280334}, 1024: {"x1": 1000}}}
+    adv = suite.ram_advice(rec)
+    assert set(adv) == {"half", "x2"}
+    assert round(100 * adv["x2"], 1) == -6.6 and round(100 * adv["half"], 1) == 25.0
+    assert suite.ram_advice(suite.shadows_of("shadow_ram=1\n", 128 << 10)) == {}
+    assert suite.ram_advice(None) == {}
+    json.dumps(rec, sort_keys=True)	# into the records as it is
+
+
+def test_ram_advice_compares_the_prediction_with_the_2x_run():
+    ra = benchmod.load("ram-advice")
+    one = {"workload": "lkr", "procs": 4, "io": "buffered", "config": "redcap-recommended",
+           "app_time_s": 10.0, "disk_stats": {"busy_us": 4_000_000},
+           "shadows": suite.shadows_of(SHADOWS, 128 << 10)}
+    two = dict(one, config="redcap-recommended-2x", app_time_s=9.0,
+               disk_stats={"busy_us": 3_500_000}, shadows={"bare_us": 8_000_000})
+    bare = dict(one, config="bare")
+    [c] = ra.cells([bare, one, two, dict(one, workload="tac")])
+    assert round(c["predicted"], 1) == -6.6 and round(c["busy"], 1) == -12.5
+    assert round(c["app"], 1) == -10.0 and round(c["error"], 1) == 5.9 and not c["within"]
+    assert c["lru1"] == 40.0 and round(c["cache1"], 1) == 46.4 and c["cache2"] == 43.75
+    text = ra.report([c], "cmd")
+    assert "in **0 of 1** cells" in text and "| lkr | 4 | -6.6 | -12.5 | -10.0 | +5.9 | no |" \
+        in text
+
+
 def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
     srv = _server()
     assert srv.memory_max("bare") == 256 << 20 == 268435456
