@@ -760,12 +760,18 @@ def test_memory_given_back_and_regrown_under_readers(loop64, dmname):
             t.join()
         st = rc.stats()
         assert read_identity(st), st
-        assert st["given_back"] >= 64 and st["regrown"] > 0 and st["read_hits"] > 0, st
+        # (how many reads hit meanwhile follows the kernel's speed: not asked)
+        assert st["given_back"] >= 64 and st["regrown"] > 0, st
         assert len(rounds) >= 3, rounds
-        # Still reading, everything is regrown and the data right.
+        # Still reading, everything is regrown, and regrown pages serve.
         for _ in range(600):
             read_pattern(rc.path, range(0, nblocks, 97), SEED)
             if rc.stats()["segments_bare"] == 0:
                 break
             time.sleep(0.1)
-        assert rc.stats()["segments_bare"] == 0
+        before = rc.stats()
+        assert before["segments_bare"] == 0
+        read_pattern(rc.path, range(SEG_BLOCKS), SEED)
+        read_pattern(rc.path, range(SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["read_hits"] - before["read_hits"] >= SEG_BLOCKS, st
