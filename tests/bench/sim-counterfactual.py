@@ -12,7 +12,7 @@ received against the bare run's busy time, in %.
 usage: sim-counterfactual.py [--bin REDCAPCTL] [--disk hdd7200|hdd15k]
            [--seeds 7,1,2] [--only tac,mix] [--drive-cache] [--no-train]
 """
-import argparse, importlib.util, json, os, random, subprocess, sys, tempfile
+import argparse, importlib.util, json, os, subprocess, sys, tempfile
 import concurrent.futures as cf
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 spec = importlib.util.spec_from_file_location("sim_compare", os.path.join(TOP, "tests", "bench", "sim-compare.py"))
@@ -70,21 +70,7 @@ def trace(w, d):
     return path
 
 def train(seed, tmp):
-    rng = random.Random(seed)
-    reqs = []
-    for i in range(6000):
-        n = 8 << rng.randrange(7)
-        sector = rng.randrange((CAP - 4096) // 8) * 8
-        end = reqs[-1][0] + reqs[-1][1] if reqs else 0
-        if i % 4 in (1, 2) and reqs:
-            sector = end
-        elif i % 4 == 3 and reqs:
-            skip = 8 << rng.randrange(12)
-            if rng.randrange(2):
-                sector = end + skip
-            elif end >= skip + n:
-                sector = end - skip - n
-        reqs.append((sector, n))
+    reqs = ss.train_requests(CAP, seed)
     t = os.path.join(tmp, f'train-{seed}.csv')
     ss.write_trace(t, [reqs])
     m = os.path.join(tmp, f'model-{a.disk}-{seed}{"-dc" if a.drive_cache else ""}.tables')

@@ -321,15 +321,15 @@ def simulate(trace, disk, model, configs):
     return json.loads(r.stdout)["results"]
 
 
-def train_model(disk, tmp):
-    """Reads of 4 KiB to 256 KiB over the disk, as vdiskctl train sends them
-    (half where the last ended, a quarter 4 KiB << k before or after it, the
-    rest at random), replayed bare; the model the model layer learnt is kept."""
-    rng = random.Random(7)
+def train_requests(capacity, seed=7):
+    """Reads of 4 KiB to 256 KiB over a disk of @capacity sectors, as vdiskctl
+    train sends them (half where the last ended, a quarter 4 KiB << k before
+    or after it, the rest at random): (sector, sectors) pairs."""
+    rng = random.Random(seed)
     reqs = []
     for i in range(6000):
         n = 8 << rng.randrange(7)
-        sector = rng.randrange((DISKS[disk] - 4096) // 8) * 8
+        sector = rng.randrange((capacity - 4096) // 8) * 8
         end = reqs[-1][0] + reqs[-1][1] if reqs else 0
         if i % 4 in (1, 2) and reqs:
             sector = end
@@ -340,8 +340,13 @@ def train_model(disk, tmp):
             elif end >= skip + n:
                 sector = end - skip - n
         reqs.append((sector, n))
+    return reqs
+
+
+def train_model(disk, tmp):
+    """train_requests() replayed bare; the model the model layer learnt is kept."""
     trace = os.path.join(tmp, f"train-{disk}.csv")
-    write_trace(trace, [reqs])
+    write_trace(trace, [train_requests(DISKS[disk])])
     model = os.path.join(tmp, f"model-{disk}.tables")
     r = subprocess.run([REDCAPCTL, "simulate", "--trace", trace, "--format", "csv",
                         "--disk", disk, "--capacity", str(DISKS[disk]), "--config", "bare",
