@@ -107,6 +107,9 @@ static bool fi_regrow_alloc_fail;
 module_param(fi_regrow_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_regrow_alloc_fail,
 		 "test builds: the pages given back cannot be allocated again");
+static bool fi_shrinker_fail;
+module_param(fi_shrinker_fail, bool, 0644);
+MODULE_PARM_DESC(fi_shrinker_fail, "test builds: a new cache's shrinker cannot be registered");
 static bool fi_shadow_alloc_fail;
 module_param(fi_shadow_alloc_fail, bool, 0644);
 MODULE_PARM_DESC(fi_shadow_alloc_fail,
@@ -154,6 +157,11 @@ static bool redcap_fi_shadow_alloc_fail(void)
 static bool redcap_fi_regrow_alloc_fail(void)
 {
 	return READ_ONCE(fi_regrow_alloc_fail);
+}
+
+static bool redcap_fi_shrinker_fail(void)
+{
+	return READ_ONCE(fi_shrinker_fail);
 }
 
 static bool redcap_fi_wb_hold(void)
@@ -229,6 +237,11 @@ static inline bool redcap_fi_flush_broken(void)
 }
 
 static inline bool redcap_fi_regrow_alloc_fail(void)
+{
+	return false;
+}
+
+static inline bool redcap_fi_shrinker_fail(void)
 {
 	return false;
 }
@@ -2052,6 +2065,8 @@ static void redcap_regrow(struct work_struct *work)
 
 static int redcap_shrinker_add(struct redcap_cache *cc)
 {
+	if (redcap_fi_shrinker_fail())
+		return -ENOMEM;
 #ifndef SHRINKER_ALLOCATED
 	cc->shrinker_s.count_objects = redcap_shrink_count;
 	cc->shrinker_s.scan_objects = redcap_shrink_scan;

@@ -658,6 +658,19 @@ def drop_slab():
         f.write("2\n")
 
 
+def regrown(rc, probe_block, seed):
+    """Read @probe_block, stamped with @seed (each read may start the
+    regrow), until no entry of @rc is bare; the stats then.  The regrow runs
+    in the background: no time asked."""
+    for _ in range(600):
+        read_pattern(rc.path, [probe_block], seed)
+        st = rc.stats()
+        if st["segments_bare"] == 0:
+            return st
+        time.sleep(0.1)
+    raise AssertionError(f"still bare: {st}")
+
+
 # --------------------------------------------------------------------------
 # Kernel log
 

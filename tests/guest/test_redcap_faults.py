@@ -12,7 +12,7 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, dev_sectors, dm_major_minor, drop_slab, kmsg, loop_device,
-                    read_blocks, read_pattern, scratch, sh, stamp, write_stamped)
+                    read_blocks, read_pattern, regrown, scratch, sh, stamp, write_stamped)
 
 SEG = 256                       # segment sectors used throughout: 128 KiB
 SEG_BLOCKS = SEG * 512 // BLOCK  # 32 blocks of 4 KiB per segment
@@ -310,18 +310,6 @@ def mem_free_kib():
     return free + pcp * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def regrown(rc, probe_block):
-    """Read @probe_block (each read may start the regrow) until no entry is
-    bare; the stats then.  The regrow runs in the background: no time asked."""
-    for _ in range(600):
-        read_pattern(rc.path, [probe_block], SEED)
-        st = rc.stats()
-        if st["segments_bare"] == 0:
-            return st
-        time.sleep(0.1)
-    raise AssertionError(f"still bare: {st}")
-
-
 def test_inactive_cache_gives_its_memory_back_and_regrows(origin, dmname):
     """Inactive, the cache's pages go back to the kernel when it reclaims
     (a shrinker); the simulated cache goes on as before; active again, the
@@ -351,7 +339,7 @@ def test_inactive_cache_gives_its_memory_back_and_regrows(origin, dmname):
         assert (st["sim_hits"], st["sim_misses"]) == (2 * SEG_BLOCKS, 0)
 
         rc.message("policy", "always")              # due: the regrow starts
-        st = regrown(rc, 4 * SEG_BLOCKS)
+        st = regrown(rc, 4 * SEG_BLOCKS, SEED)
         assert (st["regrown"], st["given_back"]) == (segs, segs)
         before = st
         read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)
@@ -377,7 +365,7 @@ def test_regrow_without_memory_serves_on(origin, dmname, fault):
         assert (st["segments_bare"], st["regrown"], st["read_misses"]) == (NSEGS, 0, 0)
         assert st["read_bypassed_busy"] == st["reads"] == 2 * SEG_BLOCKS
         fault("fi_regrow_alloc_fail", 0)
-        st = regrown(rc, 4 * SEG_BLOCKS)
+        st = regrown(rc, 4 * SEG_BLOCKS, SEED)
         assert st["regrown"] == NSEGS
         before = st
         read_pattern(rc.path, range(2 * SEG_BLOCKS), SEED)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from dmtest import (Dm, brd_device, dev_sectors, loop_device, read_pattern, set_param,
-                    write_stamped, SLOW)
+from dmtest import (Dm, brd_device, dev_sectors, drop_slab, loop_device, read_pattern,
+                    regrown, set_param, write_stamped, SLOW)
 
 SEG, NSEGS = 256, 16            # 16 x 128 KiB; hdc 25 pins 4 of them
 # the device: 512 segments.  cold() (reset_stats) forgets what udev's probe
@@ -145,6 +145,35 @@ def test_the_segments_that_missed_most_are_chosen_and_filled(stamped, dmname):
         read_segs(rc, HOT + [400])
         st = rc.stats()
         assert (st["hdc_hits"], st["read_bypassed_inactive"]) == (8, 1), st
+
+
+def test_an_inactive_bare_cache_regrows_for_the_set_chosen_and_keeps_it(stamped, dmname):
+    """Inactive and with no set chosen yet, the cache gives every page back.
+    At the period's end HDC chooses HOT: its share is short of pages, so
+    the cache regrows, fills HOT and serves it while inactive; the kernel
+    reclaiming again takes every page but the share's."""
+    with Dm(dmname(), table(stamped)) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        rc.message("set", "hdc", "25")
+        for r in range(3):
+            read_segs(rc, HOT)
+            read_segs(rc, range(320 + 20 * r, 340 + 20 * r))
+        rc.message("policy", "off")
+        drop_slab()
+        st = rc.stats()
+        assert (st["segments_bare"], st["given_back"], st["hdc_pinned"]) == (NSEGS, NSEGS, 0), st
+        end_period(rc, 319)
+        st = regrown(rc, 319 * UNITS, SEED)       # once chosen, a read starts the regrow
+        assert (st["regrown"], st["hdc_pinned"]) == (NSEGS, 0), st
+        st = stats_when(rc, lambda st: st["hdc_pinned"] == 4, "HOT pinned")
+        assert (st["segments_bare"], st["regrown"], st["hdc_fills"]) == (0, NSEGS, 4), st
+        drop_slab()
+        st = rc.stats()
+        assert (st["segments_bare"], st["given_back"]) == (NSEGS - 4, 2 * NSEGS - 4), st
+        read_segs(rc, HOT)
+        st = rc.stats()
+        assert (st["hdc_hits"], st["hdc_pinned"], st["hdc_dropped"]) == (4, 4, 0), st
 
 
 def test_pins_survive_suspend_and_drop_cache_drops_them(stamped, dmname):

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from dmtest import (BLOCK, HELD_MS, SLOW, Dm, Outcome, check_sectors, dev_sectors,
                     in_kernel_function, kmsg, read_blocks, read_pattern, set_param, sh,
                     slow_down, strip_dm_prefix, write_stamped)
@@ -136,6 +138,60 @@ def test_a_page_allocation_failing_partway_fails_the_load_and_frees_every_page(
     with Dm(name, table) as rc:
         assert rc.stats()["segments"] == segs
         read_pattern(rc.path, range(4 * SEG_BLOCKS), SEED)
+
+
+def test_a_shrinker_that_cannot_be_registered_fails_the_load_and_the_live_table_serves_on(
+        loop64, dmname, fault):
+    """A new cache's shrinker cannot be registered (fi_shrinker_fail): the
+    create fails with the target's error, no device is left and the cache's
+    128 MiB are given back.  On a live device, a reload with a new geometry
+    (a new cache) fails the same way and the live table serves on from its
+    cache; a reload of the same geometry keeps the live cache, and its
+    shrinker, and loads."""
+    write_stamped(loop64, 0, 4 * SEG_BLOCKS, SEED)
+    n = dev_sectors(loop64)
+    segs = (128 * MIB) // (SEG * 512)
+    table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
+    name = dmname()
+    free = free_memory()
+    fault("fi_shrinker_fail", 1)
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=table + "\n", check=False)
+        errors = dm_errors(k.lines())
+    assert r.returncode == 1, r
+    assert re.fullmatch(rf"device-mapper: reload ioctl on {name} \(\d+:\d+\) failed: "
+                        r"Cannot allocate memory\nCommand failed\.\n", r.stderr), r.stderr
+    assert any(re.fullmatch(r"\d+:\d+: redcap: Cannot register shrinker \(-ENOMEM\)", e)
+               for e in errors), errors
+    assert sh("dmsetup", "info", name, check=False).returncode == 1, "a device is left"
+    kept = free - free_memory()
+    assert kept < 32 * MIB, f"the failed load kept {kept // MIB} MiB"
+
+    set_param("fi_shrinker_fail", 0)
+    with Dm(name, table) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        read_pattern(rc.path, range(4 * SEG_BLOCKS), SEED)
+        set_param("fi_shrinker_fail", 1)
+        with kmsg() as k:
+            with pytest.raises(RuntimeError, match="Cannot allocate memory"):
+                rc.reload(f"0 {n} redcap {loop64} {SEG} {segs // 2} 2 policy always")
+            errors = dm_errors(k.lines())
+        assert any(e.endswith("redcap: Cannot register shrinker (-ENOMEM)") for e in errors), \
+            errors
+        assert table_state(name) == "LIVE"
+        rc.reload(table)
+        rc.suspend()
+        rc.resume()
+        set_param("fi_shrinker_fail", 0)
+        sh("udevadm", "settle")
+        rc.settled()                                # udev's probe read what it reads
+        before = rc.stats()
+        read_pattern(rc.path, range(4 * SEG_BLOCKS), SEED)
+        st = rc.stats()
+        assert st["segments"] == segs
+        assert (st["read_misses"] - before["read_misses"],
+                st["read_hits"] - before["read_hits"]) == (0, 4 * SEG_BLOCKS), st
 
 
 def test_a_load_killed_while_it_allocates_stops_at_once_and_loads_nothing(

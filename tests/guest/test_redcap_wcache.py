@@ -16,7 +16,8 @@ import time
 import pytest
 
 from dmtest import (BLOCK, SLOW, Dm, Outcome, aligned, brd_device, check_block, dev_sectors,
-                    kmsg, read_blocks, sh, stamp, strip_dm_prefix, write_stamped)
+                    drop_slab, kmsg, read_blocks, regrown, sh, stamp, strip_dm_prefix,
+                    write_stamped)
 
 SEG_SECTORS = 256                       # 128 KiB segments: units of 4 KiB
 BLOCKS_PER_SEG = SEG_SECTORS * 512 // BLOCK
@@ -602,6 +603,63 @@ def test_the_message_does_not_switch_the_write_cache(loop64, dmname):
         assert rc.refused("write_policy", "invalidate") == \
             ["write_policy: invalidate takes a table reload (redcapctl set does it)"]
         rc.message("write_policy", "selective")
+
+
+def test_a_reload_while_bare_keeps_it_bare_until_the_write_cache_needs_its_pages(
+        loop64, dmname, held, fault):
+    """Inactive, the cache gave its pages back.  A reload of the same table
+    keeps the cache as it was: bare, its ghosts, its counters.  A reload
+    turning the write cache on makes the regrow due; while the pages cannot
+    be had (fi_regrow_alloc_fail), writes go to the origin, there being no
+    entry to hold them; once regrown, writes are cached again, and a flush
+    writes them back."""
+    write_stamped(loop64, 0, 8 * BLOCKS_PER_SEG, seed=1)
+    segs = 16
+    off = f"0 {dev_sectors(loop64)} redcap {loop64} {SEG_SECTORS} {segs} 2 policy off"
+    back = f"0 {dev_sectors(loop64)} redcap {loop64} {SEG_SECTORS} {segs} " \
+           "4 policy off write_policy back"
+    with Dm(dmname(), off) as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        check_blocks(rc.path, range(2 * BLOCKS_PER_SEG), seed=1)      # two ghosts
+        drop_slab()
+        st = rc.stats()
+        assert (st["segments_bare"], st["segments_ghost"], st["given_back"]) == (segs, 2, segs)
+
+        rc.reload(off)
+        rc.suspend()
+        rc.resume()
+        sh("udevadm", "settle")         # udev's probe reads: ghosts of its own
+        before = rc.stats()
+        check_blocks(rc.path, range(2 * BLOCKS_PER_SEG), seed=1)
+        st = rc.stats()
+        assert (st["segments_bare"], st["given_back"], st["regrown"]) == (segs, segs, 0), st
+        assert (st["sim_hits"] - before["sim_hits"],
+                st["sim_misses"] - before["sim_misses"]) == (2 * BLOCKS_PER_SEG, 0), st
+
+        fault("fi_regrow_alloc_fail", 1)
+        rc.reload(back)
+        rc.suspend()
+        rc.resume()
+        write_blocks(rc.path, range(4), seed=2)
+        st = rc.stats()
+        assert (st["write_policy"], st["segments_bare"], st["regrown"]) == ("back", segs, 0), st
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (0, 4, 0), st
+        check_blocks(loop64, range(4), seed=2)
+        check_blocks(rc.path, range(4), seed=2)
+
+        fault("fi_regrow_alloc_fail", 0)
+        st = regrown(rc, 4 * BLOCKS_PER_SEG, seed=1)
+        assert (st["regrown"], st["given_back"]) == (segs, segs), st
+        write_blocks(rc.path, range(4, 8), seed=3)
+        st = rc.stats()
+        assert (st["write_cached"], st["write_through"], st["dirty_segments"]) == (4, 4, 1), st
+        check_blocks(loop64, range(4, 8), seed=1)                     # not yet written back
+        check_blocks(rc.path, range(4, 8), seed=3)
+        flush(rc.path)
+        assert rc.stats()["dirty_segments"] == 0
+        check_blocks(loop64, range(4), seed=2)
+        check_blocks(loop64, range(4, 8), seed=3)
 
 
 def test_racing_writers_readers_and_flushes_lose_nothing(loop64, dmname):
