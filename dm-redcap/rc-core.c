@@ -37,6 +37,22 @@ static u32 rc_nr_wb(u32 nr_entries)
 	return n < RC_MIN_WBUCKETS ? RC_MIN_WBUCKETS : n;
 }
 
+/*
+ * The eviction history's slots: twice the depth it counts, as segments
+ * filled again leave holes, and one more, so that the eviction a fill's
+ * own take makes does not overwrite the segment it fills.
+ */
+static u32 rc_hist_slots(u32 nr_entries)
+{
+	return nr_entries * RC_HIST_SPAN * 2 + 1;
+}
+
+/* ... and its buckets: at least its slots. */
+static u32 rc_nr_hist(u32 nr_entries)
+{
+	return rc_roundup_pow2(rc_hist_slots(nr_entries));
+}
+
 static size_t rc_align8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
@@ -56,6 +72,8 @@ size_t rc_cache_mem_size(u32 nr_entries)
 	sz = rc_align8((size_t)nr_entries * sizeof(struct rc_entry));
 	sz += rc_align8((size_t)rc_nr_hash(nr_entries) * sizeof(u32));
 	sz += 2 * rc_align8((size_t)rc_nr_wb(nr_entries) * sizeof(u32));
+	sz += 3 * rc_align8((size_t)rc_hist_slots(nr_entries) * sizeof(u32));
+	sz += rc_align8((size_t)rc_nr_hist(nr_entries) * sizeof(u32));
 	return sz;
 }
 
@@ -111,6 +129,15 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	c->wb_inflight = (u32 *)p;
 	p += rc_align8((size_t)nr_wb * sizeof(u32));
 	c->wb_gen = (u32 *)p;
+	p += rc_align8((size_t)nr_wb * sizeof(u32));
+	c->hist_key = (u32 *)p;
+	p += rc_align8((size_t)rc_hist_slots(nr_entries) * sizeof(u32));
+	c->hist_chain = (u32 *)p;
+	p += rc_align8((size_t)rc_hist_slots(nr_entries) * sizeof(u32));
+	c->hist_tree = (u32 *)p;
+	p += rc_align8((size_t)rc_hist_slots(nr_entries) * sizeof(u32));
+	c->hist_head = (u32 *)p;
+	c->hist_mask = rc_nr_hist(nr_entries) - 1;
 
 	memset(c->entries, 0, (size_t)nr_entries * sizeof(struct rc_entry));
 	for (i = 0; i < nr_entries; i++) {
@@ -125,6 +152,10 @@ int rc_cache_init(struct rc_cache *c, void *mem, u32 nr_entries, u32 seg_shift, 
 	memset(c->hash, 0xff, (size_t)nr_hash * sizeof(u32));
 	memset(c->wb_inflight, 0, (size_t)nr_wb * sizeof(u32));
 	memset(c->wb_gen, 0, (size_t)nr_wb * sizeof(u32));
+	for (i = 0; i < rc_hist_slots(nr_entries); i++)
+		c->hist_chain[i] = RC_HIST_EMPTY;
+	memset(c->hist_tree, 0, (size_t)rc_hist_slots(nr_entries) * sizeof(u32));
+	memset(c->hist_head, 0xff, (size_t)(c->hist_mask + 1) * sizeof(u32));
 
 	c->lru_head = RC_NONE;
 	c->lru_tail = RC_NONE;
@@ -467,6 +498,80 @@ static void rc_ghost_drop(struct rc_cache *c, u32 idx)
 	rc_free_push(c, idx);
 }
 
+/* The Fenwick tree of slots holding a key: slot @slot gains @d. */
+static void rc_hist_count(struct rc_cache *c, u32 slot, s32 d)
+{
+	u32 n = rc_hist_slots(c->nr_entries), i;
+
+	for (i = slot + 1; i <= n; i += i & -i)
+		c->hist_tree[i - 1] += (u32)d;
+}
+
+/* Slots below @slot holding a key. */
+static u32 rc_hist_below(const struct rc_cache *c, u32 slot)
+{
+	u32 sum = 0, i;
+
+	for (i = slot; i; i -= i & -i)
+		sum += c->hist_tree[i - 1];
+	return sum;
+}
+
+/* Unlink slot @slot from its bucket's chain; it holds no key after. */
+static void rc_hist_unlink(struct rc_cache *c, u32 slot)
+{
+	u32 *pp = &c->hist_head[rc_bucket(c->hist_key[slot], c->hist_mask)];
+
+	while (*pp != slot)
+		pp = &c->hist_chain[*pp];
+	*pp = c->hist_chain[slot];
+	c->hist_chain[slot] = RC_HIST_EMPTY;
+	rc_hist_count(c, slot, -1);
+}
+
+/* @seg was evicted: into the history, over its oldest slot. */
+static void rc_hist_add(struct rc_cache *c, u64 seg)
+{
+	u32 slot = c->hist_next, key = rc_hash32(seg), *head;
+
+	if (++c->hist_next == rc_hist_slots(c->nr_entries))
+		c->hist_next = 0;
+	if (c->hist_chain[slot] != RC_HIST_EMPTY)
+		rc_hist_unlink(c, slot);
+	head = &c->hist_head[rc_bucket(key, c->hist_mask)];
+	c->hist_key[slot] = key;
+	c->hist_chain[slot] = *head;
+	*head = slot;
+	rc_hist_count(c, slot, 1);
+}
+
+/*
+ * @seg is filled, its entry taken when the history's next slot was
+ * @next: out of the history, counting the fill as one a larger cache would
+ * not make if @seg's depth allows (RC_HIST_SPAN).  Its depth counts the
+ * segments evicted after it, up to @next: the eviction the take itself
+ * made does not count, since in the larger cache @seg is a hit and nothing
+ * is evicted.
+ */
+static void rc_hist_fill(struct rc_cache *c, u64 seg, u32 next)
+{
+	u32 key = rc_hash32(seg), slot, n = rc_hist_slots(c->nr_entries), r;
+
+	for (slot = c->hist_head[rc_bucket(key, c->hist_mask)]; slot != RC_NONE;
+	     slot = c->hist_chain[slot]) {
+		if (c->hist_key[slot] != key)
+			continue;
+		/* itself and the slots after it, before @next (circular) */
+		r = rc_hist_below(c, next) - rc_hist_below(c, slot);
+		if (next <= slot)
+			r += rc_hist_below(c, n);
+		c->ctr.x2_fills_saved += r <= c->nr_entries;
+		c->ctr.x4_fills_saved += r <= c->nr_entries * RC_HIST_SPAN;
+		rc_hist_unlink(c, slot);
+		return;
+	}
+}
+
 /*
  * An entry for a new segment: a free one, else the least recently used
  * VALID or GHOST one, taken out of the index.  A GHOST (!@data) takes a
@@ -489,10 +594,12 @@ static u32 rc_take_entry(struct rc_cache *c, bool data)
 			break;
 		if (skips++ == RC_BARE_SKIPS)
 			return RC_NONE;
+		rc_hist_add(c, c->entries[i].seg);
 		rc_ghost_drop(c, i);
 	}
 	rc_lru_del(c, i);
 	rc_hash_del(c, i);
+	rc_hist_add(c, c->entries[i].seg);
 	if (c->entries[i].state == RC_GHOST) {
 		c->nr_ghost--;
 	} else {
@@ -552,11 +659,13 @@ static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state sta
 static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc,
 			 bool ahead)
 {
-	u32 i = rc_take_for(c, seg, ghost, RC_FILLING, ahead);
+	u32 next = c->hist_next, i = rc_take_for(c, seg, ghost, RC_FILLING, ahead);
 	struct rc_entry *e;
 
 	if (i == RC_NONE)
 		return RC_NONE;
+	if (!walloc)
+		rc_hist_fill(c, seg, next);
 	e = &c->entries[i];
 	e->walloc = walloc;
 	e->ahead = ahead;
@@ -675,13 +784,15 @@ static enum rc_read_action rc_read_cached(struct rc_cache *c, u32 i, u64 sector,
 static u32 rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 {
 	struct rc_entry *e;
-	u32 i;
+	u32 i, next;
 
 	if (c->wb_inflight[rc_wb_bucket(c, seg)] || c->range_inflight)
 		return RC_NONE;
+	next = c->hist_next;
 	i = rc_take_entry(c, false);
 	if (i == RC_NONE)
 		return RC_NONE;
+	rc_hist_fill(c, seg, next);
 	if (!ahead)
 		c->demand_takes++;
 	e = &c->entries[i];

@@ -126,7 +126,30 @@ struct rc_counters {
 	/* the memory (rc_give_back()) */
 	u64 given_back;		/* entries whose buffer went back to the kernel */
 	u64 regrown;		/* ... and got one again (rc_regrown()) */
+	/* the eviction history (RC_HIST_SPAN) */
+	u64 x2_fills_saved;	/* fills a cache of twice the entries would not make */
+	u64 x4_fills_saved;	/* ... of four times */
 };
+
+/*
+ * The eviction history, for the RAM advice: the segments evicted (their
+ * rc_hash32() keys) in a ring of 2 x RC_HIST_SPAN x nr_entries + 1 slots,
+ * hashed by key; an evicted segment leaves it when it is filled again.
+ * A segment evicted, with r - 1 segments evicted after it and not filled
+ * since, is at depth nr_entries + r of the LRU stack: a fill of it is one
+ * that a cache of twice the entries would not have made if r <=
+ * nr_entries, of four times if r <= 3 x nr_entries (an LRU's inclusion
+ * property: the larger cache holds what this one holds and what it
+ * evicted last).  r is counted in a Fenwick tree of the slots holding a
+ * key, O(log) a fill or eviction, nothing on a hit.  A segment whose slot
+ * the ring reused is no longer counted: exact while fewer than 2 x
+ * RC_HIST_SPAN x nr_entries evictions separate a fill from its
+ * segment's eviction, a floor after.  Fills of the simulated cache count
+ * as fills; a write's allocation does not.  Unlike the shadows
+ * (rc-shadow.h), this sees the cache's own prefetch and bypass.
+ */
+#define RC_HIST_SPAN		3
+#define RC_HIST_EMPTY		(RC_NONE - 1)
 
 struct rc_entry {
 	u64 seg;		/* disk segment held (valid in FILLING/VALID/DEAD) */
@@ -250,6 +273,13 @@ struct rc_cache {
 	u64 wb_last;		/* 1 + the segment the last write went to; 0: none */
 	struct rc_entry *entries;
 	u32 *hash;		/* bucket -> first entry or RC_NONE */
+	/*
+	 * The eviction history (RC_HIST_SPAN): slot -> key and the next slot
+	 * of its bucket's chain (RC_HIST_EMPTY: holds none); bucket -> first.
+	 */
+	u32 *hist_key, *hist_chain, *hist_head;
+	u32 *hist_tree;		/* slots holding a key: a Fenwick tree over slot + 1 */
+	u32 hist_mask, hist_next;
 	u32 *wb_inflight;	/* write bucket -> writes in flight */
 	u32 *wb_gen;		/* write bucket -> writes issued (wraps) */
 	struct rc_counters ctr;

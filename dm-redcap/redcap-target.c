@@ -2762,6 +2762,7 @@ static int redcap_msg_stats(struct redcap_c *rc, char *result, unsigned int maxl
 	       c.dirty_dropped);
 	DMEMIT("given_back=%llu\nregrown=%llu\n", c.given_back, c.regrown);
 	DMEMIT("evictions=%llu\n", c.evictions);
+	DMEMIT("x2_fills_saved=%llu\nx4_fills_saved=%llu\n", c.x2_fills_saved, c.x4_fills_saved);
 	DMEMIT("hdc_pinned=%u\nhdc_max=%u\nhdc_fills=%llu\nhdc_hits=%llu\nhdc_dropped=%llu\n",
 	       hdc_pinned, hdc_max, c.hdc_fills, c.hdc_hits, c.hdc_dropped);
 	DMEMIT("hot_periods=%u\n", periods);

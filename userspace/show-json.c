@@ -78,6 +78,22 @@ static json_object *shadows_json(const struct shadows *h)
 	return o;
 }
 
+static json_object *more_ram_json(const struct more_ram *m)
+{
+	json_object *o = json_object_new_object(), *z;
+	static const char *const name[2] = { "x2", "x4" };
+	int i;
+
+	add(o, "read_requests", ju64(m->requests));
+	for (i = 0; i < 2; i++) {
+		z = json_object_new_object();
+		add(z, "fills_saved", ju64(m->saved[i]));
+		add(z, "change", jdouble(more_ram_change(m, i), "%.6g"));
+		add(o, name[i], z);
+	}
+	return o;
+}
+
 json_object *stack_json(const struct stack_stats *s)
 {
 	json_object *o = json_object_new_object(), *m;
@@ -141,6 +157,8 @@ json_object *stack_json(const struct stack_stats *s)
 	}
 	add(o, "switches", ju64(s->switches));
 	add(o, "windows", ju64(s->windows));
+	if (s->more_ram.have)
+		add(o, "more_ram", more_ram_json(&s->more_ram));
 	if (!s->has_model) {
 		add(o, "model", NULL);
 		return o;

@@ -18,32 +18,30 @@
 
 
 /*
- * The RAM advice: the disk's time with half, twice and four times the RAM,
- * against now, from the shadows of the stack's own segment size.
+ * The RAM advice: the reads' disk time with twice and four times the RAM,
+ * against now, from the eviction history (the fills a larger cache would
+ * not make); with half the RAM, from the shadow of the stack's segment size.
  */
-static void shadows_text(const struct shadows *h)
+static void advice_text(const struct stack_stats *s)
 {
-	static const char *const name[SHADOW_RAMS] = { "half", "", "twice", "four times" };
-	int r;
+	const struct more_ram *m = &s->more_ram;
+	const struct shadows *h = &s->shadows;
+	bool half = h->have && h->live >= 0 && h->size[h->live].ok[0] &&
+		    h->size[h->live].ok[1] && h->size[h->live].ppm[1];
 
-	if (!h->have)
+	if (!m->have && !half)
 		return;
-	if (h->live < 0) {
-		printf("  advice:     none for this segment size (shadows: 32 KiB to 1 MiB)\n");
-		return;
-	}
-	if (!h->size[h->live].ok[1] || !h->size[h->live].ppm[1]) {
-		printf("  advice:     no reads priced yet\n");
-		return;
-	}
-	printf("  advice:     the disk's time with");
-	for (r = 0; r < SHADOW_RAMS; r++) {
-		if (r == 1 || !h->size[h->live].ok[r])
-			continue;
-		printf("%s %s the RAM %+.1f %%", r ? "," : "", name[r],
-		       100.0 * ((double)h->size[h->live].ppm[r] / h->size[h->live].ppm[1] - 1));
-	}
-	printf(" (an LRU's, now %.1f %% of the bare disk's)\n", h->size[h->live].ppm[1] / 1e4);
+	printf("  advice:     ");
+	if (m->have && m->requests)
+		printf("the reads' disk time with twice the RAM %+.1f %%, four times %+.1f %%"
+		       " (the fills they would not make)", 100 * more_ram_change(m, 0),
+		       100 * more_ram_change(m, 1));
+	else if (m->have)
+		printf("no read sent to the disk yet");
+	if (half)
+		printf("%swith half the RAM %+.1f %% (an LRU's)", m->have ? "; " : "",
+		       100.0 * ((double)h->size[h->live].ppm[0] / h->size[h->live].ppm[1] - 1));
+	printf("\n");
 }
 
 void stack_text(const struct stack_stats *s)
@@ -99,7 +97,7 @@ void stack_text(const struct stack_stats *s)
 		       s->model_read_samples, s->model_write_samples);
 	else
 		printf("  model:      none (created with --no-model)\n");
-	shadows_text(&s->shadows);
+	advice_text(s);
 }
 
 void list_text(const struct stack_stats *s, size_t n)

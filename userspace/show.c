@@ -145,6 +145,16 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->writeback_bytes = sv(k, "writeback_sectors") << 9;
 	s->writeback_errors = sv(k, "writeback_errors");
 	s->flushes = sv(k, "flushes");
+	if (stats_find(&k->st, "x2_fills_saved")) {
+		struct more_ram *m = &s->more_ram;
+
+		m->have = true;
+		/* every read request to the disk: the fills' and the bypassed ones' */
+		m->requests = sv(k, "fill_ios") - sv(k, "fill_joined") + sv(k, "read_bypassed") -
+			      sv(k, "read_joined");
+		m->saved[0] = sv(k, "x2_fills_saved");
+		m->saved[1] = sv(k, "x4_fills_saved");
+	}
 	s->has_model = k->has_vd;
 	if (!k->has_vd)
 		return;

@@ -61,8 +61,25 @@ struct stack_stats {
 	const char *model_device, *model_mode;
 	bool model_learning;
 	uint64_t model_cells_filled, model_read_samples, model_write_samples;
-	struct shadows shadows;		/* status: the RAM advice */
+	struct shadows shadows;		/* status: the RAM advice for half the RAM */
+	/*
+	 * The RAM advice for more RAM (redcap(4) shadows, the eviction
+	 * history): of the requests the reads sent down, the fills a cache of
+	 * twice and four times the segments would not have made; none from a
+	 * module without the history.
+	 */
+	struct more_ram {
+		bool have;
+		uint64_t requests;
+		uint64_t saved[2];	/* twice, four times */
+	} more_ram;
 };
+
+/* The change of the reads' disk time that @m predicts for more RAM @i (0: twice), a fraction. */
+static inline double more_ram_change(const struct more_ram *m, int i)
+{
+	return m->requests && m->saved[i] ? -(double)m->saved[i] / (double)m->requests : 0;
+}
 
 /* The counters of one stats sample, at time t. */
 struct sample {

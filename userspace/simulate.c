@@ -44,7 +44,8 @@
 	X(fill_stale, fill_stale) X(writes, writes) X(write_sectors, write_sectors) \
 	X(invalidations, invalidations) X(updates, updates)			\
 	X(write_allocs, write_allocs) X(evictions, evictions)			\
-	X(hdc_fills, hdc_fills) X(hdc_hits, hdc_hits) X(hdc_dropped, hdc_dropped)
+	X(hdc_fills, hdc_fills) X(hdc_hits, hdc_hits) X(hdc_dropped, hdc_dropped) \
+	X(x2_fills_saved, x2_fills_saved) X(x4_fills_saved, x4_fills_saved)
 
 static void put_u64(json_object *o, const char *name, u64 v)
 {

@@ -111,6 +111,30 @@ def test_shadows_of_a_loop_larger_than_the_ram(ram, dmname):
         assert not [key for key in st if key.endswith(("_half", "_x1", "_x2", "_x4"))]
 
 
+def test_the_eviction_history_counts_the_fills_more_ram_would_not_make(ram, dmname):
+    """A loop over 24 segments through a cache of 16 (a plain LRU: no
+    read-ahead): every read misses; from the second pass on, each segment
+    was evicted with 7 others after it, at depth 16 + 8 of the LRU stack,
+    which a cache of 32 segments (or 64) holds: every fill is one that twice
+    (four times) the RAM would not make.  No model needed."""
+    with Dm(dmname(), f"0 {dev_sectors(ram)} redcap {ram} {SEG} 16 2 policy always") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        loop = [(100 + s) * 32 for s in range(24)]           # 128 KiB reads, 4 KiB blocks
+        read_pattern(rc.path, loop, SEED, bs=128 * 1024)
+        st = rc.stats()
+        assert (st["read_misses"], st["evictions"], st["x2_fills_saved"],
+                st["x4_fills_saved"]) == (24, 8, 0, 0), st
+        read_pattern(rc.path, loop, SEED, bs=128 * 1024)
+        read_pattern(rc.path, loop, SEED, bs=128 * 1024)
+        st = rc.stats()
+        assert (st["read_misses"], st["read_hits"], st["evictions"], st["x2_fills_saved"],
+                st["x4_fills_saved"]) == (72, 0, 56, 48, 48), st
+        rc.message("reset_stats")
+        st = rc.stats()
+        assert (st["x2_fills_saved"], st["x4_fills_saved"]) == (0, 0), st
+
+
 def test_a_stack_without_a_model_has_no_shadow_prices(ram, dmname):
     with Dm(dmname(), f"0 {dev_sectors(ram)} redcap {ram} {SEG} {NSEGS} 2 policy always") as rc:
         rc.cold()

@@ -185,7 +185,14 @@ def test_create_status_list_and_remove_one_stack(dmname, loop64, cleanup, udev_r
     assert human[6] == ("  reads:      16: 15 hits, 0 hits after a wait, 1 misses, 0 bypassed, "
                         "0 resent")
     assert human[8] == "  hit ratio:  93.8 %"
-    assert [x for x in human if x.startswith("  advice:     ")], human
+    # the eviction history: one request to the disk, nothing evicted
+    assert st["more_ram"] == {"read_requests": 1, "x2": {"fills_saved": 0, "change": 0},
+                              "x4": {"fills_saved": 0, "change": 0}}
+    advice = [x for x in human if x.startswith("  advice:     ")]
+    assert len(advice) == 1 and re.fullmatch(
+        r"  advice:     the reads' disk time with twice the RAM \+0\.0 %, four times \+0\.0 % "
+        r"\(the fills they would not make\); with half the RAM [+-]\d+\.\d % \(an LRU's\)",
+        advice[0]), human
     assert st["ram_held_bytes"] == 8 << 20
     assert not [x for x in human if x.startswith("  memory:")], human
 
@@ -231,8 +238,12 @@ def test_create_defaults_and_no_model(dmname, loop64, cleanup):
     assert f"{name}-vd" not in dm_devices()
     st = valid(json.loads(ok("status", name, "--json").stdout))
     assert st["model"] is None and st["estimator"] == "spk" and "shadows" not in st
-    assert ok("status", name).stdout.splitlines()[-1] == \
-        "  model:      none (created with --no-model)"
+    # no model: no shadows, and the advice for more RAM all the same (udev's
+    # probe read what it reads, evicting nothing)
+    assert ok("status", name).stdout.splitlines()[-2:] == [
+        "  model:      none (created with --no-model)",
+        "  advice:     the reads' disk time with twice the RAM +0.0 %, four times +0.0 % "
+        "(the fills they would not make)"]
     r = rctl("set", name, "estimator=vdisk")
     assert (r.returncode, r.stderr) == (1, f"redcapctl: {name}: estimator=vdisk needs the model "
                                            "layer, which this stack has not (created with "

@@ -138,6 +138,32 @@ static void check_list(const struct rc_cache *c, u32 head, u32 tail, int kind,
 }
 
 /*
+ * The eviction history: each slot holding a key is on its key's bucket
+ * chain, once; no other slot is on any chain.
+ */
+static void check_history(const struct rc_cache *c)
+{
+	u32 span = c->nr_entries * RC_HIST_SPAN * 2 + 1, b, i, held = 0, chained = 0;
+	unsigned char *on = calloc(span, 1);
+
+	for (b = 0; b <= c->hist_mask; b++)
+		for (i = c->hist_head[b]; i != RC_NONE; i = c->hist_chain[i]) {
+			CHECK(i < span);
+			CHECK(c->hist_chain[i] != RC_HIST_EMPTY);
+			CHECK_EQ(on[i], 0);
+			on[i] = 1;
+			chained++;
+			CHECK_EQ((u64)c->hist_key[i] * (c->hist_mask + 1) >> 32, b);
+		}
+	for (i = 0; i < span; i++)
+		held += c->hist_chain[i] != RC_HIST_EMPTY;
+	CHECK_EQ(held, chained);
+	CHECK(c->hist_next < span);
+	CHECK(c->ctr.x2_fills_saved <= c->ctr.x4_fills_saved);
+	free(on);
+}
+
+/*
  * Structural invariants: every entry is on exactly one of the free list, the
  * LRU or neither (busy); the LRU holds VALID and GHOST entries, the hash
  * exactly the FILLING/VALID/GHOST ones; the summary counts match.
@@ -241,6 +267,7 @@ static void check_invariants(const struct rc_cache *c)
 	CHECK_EQ(nb, c->nr_bare);
 	CHECK_EQ(hashed, nv + nf + ng);
 	CHECK_EQ(rc_idle(c), np == 0);
+	check_history(c);
 	/* One hashed entry per segment (quadratic: small caches only). */
 	if (n <= 64)
 		for (i = 0; i < n; i++)
@@ -322,8 +349,10 @@ static void check_ctr_at(int line, const struct rc_counters *g,
 	check_ctr_field(line, "dirty_dropped", g->dirty_dropped, w->dirty_dropped);
 	check_ctr_field(line, "given_back", g->given_back, w->given_back);
 	check_ctr_field(line, "regrown", g->regrown, w->regrown);
+	check_ctr_field(line, "x2_fills_saved", g->x2_fills_saved, w->x2_fills_saved);
+	check_ctr_field(line, "x4_fills_saved", g->x4_fills_saved, w->x4_fills_saved);
 	/* A new field must be added above. */
-	CHECK_EQ(sizeof(*g), 46 * sizeof(u64));
+	CHECK_EQ(sizeof(*g), 48 * sizeof(u64));
 }
 
 /* Exact counters: every field not named must be zero. */
@@ -365,8 +394,11 @@ CTEST(mem_size_sane)
 	CHECK(s1 >= sizeof(struct rc_entry) + 2 * sizeof(u32));
 	CHECK(s64 >= 64 * sizeof(struct rc_entry) + 128 * sizeof(u32));
 	CHECK(s1m >= (size_t)(1u << 20) * sizeof(struct rc_entry));
-	/* 64 bytes an entry (the write cache's units), hash and write buckets */
-	CHECK(s1m < (size_t)(1u << 20) * 96);
+	/*
+	 * An entry's 64 bytes (the write cache's units), 8 of hash and 8 of
+	 * write buckets, 6 x 12 of eviction history and 32 of its buckets
+	 */
+	CHECK_EQ(s1m, (size_t)(1u << 20) * (64 + 8 + 8 + 72 + 32) + 3 * 8);
 	CHECK(s1 < s64 && s64 < s1m && s1m < smax);
 	CHECK_EQ(s1 % 8, 0);
 	CHECK_EQ(s64 % 8, 0);
@@ -1972,6 +2004,112 @@ static void st_step(struct st *s, enum st_op op)
 	}
 }
 
+/* --- the eviction history (RC_HIST_SPAN) ------------------------------------ */
+
+/* Read @seg whole: a hit, or a miss filled and served; true on a hit. */
+static bool lru_read(struct rc_cache *c, u64 seg)
+{
+	u32 idx = RC_NONE;
+
+	if (read_seg(c, seg, &idx) == RC_READ_HIT) {
+		rc_unpin(c, idx);
+		return true;
+	}
+	CHECK(idx < c->nr_entries);
+	CHECK_EQ(rc_fill_done(c, idx, 0, 256, false), RC_FILL_SERVE);
+	rc_unpin(c, idx);
+	return false;
+}
+
+static struct rc_cache *mk_lru(u32 n)
+{
+	struct rc_cache *c = mk(n);
+
+	rc_set_tunable(c, RC_TUN_PREFETCH, 0);	/* a plain LRU: one fill a miss */
+	return c;
+}
+
+/*
+ * A segment k evictions back is at depth 4 + k: a cache of 8 holds it
+ * while k <= 4, one of 16 while k <= 12; further back it has left the
+ * history (3 x 4 slots).  Segments 10 apart: no stream.
+ */
+CTEST(hist_counts_the_fills_a_larger_cache_would_not_make)
+{
+	static const struct {
+		u32 others;		/* segments read after seg 10 */
+		u64 x2, x4;
+	} cases[] = { { 7, 1, 1 }, { 8, 0, 1 }, { 15, 0, 1 }, { 16, 0, 0 } };
+	u32 k, j;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct rc_cache *c = mk_lru(4);
+
+		CHECK(!lru_read(c, 10));
+		for (j = 1; j <= cases[k].others; j++)
+			CHECK(!lru_read(c, 10 + 10 * j));
+		CHECK(!lru_read(c, 10));
+		CHECK_CTR(c, .reads = cases[k].others + 2, .read_misses = cases[k].others + 2,
+			  .fill_ios = cases[k].others + 2, .fill_sectors = 256 * (cases[k].others + 2),
+			  .evictions = cases[k].others - 2, .x2_fills_saved = cases[k].x2,
+			  .x4_fills_saved = cases[k].x4);
+		check_invariants(c);
+		rm(c);
+	}
+}
+
+/*
+ * The property the advice rests on: over any reads, the fills a plain LRU
+ * of N entries counts as saved at twice (four times) the entries are the
+ * reads that miss it and hit a plain LRU of 2N (4N) entries.  Four times:
+ * a floor, as a segment evicted 6N evictions before leaves the ring (1 of
+ * 7512 here; exact with a ring of 12N, checked when it was built).
+ */
+CTEST(hist_matches_larger_lrus)
+{
+	struct rc_cache *c = mk_lru(16), *c2 = mk_lru(32), *c4 = mk_lru(64);
+	u64 seg, x2 = 0, x4 = 0;
+	u32 op, skew;
+
+	for (op = 0; op < 20000; op++) {
+		bool h;
+
+		/* a hot set, a warm set and a long tail, 10 apart */
+		skew = ctest_rand(8);
+		seg = 10 * (skew < 3 ? ctest_rand(12) : skew < 6 ? ctest_rand(60) : ctest_rand(400));
+		h = lru_read(c, seg);
+		x2 += !h && lru_read(c2, seg);
+		if (h)
+			lru_read(c2, seg);
+		x4 += !h && lru_read(c4, seg);
+		if (h)
+			lru_read(c4, seg);
+	}
+	CHECK_EQ(c->ctr.x2_fills_saved, x2);
+	CHECK(c->ctr.x4_fills_saved <= x4 && c->ctr.x4_fills_saved >= x4 - x4 / 1000);
+	CHECK(x2 > 1000 && x4 > x2 + 1000);
+	check_invariants(c);
+	rm(c);
+	rm(c2);
+	rm(c4);
+}
+
+/* The simulated cache's fills (inactive) count; a write's allocation does not. */
+CTEST(hist_counts_simulated_fills_not_write_allocations)
+{
+	struct rc_cache *c = mk_lru(2);
+	u32 idx;
+
+	rc_set_policy(c, RC_POLICY_OFF);
+	CHECK_EQ(read_seg(c, 10, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 20, &idx), RC_READ_BYPASS);
+	CHECK_EQ(read_seg(c, 30, &idx), RC_READ_BYPASS);	/* evicts 10 */
+	CHECK_EQ(read_seg(c, 10, &idx), RC_READ_BYPASS);	/* evicts 20; 10 1 back */
+	CHECK_EQ(c->ctr.x2_fills_saved, 1);
+	CHECK_EQ(c->ctr.sim_misses, 4);
+	rm(c);
+}
+
 CTEST(stress_random_model)
 {
 	static struct st s;
@@ -2015,6 +2153,9 @@ CTEST(stress_random_model)
 		CHECK_EQ(s.inflight[k], 0);
 	}
 	s.want.hdc_dropped = s.c->ctr.hdc_dropped;	/* checked by st_check() */
+	/* the history's structure by st_check(), its counts by hist_* tests */
+	s.want.x2_fills_saved = s.c->ctr.x2_fills_saved;
+	s.want.x4_fills_saved = s.c->ctr.x4_fills_saved;
 	check_ctr_at(__LINE__, &s.c->ctr, &s.want);
 	/* Sanity: the run exercised every path. */
 	CHECK(s.want.hdc_fills > 100);
