@@ -547,13 +547,13 @@ static void rc_hist_add(struct rc_cache *c, u64 seg)
 
 /*
  * @seg is filled, its entry taken when the history's next slot was
- * @next: out of the history, counting the fill as one a larger cache would
- * not make if @seg's depth allows (RC_HIST_SPAN).  Its depth counts the
- * segments evicted after it, up to @next: the eviction the take itself
- * made does not count, since in the larger cache @seg is a hit and nothing
- * is evicted.
+ * @next: out of the history, and if the fill is a read miss's own
+ * (@demand), counted as one a larger cache would not make if @seg's depth
+ * allows (RC_HIST_SPAN).  Its depth counts the segments evicted after it,
+ * up to @next: the eviction the take itself made does not count, since in
+ * the larger cache @seg is a hit and nothing is evicted.
  */
-static void rc_hist_fill(struct rc_cache *c, u64 seg, u32 next)
+static void rc_hist_fill(struct rc_cache *c, u64 seg, u32 next, bool demand)
 {
 	u32 key = rc_hash32(seg), slot, n = rc_hist_slots(c->nr_entries), r;
 
@@ -565,8 +565,10 @@ static void rc_hist_fill(struct rc_cache *c, u64 seg, u32 next)
 		r = rc_hist_below(c, next) - rc_hist_below(c, slot);
 		if (next <= slot)
 			r += rc_hist_below(c, n);
-		c->ctr.x2_fills_saved += r <= c->nr_entries;
-		c->ctr.x4_fills_saved += r <= c->nr_entries * RC_HIST_SPAN;
+		if (demand) {
+			c->ctr.x2_fills_saved += r <= c->nr_entries;
+			c->ctr.x4_fills_saved += r <= c->nr_entries * RC_HIST_SPAN;
+		}
 		rc_hist_unlink(c, slot);
 		return;
 	}
@@ -613,18 +615,21 @@ static u32 rc_take_entry(struct rc_cache *c, bool data)
 /*
  * An entry for @seg in @state, pinned once, in the index, every flag
  * clear (@ghost: @seg's GHOST entry, or RC_NONE; @ahead: taken for a fill
- * ahead, not for a segment asked for).  RC_NONE if all are busy.
+ * ahead, not for a segment asked for; @demand: for a read miss's own
+ * fill, which the eviction history counts).  RC_NONE if all are busy.
  */
-static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state state, bool ahead)
+static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state state, bool ahead,
+			bool demand)
 {
+	u32 next = c->hist_next, i;
 	struct rc_entry *e;
-	u32 i;
 
 	if (ghost != RC_NONE)
 		rc_ghost_drop(c, ghost);	/* the simulated segment becomes real */
 	i = rc_take_entry(c, true);
 	if (i == RC_NONE)
 		return RC_NONE;
+	rc_hist_fill(c, seg, next, demand);
 	if (ahead) {
 		c->nr_ahead++;
 		c->ctr.prefetches++;
@@ -657,15 +662,13 @@ static u32 rc_take_for(struct rc_cache *c, u64 seg, u32 ghost, enum rc_state sta
  * @ghost is @seg's GHOST entry or RC_NONE.  Returns RC_NONE if all are busy.
  */
 static u32 rc_start_fill(struct rc_cache *c, u64 seg, u32 ghost, u32 wgen, bool walloc,
-			 bool ahead)
+			 bool ahead, bool demand)
 {
-	u32 next = c->hist_next, i = rc_take_for(c, seg, ghost, RC_FILLING, ahead);
+	u32 i = rc_take_for(c, seg, ghost, RC_FILLING, ahead, demand);
 	struct rc_entry *e;
 
 	if (i == RC_NONE)
 		return RC_NONE;
-	if (!walloc)
-		rc_hist_fill(c, seg, next);
 	e = &c->entries[i];
 	e->walloc = walloc;
 	e->ahead = ahead;
@@ -792,7 +795,7 @@ static u32 rc_ghost_add(struct rc_cache *c, u64 seg, bool ahead)
 	i = rc_take_entry(c, false);
 	if (i == RC_NONE)
 		return RC_NONE;
-	rc_hist_fill(c, seg, next);
+	rc_hist_fill(c, seg, next, !ahead);
 	if (!ahead)
 		c->demand_takes++;
 	e = &c->entries[i];
@@ -938,7 +941,7 @@ static enum rc_read_action rc_read_piece(struct rc_cache *c, struct rc_read_stat
 		goto bypass;
 	}
 
-	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false, true);
 	if (i == RC_NONE) {
 		c->ctr.read_bypassed_busy++;
 		goto bypass;
@@ -1095,7 +1098,7 @@ u32 rc_prefetch(struct rc_cache *c, struct rc_read_state *st, u64 limit, u64 *se
 				break;
 			st->ahead_left = k - 1;
 		}
-		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true);
+		i = rc_start_fill(c, s, i, c->wb_gen[b], false, true, false);
 		if (i == RC_NONE)
 			break;
 		if (rc_budgeted(c))
@@ -1180,7 +1183,7 @@ static bool rc_plan_fill(struct rc_cache *c, u64 seg, struct rc_read_plan *plan)
 	if ((i != RC_NONE && c->entries[i].state != RC_GHOST) || c->wb_inflight[b] ||
 	    c->range_inflight)
 		return false;
-	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false, false);
 	if (i == RC_NONE)
 		return false;
 	c->entries[i].along = 1;
@@ -1839,7 +1842,7 @@ bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx)
 		return false;
 	if (!rc_caware_caches(rc_caware_rule(&c->caware, true, c->free_head == RC_NONE)))
 		return false;
-	i = rc_start_fill(c, seg, i, cookie, true, false);
+	i = rc_start_fill(c, seg, i, cookie, true, false, false);
 	if (i == RC_NONE)
 		return false;
 	*idx = i;
@@ -1866,7 +1869,7 @@ u64 rc_units(const struct rc_cache *c, u64 sector, u32 sectors, bool whole)
 /* A new entry, VALID with no unit yet, pinned, for a write to @seg (GHOST @ghost or RC_NONE). */
 static u32 rc_wc_take(struct rc_cache *c, u64 seg, u32 ghost)
 {
-	u32 i = rc_take_for(c, seg, ghost, RC_VALID, false);
+	u32 i = rc_take_for(c, seg, ghost, RC_VALID, false, false);
 
 	if (i != RC_NONE)
 		c->nr_valid++;
@@ -2156,7 +2159,7 @@ enum rc_hdc_pin rc_hdc_pin(struct rc_cache *c, u64 seg, u32 *idx)
 	}
 	if (c->fills_held || c->wb_inflight[b] || c->range_inflight)
 		return RC_HDC_BUSY;
-	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false);
+	i = rc_start_fill(c, seg, i, c->wb_gen[b], false, false, false);
 	if (i == RC_NONE)
 		return RC_HDC_BUSY;
 	c->entries[i].hfill = 1;

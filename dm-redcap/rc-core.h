@@ -127,7 +127,7 @@ struct rc_counters {
 	u64 given_back;		/* entries whose buffer went back to the kernel */
 	u64 regrown;		/* ... and got one again (rc_regrown()) */
 	/* the eviction history (RC_HIST_SPAN) */
-	u64 x2_fills_saved;	/* fills a cache of twice the entries would not make */
+	u64 x2_fills_saved;	/* read misses' fills a cache of twice the entries would not make */
 	u64 x4_fills_saved;	/* ... of four times */
 };
 
@@ -144,8 +144,11 @@ struct rc_counters {
  * key, O(log) a fill or eviction, nothing on a hit.  A segment whose slot
  * the ring reused is no longer counted: exact while fewer than 2 x
  * RC_HIST_SPAN x nr_entries evictions separate a fill from its
- * segment's eviction, a floor after.  Fills of the simulated cache count
- * as fills; a write's allocation does not.  Unlike the shadows
+ * segment's eviction, a floor after.  Only a read miss's own fill counts
+ * (the simulated cache's too): it is a request to the disk, where a fill
+ * ahead of a stream, along a read or for HDC joins a request that goes
+ * anyway or goes while the disk is idle; every fill and a write's
+ * allocation take the segment out of the history.  Unlike the shadows
  * (rc-shadow.h), this sees the cache's own prefetch and bypass.
  */
 #define RC_HIST_SPAN		3

@@ -391,9 +391,20 @@ def test_ram_advice_compares_the_prediction_with_the_2x_run():
     assert round(c["predicted"], 1) == -6.6 and round(c["busy"], 1) == -12.5
     assert round(c["app"], 1) == -10.0 and round(c["error"], 1) == 5.9 and not c["within"]
     assert c["lru1"] == 40.0 and round(c["cache1"], 1) == 46.4 and c["cache2"] == 43.75
+    assert c["history"] is None and "history_within" not in c
     text = ra.report([c], "cmd")
-    assert "in **0 of 1** cells" in text and "| lkr | 4 | -6.6 | -12.5 | -10.0 | +5.9 | no |" \
-        in text
+    assert "in **0 of 1** cells (the shadows)." in text
+    assert "| lkr | 4 | -6.6 | – | -12.5 | -10.0 | +5.9 | no |" in text
+    # the eviction history: 50 fills saved of 400 read requests sent down
+    stats = {"fill_ios": 380, "fill_joined": 30, "read_bypassed": 52, "read_joined": 2,
+             "x2_fills_saved": 50}
+    [c] = ra.cells([dict(one, redcap_stats=stats), two])
+    assert c["history"] == -12.5 and c["history_within"]
+    assert ra.history_advice(dict(stats, x2_fills_saved=0)) == 0.0
+    assert ra.history_advice({"fill_ios": 1}) is None
+    text = ra.report([c], "cmd")
+    assert "in **0 of 1** cells (the shadows), **1 of 1** (the eviction history)." in text
+    assert "| lkr | 4 | -6.6 | -12.5 | -12.5 | -10.0 | +5.9 | no |" in text
 
 
 def test_server_set_bounds_the_page_cache_and_gives_equal_ram_the_caches_ram():
