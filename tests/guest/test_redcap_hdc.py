@@ -114,6 +114,17 @@ def test_a_pinned_segment_survives_a_flood_and_a_write_ends_its_pin(stamped, dmn
         read_segs(rc, [5])
 
 
+def read_hot_and_a_flood(rc):
+    """From cold, with a 25 % share and no read-ahead: each of HOT read three
+    times, a flood of 60 other segments read once between (each a fill)."""
+    rc.cold()
+    rc.message("set", "prefetch", "0")
+    rc.message("set", "hdc", "25")
+    for r in range(3):
+        read_segs(rc, HOT)
+        read_segs(rc, range(320 + 20 * r, 340 + 20 * r))
+
+
 def test_the_segments_that_missed_most_are_chosen_and_filled(stamped, dmname):
     """Each of HOT is read three times (a flood of others between: each a
     fill), each flood segment once.  A larger share waits for the period's
@@ -121,12 +132,7 @@ def test_the_segments_that_missed_most_are_chosen_and_filled(stamped, dmname):
     reads are not worth a fill), fills them while the origin is idle, and
     serves them from then on whatever else is read.  Inactive too."""
     with Dm(dmname(), table(stamped)) as rc:
-        rc.cold()
-        rc.message("set", "prefetch", "0")
-        rc.message("set", "hdc", "25")
-        for r in range(3):
-            read_segs(rc, HOT)
-            read_segs(rc, range(320 + 20 * r, 340 + 20 * r))
+        read_hot_and_a_flood(rc)
         hot = rc.query("hot", "4").split()
         assert hot[2:] == [f"{k}={v}" for s in HOT for k, v in
                            (("segment", s), ("misses", 3), ("err", 0))], hot
@@ -153,12 +159,7 @@ def test_an_inactive_bare_cache_regrows_for_the_set_chosen_and_keeps_it(stamped,
     the cache regrows, fills HOT and serves it while inactive; the kernel
     reclaiming again takes every page but the share's."""
     with Dm(dmname(), table(stamped)) as rc:
-        rc.cold()
-        rc.message("set", "prefetch", "0")
-        rc.message("set", "hdc", "25")
-        for r in range(3):
-            read_segs(rc, HOT)
-            read_segs(rc, range(320 + 20 * r, 340 + 20 * r))
+        read_hot_and_a_flood(rc)
         rc.message("policy", "off")
         drop_slab()
         st = rc.stats()

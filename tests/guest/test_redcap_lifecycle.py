@@ -109,6 +109,23 @@ def test_drop_cache_waits_for_a_busy_segment_then_fails_busy_and_loses_nothing(
 # The constructor's page allocation
 
 
+def create_fails_and_leaves_nothing(name, table, error):
+    """dmsetup create @name of @table fails with ENOMEM and the target's
+    @error, leaves no device, and keeps less than 32 MiB of memory."""
+    free = free_memory()
+    with kmsg() as k:
+        r = sh("dmsetup", "create", name, input=table + "\n", check=False)
+        errors = dm_errors(k.lines())
+    assert r.returncode == 1, r
+    assert re.fullmatch(rf"device-mapper: reload ioctl on {name} \(\d+:\d+\) failed: "
+                        r"Cannot allocate memory\nCommand failed\.\n", r.stderr), r.stderr
+    assert any(re.fullmatch(rf"\d+:\d+: redcap: {error} \(-ENOMEM\)", e)
+               for e in errors), errors
+    assert sh("dmsetup", "info", name, check=False).returncode == 1, "a device is left"
+    kept = free - free_memory()
+    assert kept < 32 * MIB, f"the failed load kept {kept // MIB} MiB"
+
+
 def test_a_page_allocation_failing_partway_fails_the_load_and_frees_every_page(
         loop64, dmname, fault):
     """A 256 MiB cache whose 60000th page cannot be had (fi_ctr_alloc_fail):
@@ -120,19 +137,8 @@ def test_a_page_allocation_failing_partway_fails_the_load_and_frees_every_page(
     segs = (256 * MIB) // (SEG * 512)
     table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
     name = dmname()
-    free = free_memory()
     fault("fi_ctr_alloc_fail", 60000)
-    with kmsg() as k:
-        r = sh("dmsetup", "create", name, input=table + "\n", check=False)
-        errors = dm_errors(k.lines())
-    assert r.returncode == 1, r
-    assert re.fullmatch(rf"device-mapper: reload ioctl on {name} \(\d+:\d+\) failed: "
-                        r"Cannot allocate memory\nCommand failed\.\n", r.stderr), r.stderr
-    assert any(re.fullmatch(r"\d+:\d+: redcap: Cannot allocate cache memory \(-ENOMEM\)", e)
-               for e in errors), errors
-    assert sh("dmsetup", "info", name, check=False).returncode == 1, "a device is left"
-    kept = free - free_memory()
-    assert kept < 32 * MIB, f"the failed load kept {kept // MIB} MiB"
+    create_fails_and_leaves_nothing(name, table, "Cannot allocate cache memory")
 
     set_param("fi_ctr_alloc_fail", 0)
     with Dm(name, table) as rc:
@@ -153,19 +159,8 @@ def test_a_shrinker_that_cannot_be_registered_fails_the_load_and_the_live_table_
     segs = (128 * MIB) // (SEG * 512)
     table = f"0 {n} redcap {loop64} {SEG} {segs} 2 policy always"
     name = dmname()
-    free = free_memory()
     fault("fi_shrinker_fail", 1)
-    with kmsg() as k:
-        r = sh("dmsetup", "create", name, input=table + "\n", check=False)
-        errors = dm_errors(k.lines())
-    assert r.returncode == 1, r
-    assert re.fullmatch(rf"device-mapper: reload ioctl on {name} \(\d+:\d+\) failed: "
-                        r"Cannot allocate memory\nCommand failed\.\n", r.stderr), r.stderr
-    assert any(re.fullmatch(r"\d+:\d+: redcap: Cannot register shrinker \(-ENOMEM\)", e)
-               for e in errors), errors
-    assert sh("dmsetup", "info", name, check=False).returncode == 1, "a device is left"
-    kept = free - free_memory()
-    assert kept < 32 * MIB, f"the failed load kept {kept // MIB} MiB"
+    create_fails_and_leaves_nothing(name, table, "Cannot register shrinker")
 
     set_param("fi_shrinker_fail", 0)
     with Dm(name, table) as rc:
