@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from dmtest import (BLOCK, SECTOR, Dm, aligned, check_sectors, dev_sectors, disk_reads,
-                    loop_device, read_blocks, sh, stamp_record, stamp_sectors, udev_held,
-                    write_stamped)
+from dmtest import (BLOCK, SECTOR, SLOW, Dm, Outcome, aligned, check_sectors, dev_sectors,
+                    disk_reads, loop_device, read_blocks, sh, stamp_record, stamp_sectors,
+                    udev_held, write_stamped)
 
 SEG = 256                       # 128 KiB segments, in sectors
 SPB = BLOCK // SECTOR           # sectors a 4 KiB block
@@ -461,3 +461,41 @@ def test_one_mib_segments_serve_reads_writes_and_a_discard(loop64, dmname):
         for seg in range(4):
             m.read(rc.path, seg * MIB, MIB)
         counts(settled(rc.name), reads=4, read_hits=2, read_misses=2, segments_valid=4)
+
+
+# --------------------------------------------------------------------------
+# A fill in flight across a discard and a write of its segment
+
+
+@pytest.mark.parametrize("write_policy", ["invalidate", "update", "back", "selective"])
+def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
+        loop64, dmname, fault, write_policy):
+    """A miss's fill of segment 0 held in flight (fi_endio_delay_us) while
+    the segment is discarded and its first block written: once the fill
+    completes, every read of the segment returns the write and zeroes,
+    never the origin's old stamps, with each write policy.  The first
+    suspect of the soak's stale reads (docs/results/2026-12-06-soak-2.md:
+    blocks discarded, then written, read back as before the discard); it
+    held on 6.1 and 6.12 when written, so the cause is elsewhere."""
+    stamp_origin(loop64, 4 * SEG // SPB)
+    n = dev_sectors(loop64)
+    m = Model().set(0, SEG, ZERO).set(0, SPB, NEW)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 16 4 policy always "
+                      f"write_policy {write_policy}") as rc:
+        rc.cold()
+        rc.message("set", "prefetch", "0")
+        fault("fi_endio_delay_us", 1000000)
+        reader = Outcome(read_sectors, rc.path, 2 * SPB, SPB)
+        end = time.monotonic() + 30 * SLOW
+        while not stats(rc.name)["segments_filling"]:
+            assert time.monotonic() < end, "the fill never started"
+            time.sleep(0.01)
+        blkdiscard(rc.path, 0, SEG)
+        write_sectors(rc.path, 0, SPB, NEW)
+        reader.result()
+        fault("fi_endio_delay_us", 0)
+        settled(rc.name)
+        m.read(rc.path, 0, SEG, "after the fill: ")
+        m.read(rc.path, 0, SEG, "again: ")
+        for s in range(0, SEG, SPB):
+            m.read(rc.path, s, SPB, f"block {s // SPB}: ")
