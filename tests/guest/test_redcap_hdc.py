@@ -165,8 +165,10 @@ def test_an_inactive_bare_cache_regrows_for_the_set_chosen_and_keeps_it(stamped,
         st = rc.stats()
         assert (st["segments_bare"], st["given_back"], st["hdc_pinned"]) == (NSEGS, NSEGS, 0), st
         end_period(rc, 319)
-        st = regrown(rc, 319 * UNITS, SEED)       # once chosen, a read starts the regrow
-        assert (st["regrown"], st["hdc_pinned"]) == (NSEGS, 0), st
+        # Once chosen, a read starts the regrow; the fills of HOT may have
+        # started by the time the stats are read, so only the regrow is asked.
+        st = regrown(rc, 319 * UNITS, SEED)
+        assert st["regrown"] == NSEGS, st
         st = stats_when(rc, lambda st: st["hdc_pinned"] == 4, "HOT pinned")
         assert (st["segments_bare"], st["regrown"], st["hdc_fills"]) == (0, NSEGS, 4), st
         drop_slab()
