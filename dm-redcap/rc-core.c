@@ -1709,14 +1709,20 @@ void rc_unpin(struct rc_cache *c, u32 idx)
 		rc_list_put(c, idx);
 }
 
-static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
+/* A write to @seg is in flight: no fill of its bucket starts, and those in flight are old. */
+static void rc_write_hold(struct rc_cache *c, u64 seg)
 {
 	u32 b = rc_wb_bucket(c, seg);
-	u32 i;
 
 	c->wb_inflight[b]++;
 	c->wb_gen[b]++;
+}
 
+static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
+{
+	u32 i;
+
+	rc_write_hold(c, seg);
 	/* A FILLING entry is left alone: its fill will see the new gen. */
 	i = rc_lookup(c, seg);
 	if (i != RC_NONE && (c->write_policy != RC_WRITE_UPDATE || !may_update)) {
@@ -1727,7 +1733,7 @@ static u32 rc_write_begin(struct rc_cache *c, u64 seg, bool may_update)
 			rc_ghost_drop(c, i);	/* as the real cache would */
 		}
 	}
-	return c->wb_gen[b];
+	return c->wb_gen[rc_wb_bucket(c, seg)];
 }
 
 u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update)
@@ -1737,58 +1743,186 @@ u32 rc_write_start(struct rc_cache *c, u64 seg, u32 sectors, bool may_update)
 	return rc_write_begin(c, seg, may_update);
 }
 
-bool rc_range_begin(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
+/* The segments a range of @sectors at @sector touches: *@first, *@nr. */
+static void rc_range_segs(const struct rc_cache *c, u64 sector, u64 sectors, u64 *first, u64 *nr)
 {
-	u64 s;
+	*first = sector >> c->seg_shift;
+	*nr = sectors ? ((sector + sectors - 1) >> c->seg_shift) - *first + 1 : 0;
+}
 
+/* The segments a range covers whole: *@first, *@nr (none: 0). */
+static void rc_range_whole(const struct rc_cache *c, u64 sector, u64 sectors, u64 *first,
+			   u64 *nr)
+{
+	u64 mask = (1ull << c->seg_shift) - 1, end = sector + sectors;
+
+	*first = (sector + mask) >> c->seg_shift;
+	*nr = (end >> c->seg_shift) > *first ? (end >> c->seg_shift) - *first : 0;
+}
+
+/* A range covers index entry @i whole: nothing of it stays. */
+static void rc_range_drop(struct rc_cache *c, u32 i)
+{
+	struct rc_entry *e = &c->entries[i];
+
+	if (e->state == RC_FILLING) {
+		e->stale = 1;
+	} else if (e->state == RC_VALID) {
+		c->ctr.invalidations++;
+		rc_invalidate(c, i);
+	} else if (e->state == RC_GHOST) {
+		rc_ghost_drop(c, i);
+	}
+}
+
+/*
+ * A range covers sectors [@s0, @s1) of entry @i's segment, not all of it.
+ * An entry that holds nothing newer than the disk goes whole (the disk
+ * has the rest).  One that does keeps what the range leaves: the units
+ * it covers go (dirty ones counted dropped), and where an end of the
+ * range falls inside a unit it keeps, that unit's sectors in the range
+ * are zeroed in RAM by the caller (*@z, the entry pinned) and written
+ * back: the unit's other sectors are newer than the disk.  A write of the
+ * entry in flight may carry the dropped units' older data: the range
+ * waits for it (an orphan, rwait).
+ */
+static void rc_range_part(struct rc_cache *c, u32 i, u64 s0, u64 s1, struct rc_range_zero *z)
+{
+	struct rc_entry *e = &c->entries[i];
+	u64 covered = rc_units(c, s0, (u32)(s1 - s0), true);
+	u64 touched = rc_units(c, s0, (u32)(s1 - s0), false);
+	u64 umask = (1ull << c->unit_shift) - 1;
+	u64 ends[2] = { s0, s1 - 1 };
+	u32 k;
+
+	if (e->state != RC_VALID || !(e->dirty || e->wbusy)) {
+		rc_range_drop(c, i);
+		return;
+	}
+	if (e->dirty & covered) {
+		c->dirty_units -= rc_popcount64(e->dirty & covered);
+		c->ctr.dirty_dropped++;
+		e->dirty &= ~covered;
+	}
+	e->valid &= ~covered;
+	if (!e->valid) {
+		c->ctr.invalidations++;
+		rc_invalidate(c, i);
+		return;
+	}
+	if (e->on_dirty && !e->dirty) {
+		rc_dirty_del(c, i);
+		if (!e->pins)
+			rc_list_put(c, i);
+	}
+	if (e->wbusy && !e->rwait) {
+		e->rwait = 1;
+		c->wb_orphans++;
+	}
+	for (k = 0; k < 2; k++) {
+		u64 u0 = ends[k] & ~umask, a = s0 > u0 ? s0 : u0;
+		u64 b = s1 < u0 + umask + 1 ? s1 : u0 + umask + 1;
+
+		if (k && (ends[1] & ~umask) == (ends[0] & ~umask))
+			break;		/* both ends in one unit: done */
+		if (!(rc_units(c, u0, 1, false) & touched & ~covered & e->valid))
+			continue;
+		z->zero[z->n++] = (struct rc_range_zero_req){ i, a, (u32)(b - a) };
+		e->wcopies++;	/* no write-back takes it until it is zeroed */
+		rc_pin(c, i);
+	}
+}
+
+/* The segment @seg's part of the range [@sector, @end). */
+static void rc_range_seg(struct rc_cache *c, u64 seg, u64 sector, u64 end, struct rc_range_zero *z)
+{
+	u64 s0 = seg << c->seg_shift, s1 = s0 + (1ull << c->seg_shift);
+	u32 i = rc_lookup(c, seg);
+
+	if (i == RC_NONE)
+		return;
+	if (sector <= s0 && end >= s1)
+		rc_range_drop(c, i);
+	else
+		rc_range_part(c, i, sector > s0 ? sector : s0, end < s1 ? end : s1, z);
+}
+
+bool rc_range_begin(struct rc_cache *c, u64 sector, u64 sectors, struct rc_range_zero *z)
+{
+	u64 first, nr, s, end = sector + sectors;
+
+	z->n = 0;
 	c->ctr.writes++;
 	c->ctr.write_sectors += sectors;
+	rc_range_segs(c, sector, sectors, &first, &nr);
 	if (nr <= RC_RANGE_SMALL) {
-		for (s = first; s < first + nr; s++)
-			rc_write_begin(c, s, false);
+		for (s = first; s < first + nr; s++) {
+			rc_write_hold(c, s);
+			rc_range_seg(c, s, sector, end, z);
+		}
 		return false;
 	}
 	c->range_inflight++;
+	/* Its ends here; rc_range_walk() the segments it covers whole. */
+	rc_range_seg(c, first, sector, end, z);
+	rc_range_seg(c, first + nr - 1, sector, end, z);
 	return true;
 }
 
-u32 rc_range_walk(struct rc_cache *c, u64 first, u64 nr, u32 from, u32 budget)
+u32 rc_range_walk(struct rc_cache *c, u64 sector, u64 sectors, u32 from, u32 budget)
 {
 	u32 i, end = c->nr_entries;
+	u64 first, nr;
 
+	rc_range_whole(c, sector, sectors, &first, &nr);
 	if (from < end && budget < end - from)
 		end = from + budget;
-	for (i = from; i < end; i++) {
-		struct rc_entry *e = &c->entries[i];
-
-		if (e->seg - first >= nr)
-			continue;
-		if (e->state == RC_FILLING) {
-			e->stale = 1;
-		} else if (e->state == RC_VALID) {
-			c->ctr.invalidations++;
-			rc_invalidate(c, i);
-		} else if (e->state == RC_GHOST) {
-			rc_ghost_drop(c, i);
-		}
-	}
+	for (i = from; i < end; i++)
+		if (c->entries[i].seg - first < nr)
+			rc_range_drop(c, i);
 	return end;
 }
 
-void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors)
+void rc_range_zeroed(struct rc_cache *c, const struct rc_range_zero_req *r)
 {
-	if (rc_range_begin(c, first, nr, sectors))
-		rc_range_walk(c, first, nr, 0, c->nr_entries);
+	struct rc_entry *e = &c->entries[r->idx];
+	u64 unit = rc_units(c, r->sector, r->sectors, false);
+
+	e->wcopies--;
+	if (e->state == RC_VALID && (e->valid & unit)) {
+		c->dirty_units += rc_popcount64(unit & ~e->dirty);
+		e->dirty |= unit;
+		/* one being written goes on the list when that write ends */
+		if (!e->on_dirty && !e->wbusy)
+			rc_dirty_add(c, r->idx, false);
+	}
+	rc_unpin(c, r->idx);
 }
 
-void rc_range_done(struct rc_cache *c, u64 first, u64 nr)
+void rc_range_start(struct rc_cache *c, u64 sector, u64 sectors)
 {
-	u32 idx;
-	u64 s;
+	struct rc_range_zero z;
+	u32 k;
 
+	if (rc_range_begin(c, sector, sectors, &z))
+		rc_range_walk(c, sector, sectors, 0, c->nr_entries);
+	for (k = 0; k < z.n; k++)
+		rc_range_zeroed(c, &z.zero[k]);
+}
+
+void rc_range_done(struct rc_cache *c, u64 sector, u64 sectors)
+{
+	u64 first, nr, s;
+	u32 b;
+
+	rc_range_segs(c, sector, sectors, &first, &nr);
 	if (nr <= RC_RANGE_SMALL) {
-		for (s = first; s < first + nr; s++)
-			rc_write_done(c, s, 0, 0, false, &idx);
+		/* What it covered went at its start; what it left stays. */
+		for (s = first; s < first + nr; s++) {
+			b = rc_wb_bucket(c, s);
+			if (c->wb_inflight[b])
+				c->wb_inflight[b]--;
+		}
 		return;
 	}
 	/* Fills were held off and covered ones are stale: nothing cached to drop. */
@@ -1975,6 +2109,10 @@ static void rc_wc_unbusy(struct rc_cache *c, u32 idx)
 
 	e->wbusy = 0;
 	c->nr_wbusy--;
+	if (e->rwait) {		/* a range over part of it waited */
+		e->rwait = 0;
+		c->wb_orphans--;
+	}
 	if (e->state == RC_DEAD)
 		c->wb_orphans--;
 	else if (e->dirty && !e->on_dirty)	/* a failed write-back: oldest, written first */
@@ -2112,7 +2250,8 @@ void rc_wb_done(struct rc_cache *c, u32 idx, u64 sector, u32 sectors, int error,
 	if (sector + sectors < s1)
 		s1 = sector + sectors;
 	if (error && e->state == RC_VALID && s1 > s0) {
-		units = rc_units(c, s0, (u32)(s1 - s0), false);
+		/* not those a range dropped meanwhile (rc_range_part()) */
+		units = rc_units(c, s0, (u32)(s1 - s0), false) & e->valid;
 		c->dirty_units += rc_popcount64(units & ~e->dirty);
 		e->dirty |= units;
 	}

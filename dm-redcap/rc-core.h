@@ -184,6 +184,7 @@ struct rc_entry {
 	 */
 	u8 on_dirty:1;
 	u8 wbusy:1;		/* a write of it to the disk is in flight: writes wait */
+	u8 rwait:1;		/* ... and a range over part of it waits too (wb_orphans) */
 	u16 wb_parts;		/* ... write-back requests of it in flight */
 	u16 wcopies;		/* writes copying into it (RC_WC_CACHE, pinned too) */
 	u32 dseq;		/* c->dirty_seq when it went dirty */
@@ -676,15 +677,36 @@ enum rc_write_action rc_write_done(struct rc_cache *c, u64 seg, u32 cookie,
 bool rc_write_allocate(struct rc_cache *c, u64 seg, u32 cookie, u32 *idx);
 
 /*
- * A discard / write-zeroes / secure-erase over @nr segments from @first
- * (@sectors in all) is being issued; dm does not split these at segment
- * boundaries.  Up to RC_RANGE_SMALL segments are handled one by one like
- * writes without update; a larger range walks the entries once, drops what
- * it covers, makes covered fills STALE and holds off every new fill until
- * rc_range_done().  Never updates in place.
+ * A discard / write-zeroes / secure-erase of @sectors at @sector is being
+ * issued; dm does not split these at segment boundaries.  What it covers
+ * is dropped, fills of it in flight are made stale, and no fill of it
+ * starts until rc_range_done(); it never updates in place.  Up to
+ * RC_RANGE_SMALL segments are handled one by one like writes; a larger
+ * range holds off every new fill and walks the entries once.
+ *
+ * Where an end of the range falls inside a segment whose entry holds
+ * data newer than the disk (dirty, or being written back), the entry
+ * stays with what the range leaves of it; a range's end inside a unit it
+ * keeps is one of at most two zeroing requests: the caller zeroes those
+ * sectors of the entry's buffer, then calls rc_range_zeroed() (the unit
+ * is dirty then, written back zeroed with the rest of it).  While a write
+ * of such an entry is in flight, wb_orphans counts it: the range goes to
+ * the disk once it is done.
  */
 #define RC_RANGE_SMALL	64
-void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
+struct rc_range_zero_req {
+	u32 idx;		/* the entry, pinned */
+	u64 sector;		/* the range's sectors inside one of its units */
+	u32 sectors;
+};
+
+struct rc_range_zero {
+	u32 n;
+	struct rc_range_zero_req zero[2];
+};
+
+/* All at once, with no buffer to zero (the simulator, host tests). */
+void rc_range_start(struct rc_cache *c, u64 sector, u64 sectors);
 
 /*
  * rc_range_start() in steps, so that no lock hold walks every entry.
@@ -693,13 +715,13 @@ void rc_range_start(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
  * then the caller calls rc_range_walk() from entry 0 with each returned
  * index until it returns nr_entries, and may drop its lock between calls
  * (no entry is taken for another segment meanwhile).  Each call looks at
- * @budget entries at most.
+ * @budget entries at most.  *@z: the zeroing the caller owes.
  */
-bool rc_range_begin(struct rc_cache *c, u64 first, u64 nr, u64 sectors);
-u32 rc_range_walk(struct rc_cache *c, u64 first, u64 nr, u32 from, u32 budget);
-
-/* The range write started with the same @first and @nr completed. */
-void rc_range_done(struct rc_cache *c, u64 first, u64 nr);
+bool rc_range_begin(struct rc_cache *c, u64 sector, u64 sectors, struct rc_range_zero *z);
+u32 rc_range_walk(struct rc_cache *c, u64 sector, u64 sectors, u32 from, u32 budget);
+void rc_range_zeroed(struct rc_cache *c, const struct rc_range_zero_req *r);
+/* The range started with the same @sector and @sectors completed. */
+void rc_range_done(struct rc_cache *c, u64 sector, u64 sectors);
 
 /*
  * The write cache: a volatile write-back cache with a disk's contract

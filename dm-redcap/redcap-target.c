@@ -467,7 +467,6 @@ struct redcap_pb {
 	bool read_inflight;	/* counted in cc->reads_inflight */
 	bool cut;		/* a write map() cut: its rest follows */
 	u64 seg;
-	u64 nr_segs;
 	struct bvec_iter saved_iter;	/* as map saw it (a completed bio's is spent) */
 };
 
@@ -1341,24 +1340,49 @@ static void redcap_wb_work(struct work_struct *ws)
 				   failed ? REDCAP_WB_RETRY : REDCAP_WB_PERIOD);
 }
 
+/* Zero @r's sectors of its entry's buffer (an end of a range inside a unit it keeps). */
+static void redcap_zero(struct redcap_cache *cc, const struct rc_range_zero_req *r)
+{
+	struct page **pages = cc->pages + (size_t)r->idx * cc->pages_per_seg;
+	size_t off = (size_t)(r->sector & (cc->seg_sectors - 1)) << SECTOR_SHIFT;
+	size_t left = (size_t)r->sectors << SECTOR_SHIFT;
+
+	while (left) {
+		size_t n = min_t(size_t, left, PAGE_SIZE - offset_in_page(off));
+
+		memzero_page(pages[off >> PAGE_SHIFT], offset_in_page(off), n);
+		off += n;
+		left -= n;
+	}
+}
+
 /*
  * A discard / write-zeroes over many segments: walk the entries a chunk per
  * lock hold (interrupts on between chunks); new fills are held off until
- * the range completes, so nothing is cached behind the walk.
+ * the range completes, so nothing is cached behind the walk.  An end of
+ * the range inside a unit an entry keeps is zeroed in RAM here, before
+ * the range goes down (rc_range_begin()).
  */
 static void redcap_range_start(struct redcap_cache *cc, struct redcap_pb *pb)
 {
+	u64 sector = pb->saved_iter.bi_sector, sectors = pb->saved_iter.bi_size >> SECTOR_SHIFT;
+	struct rc_range_zero z;
 	unsigned long flags;
 	bool walk;
-	u32 i = 0;
+	u32 i = 0, k;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	walk = rc_range_begin(cc->cache, pb->seg, pb->nr_segs,
-			      pb->saved_iter.bi_size >> SECTOR_SHIFT);
+	walk = rc_range_begin(cc->cache, sector, sectors, &z);
 	spin_unlock_irqrestore(&cc->lock, flags);
 	while (walk && i < cc->nr_segs) {
 		spin_lock_irqsave(&cc->lock, flags);
-		i = rc_range_walk(cc->cache, pb->seg, pb->nr_segs, i, REDCAP_WALK_CHUNK);
+		i = rc_range_walk(cc->cache, sector, sectors, i, REDCAP_WALK_CHUNK);
+		spin_unlock_irqrestore(&cc->lock, flags);
+	}
+	for (k = 0; k < z.n; k++) {
+		redcap_zero(cc, &z.zero[k]);
+		spin_lock_irqsave(&cc->lock, flags);
+		rc_range_zeroed(cc->cache, &z.zero[k]);
 		spin_unlock_irqrestore(&cc->lock, flags);
 	}
 }
@@ -1400,8 +1424,6 @@ static int redcap_map(struct dm_target *ti, struct bio *bio)
 	case REQ_OP_SECURE_ERASE:
 		/* Not cut at segment boundaries: may cover many. */
 		pb->kind = PB_RANGE;
-		pb->seg = rc_sector_to_seg(cc->cache, bio->bi_iter.bi_sector);
-		pb->nr_segs = rc_sector_to_seg(cc->cache, bio_end_sector(bio) - 1) - pb->seg + 1;
 		redcap_range_start(cc, pb);
 		redcap_remap(rc, bio);
 		/* After the writes of the entries it dropped, never before. */
@@ -1511,7 +1533,8 @@ static int redcap_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *er
 		break;
 	case PB_RANGE:
 		spin_lock_irqsave(&cc->lock, flags);
-		rc_range_done(cc->cache, pb->seg, pb->nr_segs);
+		rc_range_done(cc->cache, pb->saved_iter.bi_sector,
+			      pb->saved_iter.bi_size >> SECTOR_SHIFT);
 		spin_unlock_irqrestore(&cc->lock, flags);
 		break;
 	case PB_MERGE:

@@ -609,7 +609,7 @@ static int issue(struct sim *s, u32 req, u64 now)
 {
 	const struct trace_req *r = &s->t->req[req];
 	struct req_state *st = &s->rs[req];
-	u64 sector = r->sector, end = r->sector + r->sectors, first, nr, done, ns;
+	u64 sector = r->sector, end = r->sector + r->sectors, first, done, ns;
 	u32 seg_sectors = s->c->seg_sectors, n;
 	enum vd_dir dir = r->op == TRACE_READ ? VD_READ : VD_WRITE;
 
@@ -633,11 +633,9 @@ static int issue(struct sim *s, u32 req, u64 now)
 	}
 	if (r->op == TRACE_DISCARD) {
 		/* dm does not split discards at segment boundaries. */
-		first = r->sector / seg_sectors;
-		nr = (end - 1) / seg_sectors - first + 1;
 		st->parts = 1;
-		rc_range_start(s->cache, first, nr, r->sectors);
-		return push(s, now, EV_RANGE_DONE, req, first, nr, 0);
+		rc_range_start(s->cache, r->sector, r->sectors);
+		return push(s, now, EV_RANGE_DONE, req, r->sector, r->sectors, 0);
 	}
 	if (r->op == TRACE_READ) {
 		/* Its pieces complete as events, never before all are issued. */

@@ -372,27 +372,28 @@ int main(void)
 	if (!mem)
 		return 1;
 	for (r = 0; r < REPEAT; r++) {
+		struct rc_range_zero z;
 		u32 i = 0;
 
 		rc_cache_init(&c, mem, ENTRIES, 8, 0);
 		fill(&c);
 		t = now_ns();
-		rc_range_start(&c, 0, ENTRIES, (u64)ENTRIES * 256);
+		rc_range_start(&c, 0, (u64)ENTRIES << c.seg_shift);
 		t = now_ns() - t;
 		full_max = t > full_max ? t : full_max;
-		rc_range_done(&c, 0, ENTRIES);
+		rc_range_done(&c, 0, (u64)ENTRIES << c.seg_shift);
 
 		rc_cache_init(&c, mem, ENTRIES, 8, 0);
 		fill(&c);
-		rc_range_begin(&c, 0, ENTRIES, (u64)ENTRIES * 256);
+		rc_range_begin(&c, 0, (u64)ENTRIES << c.seg_shift, &z);
 		while (i < ENTRIES) {
 			t = now_ns();
-			i = rc_range_walk(&c, 0, ENTRIES, i, CHUNK);
+			i = rc_range_walk(&c, 0, (u64)ENTRIES << c.seg_shift, i, CHUNK);
 			t = now_ns() - t;
 			chunk_max = t > chunk_max ? t : chunk_max;
 			chunks[nchunks++] = t;
 		}
-		rc_range_done(&c, 0, ENTRIES);
+		rc_range_done(&c, 0, (u64)ENTRIES << c.seg_shift);
 	}
 	model_estimate();
 	read_paths();

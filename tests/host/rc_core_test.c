@@ -2200,17 +2200,17 @@ CTEST(small_range_invalidates_covered_segments_only)
 	for (s = 10; s < 16; s++)
 		cache_seg(c, s);
 	rc_reset_counters(c);
-	rc_range_start(c, 11, 3, 24);		/* segments 11, 12, 13 */
+	rc_range_start(c, secs(c, 11), secs(c, 3));		/* segments 11, 12, 13 */
 	CHECK_EQ(hashed_idx(c, 10) != RC_NONE, 1);
 	CHECK_EQ(hashed_idx(c, 11), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 13), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 14) != RC_NONE, 1);
 	/* No fill of a covered segment while the range is in flight. */
 	CHECK_EQ(read_seg(c, 12, &idx), RC_READ_BYPASS);
-	rc_range_done(c, 11, 3);
+	rc_range_done(c, secs(c, 11), secs(c, 3));
 	check_invariants(c);
 	CHECK_EQ(wb_inflight_sum(c), 0);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = 24,
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = secs(c, 3),
 		  .invalidations = 3);
 	CHECK_EQ(read_seg(c, 12, &idx), RC_READ_FILL);
 	CHECK_EQ(rc_fill_done(c, idx, 0, 8, false), RC_FILL_SERVE);
@@ -2231,7 +2231,7 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	CHECK_EQ(read_seg(c, first + 5, &in_fill), RC_READ_FILL);
 	rc_reset_counters(c);
 
-	rc_range_start(c, first, nr, nr * 8);
+	rc_range_start(c, secs(c, first), secs(c, nr));
 	CHECK_EQ(hashed_idx(c, first - 1) != RC_NONE, 1);
 	CHECK_EQ(hashed_idx(c, first), RC_NONE);
 	CHECK_EQ(hashed_idx(c, first + nr - 1), RC_NONE);
@@ -2240,10 +2240,10 @@ CTEST(large_range_drops_covered_and_holds_off_fills)
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_BYPASS);
 	/* The covered fill in flight must not install. */
 	CHECK_EQ(rc_fill_done(c, in_fill, 0, 8, false), RC_FILL_STALE);
-	rc_range_done(c, first, nr);
+	rc_range_done(c, secs(c, first), secs(c, nr));
 	CHECK_EQ(c->range_inflight, 0);
 	check_invariants(c);
-	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = nr * 8,
+	CHECK_CTR(c, .reads = 1, .read_bypassed = 1, .writes = 1, .write_sectors = secs(c, nr),
 		  .invalidations = 2, .fill_ios = 1, .fill_sectors = 8, .fill_stale = 1);
 	CHECK_EQ(read_seg(c, 5, &idx), RC_READ_FILL);
 	rm(c);
@@ -2256,12 +2256,12 @@ CTEST(large_range_keeps_pinned_entry_until_unpin)
 
 	idx = cache_seg(c, 3);
 	CHECK_EQ(read_seg(c, 3, &hit), RC_READ_HIT);
-	rc_range_start(c, 0, 1ull << 40, 0);
+	rc_range_start(c, secs(c, 0), secs(c, 1ull << 40));
 	CHECK_EQ(c->entries[idx].state, RC_DEAD);
 	CHECK_EQ(hashed_idx(c, 3), RC_NONE);
 	rc_unpin(c, hit);
 	CHECK_EQ(c->entries[idx].state, RC_FREE);
-	rc_range_done(c, 0, 1ull << 40);
+	rc_range_done(c, secs(c, 0), secs(c, 1ull << 40));
 	check_invariants(c);
 	rm(c);
 }
@@ -2575,19 +2575,19 @@ CTEST(writes_ranges_and_drop_all_drop_ghosts)
 	CHECK_EQ(read_seg(c, 1001 + RC_RANGE_SMALL, &idx), RC_READ_BYPASS);
 	CHECK_EQ(read_seg(c, 5000, &idx), RC_READ_BYPASS);
 	CHECK_EQ(c->nr_ghost, 6);
-	rc_range_start(c, 11, 2, 16);				/* small: 11, 12 */
+	rc_range_start(c, secs(c, 11), secs(c, 2));				/* small: 11, 12 */
 	CHECK_EQ(c->nr_ghost, 5);
 	CHECK_EQ(hashed_idx(c, 11), RC_NONE);
 	CHECK(hashed_idx(c, 10) != RC_NONE);
-	rc_range_done(c, 11, 2);
-	rc_range_start(c, 1000, RC_RANGE_SMALL + 1, 8 * (RC_RANGE_SMALL + 1));	/* large */
+	rc_range_done(c, secs(c, 11), secs(c, 2));
+	rc_range_start(c, secs(c, 1000), secs(c, RC_RANGE_SMALL + 1));	/* large */
 	CHECK_EQ(c->range_inflight, 1);
 	CHECK_EQ(c->nr_ghost, 3);
 	CHECK_EQ(hashed_idx(c, 1000), RC_NONE);
 	CHECK_EQ(hashed_idx(c, 1000 + RC_RANGE_SMALL), RC_NONE);
 	CHECK(hashed_idx(c, 1001 + RC_RANGE_SMALL) != RC_NONE);
 	CHECK(hashed_idx(c, 5000) != RC_NONE);
-	rc_range_done(c, 1000, RC_RANGE_SMALL + 1);
+	rc_range_done(c, secs(c, 1000), secs(c, RC_RANGE_SMALL + 1));
 	check_invariants(c);
 	CHECK_EQ(c->ctr.invalidations, 0);
 	CHECK_EQ(c->ctr.writes, 2);
@@ -2911,6 +2911,7 @@ CTEST(defect6_geometry_refuses_segments_below_a_page_and_sizes_that_wrap)
 CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 {
 	u32 n = 1u << 20, i = 0, steps = 0, a, b, f, g, idx, k;
+	struct rc_range_zero z;
 	struct rc_cache *c = mk(n);
 
 	/* g, filling in the range, is in the first chunk: made stale by it. */
@@ -2922,9 +2923,9 @@ CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 	b = fill_seg(c, 900000);
 	CHECK_EQ(read_seg(c, 700000, &f), RC_READ_FILL);
 	CHECK(f >= 4096);
-	CHECK(rc_range_begin(c, 1000, 1000000, 8000000));
+	CHECK(rc_range_begin(c, secs(c, 1000), secs(c, 1000000), &z));
 	while (i < n) {
-		u32 next = rc_range_walk(c, 1000, 1000000, i, 4096);
+		u32 next = rc_range_walk(c, secs(c, 1000), secs(c, 1000000), i, 4096);
 
 		CHECK(next > i && next - i <= 4096);
 		if (!steps) {
@@ -2945,7 +2946,7 @@ CTEST(defect4_range_walk_in_chunks_at_1m_segments)
 	CHECK_EQ(hashed_idx(c, 700000), RC_NONE);
 	CHECK_EQ(c->entries[a].state, RC_FREE);
 	CHECK_EQ(c->entries[b].state, RC_FREE);
-	rc_range_done(c, 1000, 1000000);
+	rc_range_done(c, secs(c, 1000), secs(c, 1000000));
 	fill_seg(c, 3);
 	check_invariants(c);
 	CHECK_EQ(c->ctr.invalidations, 3);

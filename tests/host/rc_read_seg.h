@@ -21,6 +21,12 @@ static inline enum rc_read_action read_plan(struct rc_cache *c, u64 sector, u32 
 	return act;
 }
 
+/* The sectors of @segs whole segments (a range's start or length). */
+static inline u64 secs(const struct rc_cache *c, u64 segs)
+{
+	return segs << c->seg_shift;
+}
+
 static inline enum rc_read_action read_seg(struct rc_cache *c, u64 seg, u32 *idx)
 {
 	return read_plan(c, seg << c->seg_shift, 1u << c->seg_shift, idx);

@@ -510,14 +510,12 @@ class Soak:
         ok = self.model[block]
         if self.match(block, data) is not None:
             return True
-        # a block's stamps carry the sector number of each of its sectors
-        gsec, gs = struct.unpack_from("<QQ", data)
-        gb = gsec // SECTORS_PER_BLOCK
         rec = {"block": block, "where": where, "t": round(self.elapsed(), 2),
                "expected": ["ZERO" if v == ZERO else v for v in ok],
-               "got": "ZERO" if data == ZERO_BLOCK else
-                      {"block": gb, "sector": gsec, "seed": gs,
-                       "whole_block": data == stamp(gb, gs)}}
+               "got": self.describe(data)}
+        if where == "read":
+            # Where the stale copy lives: the origin too, or the cache only.
+            rec["origin"] = self.describe(self.read_origin(block))
         with self.lock:
             self.nverify += 1
             if len(self.verify_errors) < MAX_VERIFY_KEPT:
@@ -526,6 +524,26 @@ class Soak:
         if self.nverify <= MAX_VERIFY_KEPT:
             print(f"soak: VERIFY ERROR {json.dumps(rec)}", flush=True)
         return False
+
+    @staticmethod
+    def describe(data):
+        """A block's contents for a report: ZERO or the stamp it carries (a
+        block's stamps carry the sector number of each of its sectors)."""
+        if data == ZERO_BLOCK:
+            return "ZERO"
+        gsec, gs = struct.unpack_from("<QQ", data)
+        gb = gsec // SECTORS_PER_BLOCK
+        return {"block": gb, "sector": gsec, "seed": gs, "whole_block": data == stamp(gb, gs)}
+
+    def read_origin(self, block):
+        """@block as soak-a's origin (the loop device) holds it now."""
+        buf = aligned(BLOCK)
+        fd = os.open(self.loop_a, os.O_RDONLY | os.O_DIRECT)
+        try:
+            os.preadv(fd, [buf], block * BLOCK)
+        finally:
+            os.close(fd)
+        return bytes(buf)
 
     def pick(self, rng, n):
         """A first block for an I/O of @n blocks: mostly hot ranges, shared
