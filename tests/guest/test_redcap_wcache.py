@@ -227,6 +227,18 @@ def test_selective_caches_background_writes_and_sends_waited_ones_through(loop64
         assert read_blocks(loop64, 2 * BLOCKS_PER_SEG * BLOCK, BLOCK) == b"\x6b" * BLOCK
 
 
+def check_ext4(dev, mnt, payload):
+    """@dev is a clean ext4 holding each file of @payload (name: bytes),
+    mounted read-only at @mnt to check."""
+    sh("fsck.ext4", "-fn", dev)
+    sh("mount", "-o", "ro", dev, str(mnt))
+    try:
+        for name, data in payload.items():
+            assert (mnt / name).read_bytes() == data, name
+    finally:
+        sh("umount", str(mnt))
+
+
 def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmname, tmp_path):
     with redcap(dmname, loop64, policy="selective") as rc:
         sh("mkfs.ext4", "-q", "-F", "-b", "4096", rc.path)
@@ -252,13 +264,7 @@ def test_selective_sends_metadata_through_and_ext4_stays_consistent(loop64, dmna
         finally:
             sh("umount", str(mnt))
     # removed: the origin alone is a clean filesystem with every file
-    sh("fsck.ext4", "-fn", loop64)
-    sh("mount", "-o", "ro", loop64, str(mnt))
-    try:
-        for name, data in payload.items():
-            assert (mnt / name).read_bytes() == data, name
-    finally:
-        sh("umount", str(mnt))
+    check_ext4(loop64, mnt, payload)
 
 
 def direct_io(path, data=None, size=0):
@@ -317,13 +323,7 @@ def test_fstrim_on_ext4_keeps_the_files_still_in_ram(loop64, dmname, held, tmp_p
                 assert direct_io(mnt / name, size=len(data)) == data, name
         finally:
             sh("umount", str(mnt))
-    sh("fsck.ext4", "-fn", loop64)
-    sh("mount", "-o", "ro", loop64, str(mnt))
-    try:
-        for name, data in payload.items():
-            assert (mnt / name).read_bytes() == data, name
-    finally:
-        sh("umount", str(mnt))
+    check_ext4(loop64, mnt, payload)
 
 
 def test_writers_past_the_cap_under_memory_pressure_lose_nothing(loop128, dmname, tmp_path):
