@@ -314,7 +314,7 @@ def test_inactive_cache_gives_its_memory_back_and_regrows(origin, dmname):
     """Inactive, the cache's pages go back to the kernel when it reclaims
     (a shrinker); the simulated cache goes on as before; active again, the
     cache gets its pages back and serves the data."""
-    n, segs = dev_sectors(origin), 256             # 32 MiB of pages
+    n, segs = dev_sectors(origin), 1024            # 128 MiB of pages
     with Dm(dmname(), f"0 {n} redcap {origin} {SEG} {segs} 2 policy always") as rc:
         rc.cold()
         rc.message("set", "prefetch", "0")          # one fill per segment read
@@ -332,10 +332,11 @@ def test_inactive_cache_gives_its_memory_back_and_regrows(origin, dmname):
         st = rc.stats()
         assert (st["segments_bare"], st["given_back"], st["regrown"]) == (segs, segs, 0)
         assert (st["segments_valid"], st["segments_ghost"]) == (0, 2)
-        # Three quarters of the pages: the one assertion here that the rest
-        # of the guest can move (CI failed this test once on 6.12, in the
-        # whole suite, its output cut; it never failed alone).
-        assert gained >= segs * SEG // 2 * 3 // 4, f"free memory rose {gained} KiB from {free}"
+        # Half of the pages: the one assertion here that the rest of the
+        # guest can move.  In the whole suite on 6.12 the rest of the guest
+        # took 8 MiB between the two samples (CI, twice, with 32 MiB of
+        # pages); 128 MiB makes that noise small against what is measured.
+        assert gained >= segs * SEG // 2 // 2, f"free memory rose {gained} KiB from {free}"
         drop_slab()                                 # nothing more to give
         assert rc.stats()["given_back"] == segs
         # The simulated cache still holds the two segments.
