@@ -284,13 +284,18 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
     """C-Aware on random reads: while the cache is not full every miss
     fills (rule 6); once it is full, each miss is judged on the mean
     response times of the reads the cache served against those sent to
-    the disk.  On the slow drive a fill takes longer than a bare read, so
-    the means seldom cross: nearly every miss once full is bypassed (rule
-    5) but every 16th, cached all the same as a probe.  decay 0: the means
-    are not halved by the clock.  How many misses rule 1 fills follows the
-    host's timing (0 alone, 3 under a loaded host's make check): the
-    counts are asserted as sums over rules 1 and 5, and rule 5 the
-    larger by far."""
+    the disk, and every 16th miss rule 5 sends to the disk is cached all
+    the same, a probe.  decay 0: the means are not halved by the clock.
+
+    The counts are asserted as identities that hold whatever the means
+    were.  How many misses rules 1 and 5 take follows the host's timing: a
+    stall of the host while a read is on the disk can inflate its mean,
+    and with decay 0 nothing brings it down once rule 1 sends no more
+    reads there (under three guests at once: rule 1 429, rule 5 89).  That
+    rule 5 wins on random misses is the simulator's test
+    (sim_caware_bypasses_random_misses_once_full), on modelled time.  Here
+    only the first judged miss is certain: no read has gone to the disk
+    yet, the disk's mean is 0, and rule 5 takes it."""
     emu, meas = slow_disk
     with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
             "2 policy caware") as rc:
@@ -305,8 +310,7 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
         == (NSEGS, RULE3, 0), st
     judged = st["reads"] - st["read_hits"] - NSEGS - RULE3
     rule1, rule5 = st["caware_rule1"], st["caware_rule5"]
-    assert rule1 + rule5 == judged, st
-    assert rule5 > 10 * rule1, st
+    assert rule1 + rule5 == judged and rule5 >= 1, st
     assert st["caware_probes"] == rule5 // 16, st
     assert st["read_misses"] == st["fill_ios"] == NSEGS + rule1 + st["caware_probes"], st
     assert st["caware_bypassed"] == st["read_bypassed"] == \
