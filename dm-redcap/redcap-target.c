@@ -72,6 +72,10 @@ static unsigned int fi_endio_delay_us;
 module_param(fi_endio_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_endio_delay_us,
 		 "test builds: wait this long in a fill's bio completion, before its work is queued");
+static unsigned int fi_fill_work_delay_us;
+module_param(fi_fill_work_delay_us, uint, 0644);
+MODULE_PARM_DESC(fi_fill_work_delay_us,
+		 "test builds: sleep this long (at most 2 s) as a fill's work starts, its data not yet cached");
 static unsigned int fi_preresume_delay_us;
 module_param(fi_preresume_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_preresume_delay_us,
@@ -182,6 +186,19 @@ static void redcap_fi_finish_delay(void)
 		fsleep(us);
 }
 
+/*
+ * A fill held with its data read and not yet in the cache, in process
+ * context whatever context its bio completed in (unlike fi_endio_delay_us,
+ * which cannot sleep where the completion runs in interrupt context).
+ */
+static void redcap_fi_fill_work_delay(void)
+{
+	unsigned int us = min(READ_ONCE(fi_fill_work_delay_us), 2000000u);
+
+	if (us)
+		fsleep(us);
+}
+
 static void redcap_fi_preresume_delay(void)
 {
 	unsigned int us = min(READ_ONCE(fi_preresume_delay_us), 10000000u);
@@ -261,6 +278,10 @@ static inline void redcap_fi_finish_delay(void)
 }
 
 static inline void redcap_fi_endio_delay(void)
+{
+}
+
+static inline void redcap_fi_fill_work_delay(void)
 {
 }
 
@@ -615,6 +636,7 @@ static void redcap_fill_work(struct work_struct *ws)
 	int error = blk_status_to_errno(f->status);
 	u32 k;
 
+	redcap_fi_fill_work_delay();
 	if (error)
 		DMERR_LIMIT("%u:%u: fill of sectors %llu+%u failed: %d",
 			    MAJOR(f->bdev->bd_dev), MINOR(f->bdev->bd_dev),

@@ -470,7 +470,10 @@ def test_one_mib_segments_serve_reads_writes_and_a_discard(loop64, dmname):
 @pytest.mark.parametrize("write_policy", ["invalidate", "update", "back", "selective"])
 def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
         loop64, dmname, fault, write_policy):
-    """A miss's fill of segment 0 held in flight (fi_endio_delay_us) while
+    """A miss's fill of segment 0 held in flight (fi_fill_work_delay_us:
+    its data read, not yet cached; in process context, so that it holds
+    on the debug kernel too, where the loop device completes the fill's
+    bio where fi_endio_delay_us cannot sleep) while
     the segment is discarded and its first block written: once the fill
     completes, every read of the segment returns the write and zeroes,
     never the origin's old stamps, with each write policy.  The first
@@ -484,7 +487,7 @@ def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
                       f"write_policy {write_policy}") as rc:
         rc.cold()
         rc.message("set", "prefetch", "0")
-        fault("fi_endio_delay_us", 1000000)
+        fault("fi_fill_work_delay_us", 1000000)
         reader = Outcome(read_sectors, rc.path, 2 * SPB, SPB)
         end = time.monotonic() + 30 * SLOW
         while not stats(rc.name)["segments_filling"]:
@@ -493,7 +496,7 @@ def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
         blkdiscard(rc.path, 0, SEG)
         write_sectors(rc.path, 0, SPB, NEW)
         reader.result()
-        fault("fi_endio_delay_us", 0)
+        fault("fi_fill_work_delay_us", 0)
         settled(rc.name)
         m.read(rc.path, 0, SEG, "after the fill: ")
         m.read(rc.path, 0, SEG, "again: ")
