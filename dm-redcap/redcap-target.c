@@ -72,10 +72,10 @@ static unsigned int fi_endio_delay_us;
 module_param(fi_endio_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_endio_delay_us,
 		 "test builds: wait this long in a fill's bio completion, before its work is queued");
-static unsigned int fi_fill_work_delay_us;
-module_param(fi_fill_work_delay_us, uint, 0644);
-MODULE_PARM_DESC(fi_fill_work_delay_us,
-		 "test builds: sleep this long (at most 2 s) as a fill's work starts, its data not yet cached");
+static bool fi_fill_hold;
+module_param(fi_fill_hold, bool, 0644);
+MODULE_PARM_DESC(fi_fill_hold,
+		 "test builds: a fill's work waits while this is set (at most 60 s), its data not yet cached");
 static unsigned int fi_preresume_delay_us;
 module_param(fi_preresume_delay_us, uint, 0644);
 MODULE_PARM_DESC(fi_preresume_delay_us,
@@ -188,15 +188,16 @@ static void redcap_fi_finish_delay(void)
 
 /*
  * A fill held with its data read and not yet in the cache, in process
- * context whatever context its bio completed in (unlike fi_endio_delay_us,
- * which cannot sleep where the completion runs in interrupt context).
+ * context whatever context its bio completed in (fi_endio_delay_us cannot
+ * sleep where the completion runs in interrupt context), until the test
+ * lets it go: no time to guess.
  */
-static void redcap_fi_fill_work_delay(void)
+static void redcap_fi_fill_hold(void)
 {
-	unsigned int us = min(READ_ONCE(fi_fill_work_delay_us), 2000000u);
+	unsigned long end = jiffies + 60 * HZ;
 
-	if (us)
-		fsleep(us);
+	while (READ_ONCE(fi_fill_hold) && time_before(jiffies, end))
+		msleep(1);
 }
 
 static void redcap_fi_preresume_delay(void)
@@ -281,7 +282,7 @@ static inline void redcap_fi_endio_delay(void)
 {
 }
 
-static inline void redcap_fi_fill_work_delay(void)
+static inline void redcap_fi_fill_hold(void)
 {
 }
 
@@ -636,7 +637,7 @@ static void redcap_fill_work(struct work_struct *ws)
 	int error = blk_status_to_errno(f->status);
 	u32 k;
 
-	redcap_fi_fill_work_delay();
+	redcap_fi_fill_hold();
 	if (error)
 		DMERR_LIMIT("%u:%u: fill of sectors %llu+%u failed: %d",
 			    MAJOR(f->bdev->bd_dev), MINOR(f->bdev->bd_dev),

@@ -470,16 +470,19 @@ def test_one_mib_segments_serve_reads_writes_and_a_discard(loop64, dmname):
 @pytest.mark.parametrize("write_policy", ["invalidate", "update", "back", "selective"])
 def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
         loop64, dmname, fault, write_policy):
-    """A miss's fill of segment 0 held in flight (fi_fill_work_delay_us:
-    its data read, not yet cached; in process context, so that it holds
-    on the debug kernel too, where the loop device completes the fill's
-    bio where fi_endio_delay_us cannot sleep) while
-    the segment is discarded and its first block written: once the fill
-    completes, every read of the segment returns the write and zeroes,
-    never the origin's old stamps, with each write policy.  The first
-    suspect of the soak's stale reads (docs/results/2026-12-06-soak-2.md:
-    blocks discarded, then written, read back as before the discard); it
-    held on 6.1 and 6.12 when written, so the cause is elsewhere."""
+    """A miss's fill of segment 0 held in flight (fi_fill_hold: its data
+    read, not yet cached) while the segment is discarded and its first
+    block written: once the fill completes, every read of the segment
+    returns the write and zeroes, never the origin's old stamps, with each
+    write policy.  The first suspect of the soak's stale reads
+    (docs/results/2026-12-06-soak-2.md: blocks discarded, then written,
+    read back as before the discard); it held on 6.1 and 6.12 when
+    written, so the cause is elsewhere.
+
+    The fill is held until the test lets it go.  It was held for a time
+    before (fi_endio_delay_us 1 s, then a second in the fill's work), and
+    on the debug kernel the fill came and went between two polls of the
+    stats: "the fill never started", 4 of 4 and then 1 of 4."""
     stamp_origin(loop64, 4 * SEG // SPB)
     n = dev_sectors(loop64)
     m = Model().set(0, SEG, ZERO).set(0, SPB, NEW)
@@ -487,16 +490,17 @@ def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
                       f"write_policy {write_policy}") as rc:
         rc.cold()
         rc.message("set", "prefetch", "0")
-        fault("fi_fill_work_delay_us", 1000000)
+        fault("fi_fill_hold", 1)
         reader = Outcome(read_sectors, rc.path, 2 * SPB, SPB)
         end = time.monotonic() + 30 * SLOW
-        while not stats(rc.name)["segments_filling"]:
-            assert time.monotonic() < end, "the fill never started"
+        while not (st := stats(rc.name))["segments_filling"]:
+            assert reader.is_alive() and time.monotonic() < end, \
+                f"the read's fill never started: {st}"
             time.sleep(0.01)
         blkdiscard(rc.path, 0, SEG)
         write_sectors(rc.path, 0, SPB, NEW)
+        fault("fi_fill_hold", 0)
         reader.result()
-        fault("fi_fill_work_delay_us", 0)
         settled(rc.name)
         m.read(rc.path, 0, SEG, "after the fill: ")
         m.read(rc.path, 0, SEG, "again: ")
