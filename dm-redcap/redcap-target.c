@@ -197,7 +197,7 @@ static void redcap_fi_fill_hold(void)
 	unsigned long end = jiffies + 60 * HZ;
 
 	while (READ_ONCE(fi_fill_hold) && time_before(jiffies, end))
-		msleep(1);
+		fsleep(1000);
 }
 
 static void redcap_fi_preresume_delay(void)
