@@ -491,15 +491,17 @@ def test_a_fill_in_flight_across_a_discard_and_a_write_serves_neither_older(
         rc.cold()
         rc.message("set", "prefetch", "0")
         fault("fi_fill_hold", 1)
-        reader = Outcome(read_sectors, rc.path, 2 * SPB, SPB)
-        end = time.monotonic() + 30 * SLOW
-        while not (st := stats(rc.name))["segments_filling"]:
-            assert reader.is_alive() and time.monotonic() < end, \
-                f"the read's fill never started: {st}"
-            time.sleep(0.01)
-        blkdiscard(rc.path, 0, SEG)
-        write_sectors(rc.path, 0, SPB, NEW)
-        fault("fi_fill_hold", 0)
+        try:        # let the fill go before the device is removed, whatever fails
+            reader = Outcome(read_sectors, rc.path, 2 * SPB, SPB)
+            end = time.monotonic() + 30 * SLOW
+            while not (st := stats(rc.name))["segments_filling"]:
+                assert reader.is_alive() and time.monotonic() < end, \
+                    f"the read's fill never started: {st}"
+                time.sleep(0.01)
+            blkdiscard(rc.path, 0, SEG)
+            write_sectors(rc.path, 0, SPB, NEW)
+        finally:
+            fault("fi_fill_hold", 0)
         reader.result()
         settled(rc.name)
         m.read(rc.path, 0, SEG, "after the fill: ")
