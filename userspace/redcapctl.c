@@ -179,7 +179,8 @@ static const struct command commands[] = {
 		.name = "simulate",
 		.synopsis = { "--trace FILE [--warm FILE] [--format blkparse|csv] [--disk PROFILE]\n"
 			      "[--model FILE] [--save-model FILE] [--no-train] [--drive-cache]\n"
-			      "[--capacity SECTORS] --config SPEC... [--shadows] [--json]" },
+			      "[--capacity SECTORS] [--open-loop] [--issue-times FILE]\n"
+			      "--config SPEC... [--shadows] [--json]" },
 		.options = { simulate_options },
 		.fn = cmd_simulate,
 		.help = "replay a block trace through the emulated disk (--disk hdd7200,\n"

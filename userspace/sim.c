@@ -274,6 +274,7 @@ struct sim {
 	u32 *wait_head, *wait_tail;	/* entry -> its waiters */
 	u64 capacity;
 	u64 t0;				/* when the trace's time 0 is (after the warm-up) */
+	bool open_loop;			/* sim_disk's */
 	u64 last_done;
 	u64 completed;			/* requests */
 	u64 reads_inflight;		/* read pieces not served at once, in flight */
@@ -720,6 +721,13 @@ static int link_processes(struct sim *s)
 	}
 	qsort_r(order, t->nr, sizeof(*order), cmp_pid, (void *)t);
 	for (i = 0; i < t->nr; i++) {
+		if (s->open_loop) {
+			if (push(s, s->t0 + t->req[i].time_ns, EV_ISSUE, (u32)i, 0, 0, 0)) {
+				free(order);
+				return -1;
+			}
+			continue;
+		}
 		if (i + 1 < t->nr && t->req[order[i + 1]].pid == t->req[order[i]].pid)
 			s->rs[order[i]].next = order[i + 1];
 		if ((!i || t->req[order[i - 1]].pid != t->req[order[i]].pid) &&
@@ -997,8 +1005,9 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 {
 	struct sim s = { .t = t, .c = c, .capacity = d->capacity, .err = err,
 			 .free_w = NONE32, .model_is_disk = !d->drive,
-			 .frozen = d->frozen || !d->drive };
+			 .frozen = d->frozen || !d->drive, .open_loop = d->open_loop };
 	int ret = -1, i;
+	size_t k;
 
 	memset(r, 0, sizeof(*r));
 	if (!d->drive && !d->model) {
@@ -1026,6 +1035,9 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 		}
 	}
 	r->app_ns = s.last_done - s.t0;
+	if (c->issue_ns)
+		for (k = 0; k < t->nr; k++)
+			c->issue_ns[k] = s.rs[k].issue - s.t0;
 	if (s.model_is_disk) {
 		r->disk_busy_ns = s.mdisk.busy_ns;
 		r->disk_requests = s.mdisk.requests;

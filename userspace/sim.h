@@ -81,6 +81,8 @@ struct sim_config {
 	u32 tun[RC_TUN_NR];		/* "set" tunables given ... */
 	u32 tun_given;			/* ... bit (1 << key) set */
 	char spec[200];			/* as given */
+	/* If set, gets each request's simulated issue time from time 0 (trace order). */
+	u64 *issue_ns;
 	/* If set, called every SIM_PROGRESS_EVERY requests completed. */
 	void (*progress)(u64 done, u64 total, void *arg);
 	void *progress_arg;
@@ -149,6 +151,11 @@ struct sim_disk {
 	 * have the geometry of @model, else VD_DEFAULT_ROWS over @capacity.
 	 */
 	struct vd_model *learnt;
+	/*
+	 * Every request goes at its trace time, whatever became of the one
+	 * before it (an open loop), rather than each process's after its last.
+	 */
+	bool open_loop;
 };
 
 /*

@@ -6,6 +6,7 @@
  * the same names.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -303,6 +304,28 @@ static uint32_t model_row(void *arg, char dir, uint32_t row, struct vdt_cell *ce
 }
 
 /* What the model layer learnt, as model save writes it; the disk's id: sim-<disk>. */
+/*
+ * --issue-times: the trace as the first configuration replayed it, a csv
+ * trace whose times are the simulated issue times.
+ */
+static void write_issue_times(const char *file, const struct trace *t, const u64 *issue_ns)
+{
+	static const char op[] = { [TRACE_READ] = 'R', [TRACE_WRITE] = 'W',
+				   [TRACE_DISCARD] = 'D' };
+	FILE *f = fopen(file, "w");
+	size_t i;
+
+	if (!f)
+		die("simulate: --issue-times: %s: %s", file, strerror(errno));
+	fputs("time_ns,pid,op,sector,sectors\n", f);
+	for (i = 0; i < t->nr; i++)
+		fprintf(f, "%llu,%u,%c,%llu,%u\n", (unsigned long long)issue_ns[i],
+			t->req[i].pid, op[t->req[i].op],
+			(unsigned long long)t->req[i].sector, t->req[i].sectors);
+	if (fclose(f))
+		die("simulate: --issue-times: %s: %s", file, strerror(errno));
+}
+
 static void save_model(const char *file, const struct vd_model *m, const char *disk)
 {
 	struct vdt_file_info info = { .rows = m->rows, .cols = m->cols, .window = VD_WINDOW,
@@ -328,10 +351,10 @@ static u64 extent(const struct trace *t)
 
 /* The command line. */
 struct sim_args {
-	const char *path, *warm_path, *disk, *model_file, *save_file;
+	const char *path, *warm_path, *disk, *model_file, *save_file, *issue_file;
 	enum trace_format fmt;
 	unsigned long long capacity;
-	bool json, frozen, drive_cache, shadows;
+	bool json, frozen, drive_cache, shadows, open_loop;
 	int n;
 	struct sim_config *configs;
 };
@@ -386,6 +409,12 @@ static void sim_opt(int c, const char *arg, void *ctx)
 	case 'S':
 		a->shadows = true;
 		break;
+	case 'I':
+		a->issue_file = arg;
+		break;
+	case 'O':
+		a->open_loop = true;
+		break;
 	}
 }
 
@@ -403,6 +432,8 @@ const struct option simulate_options[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "shadows", no_argument, NULL, 'S' },
+	{ "issue-times", required_argument, NULL, 'I' },
+	{ "open-loop", no_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -467,10 +498,16 @@ int cmd_simulate(int argc, char **argv)
 	}
 	sd.model = model;
 	sd.frozen = a.frozen;
+	sd.open_loop = a.open_loop;
 	sd.capacity = a.capacity;
 	if (a.save_file)
 		sd.learnt = new_model(model ? model->capacity : a.capacity,
 				      model ? model->rows : VD_DEFAULT_ROWS, &learnt_mem);
+	if (a.issue_file) {
+		configs[0].issue_ns = calloc(t.nr, sizeof(*configs[0].issue_ns));
+		if (!configs[0].issue_ns)
+			die("simulate: out of memory");
+	}
 	for (i = 0; i < a.n; i++) {
 		bool shown = isatty(STDERR_FILENO) && t.nr >= SIM_PROGRESS_EVERY;
 
@@ -491,6 +528,11 @@ int cmd_simulate(int argc, char **argv)
 			save_model(a.save_file, sd.learnt, a.disk ? a.disk : "model");
 		}
 		sd.learnt = NULL;
+		if (i == 0 && a.issue_file) {
+			write_issue_times(a.issue_file, &t, configs[0].issue_ns);
+			free(configs[0].issue_ns);
+			configs[0].issue_ns = NULL;
+		}
 	}
 
 	if (a.json) {

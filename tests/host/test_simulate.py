@@ -565,3 +565,42 @@ def test_a_models_overlap_prices_side_by_side_reads(tmp_path):
     # (the tables, learnt from the same side-by-side reads, hold a mix of
     # both; 56,508 against 105,595 us when written)
     assert prices[1000] * 3 < prices[0] * 2, prices
+
+
+def test_issue_times_are_the_first_configurations_replay(tmp_path):
+    """--issue-times writes the trace as the first configuration replayed it: a
+    closed loop's second read goes when the first completed, to the nanosecond."""
+    trace, alone, out = tmp_path / "t.csv", tmp_path / "a.csv", tmp_path / "times.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n"
+                     "0,7,R,4096,64\n"
+                     "0,7,W,900000,8\n"
+                     "0,9,R,50000,8\n")
+    alone.write_text("time_ns,pid,op,sector,sectors\n0,7,R,4096,64\n")
+    r = simulate("--trace", alone, "--format", "csv", "--config", "bare", "--json")
+    first_ns = round(json.loads(r.stdout)["results"][0]["app_time_s"] * 1e9)
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare",
+                 "--config", "16x32k:always", "--issue-times", out)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert out.read_text().splitlines() == [
+        "time_ns,pid,op,sector,sectors", "0,7,R,4096,64", f"{first_ns},7,W,900000,8",
+        "0,9,R,50000,8"]
+    r = simulate("--trace", trace, "--format", "csv", "--config", "bare",
+                 "--issue-times", tmp_path / "no" / "times.csv")
+    assert r.returncode == 1
+    assert r.stderr == (f"redcapctl: simulate: --issue-times: {tmp_path}/no/times.csv: "
+                        "No such file or directory\n")
+
+
+def test_open_loop_sends_each_request_at_its_time(tmp_path):
+    """A process's second read waits for its first; with --open-loop it goes at
+    its trace time (the disk queues it behind the first: the same busy time)."""
+    trace, out = tmp_path / "t.csv", tmp_path / "times.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n0,7,R,4096,64\n1000,7,R,80000,8\n")
+    closed = simulate("--trace", trace, "--format", "csv", "--config", "bare",
+                      "--issue-times", out, "--json")
+    assert int(out.read_text().splitlines()[2].split(",")[0]) > 1000
+    opened = simulate("--trace", trace, "--format", "csv", "--config", "bare",
+                      "--issue-times", out, "--open-loop", "--json")
+    assert out.read_text().splitlines()[1:] == ["0,7,R,4096,64", "1000,7,R,80000,8"]
+    c, o = (json.loads(x.stdout)["results"][0] for x in (closed, opened))
+    assert o["disk_busy_s"] == c["disk_busy_s"]
