@@ -171,6 +171,20 @@ static u64 rc_adapt_copy_estimate(const struct rc_adapt *a, u32 sectors)
  * rc_spk_price() says.
  */
 
+/*
+ * Windows a state holds after a switch before it is judged: the inactive
+ * state the dwell; the active one its spell's horizon, RC_ADAPT_SPELL.
+ * A spell starts with the fills that bring a cold cache up to its streams
+ * (their batches ahead are charged to the windows that start them) and
+ * repays them over the windows after; judged after the dwell, a cache of
+ * 512 KiB or 1 MiB segments went off on its start and came back on one
+ * simulated window, hundreds of times a run (docs/redcap.rst).
+ */
+static u32 rc_adapt_hold(const struct rc_adapt *a)
+{
+	return a->active ? RC_ADAPT_SPELL : a->dwell;
+}
+
 static bool rc_adapt_judge(struct rc_adapt *a)
 {
 	bool sw = false;
@@ -188,7 +202,7 @@ static bool rc_adapt_judge(struct rc_adapt *a)
 		a->total_disk_ns += a->disk_ns;
 		if (a->switching && a->active)
 			rc_adapt_spell_add(a);
-		if (a->switching && a->since_switch > a->dwell) {
+		if (a->switching && a->since_switch > rc_adapt_hold(a)) {
 			if (a->active)
 				sw = a->spell_cache_ns * 100 > a->spell_disk_ns * (100 + a->margin);
 			else

@@ -86,11 +86,12 @@ enum rc_disk_kind {
  */
 #define RC_ADAPT_EARLY_DIV	4
 #define RC_ADAPT_MARGIN		3	/* percent the loser must lose by */
-#define RC_ADAPT_DWELL		2	/* windows after a switch before the next */
+#define RC_ADAPT_DWELL		2	/* windows an inactive state holds after a switch */
 /*
  * The active state is judged on its windows since it came on, each older
  * window weighing 1/RC_ADAPT_SPELL less: an exponential window of
- * RC_ADAPT_SPELL windows.  The inactive state is judged on its last window.
+ * RC_ADAPT_SPELL windows, and not before it has that many.  The inactive
+ * state is judged on its last window.
  */
 #define RC_ADAPT_SPELL		32
 #define RC_ADAPT_MAX_WINDOW	1000000u

@@ -603,11 +603,15 @@ static bool adapt_window(struct rc_adapt *a, u64 cache, u64 disk)
 	return sw;
 }
 
-/* Margin M: the loser must lose by more than M%; dwell D: D windows without a switch. */
+/*
+ * Margin M: the loser must lose by more than M%; dwell D: D windows
+ * without a switch once inactive, RC_ADAPT_SPELL once active again.
+ */
 CTEST(adapt_margin_and_dwell)
 {
 	struct rc_adapt a;
 	u64 tc = 0, td = 0, win = 0;
+	u32 i;
 
 	rc_adapt_init(&a);
 	CHECK_EQ(a.window, RC_ADAPT_WINDOW);
@@ -657,14 +661,16 @@ CTEST(adapt_margin_and_dwell)
 	tc += 3 * 4;
 	td += 3 * 4000;
 
-	/* Active again: dwell, then out. */
-	CHECK(!adapt_window(&a, 5000, 1000));
-	CHECK(!adapt_window(&a, 5000, 1000));
+	/* Active again: held for its spell's horizon, then out. */
+	for (i = 0; i < RC_ADAPT_SPELL; i++)
+		CHECK(!adapt_window(&a, 5000, 1000));
+	CHECK(a.active);
+	CHECK_EQ(a.since_switch, RC_ADAPT_SPELL);
 	CHECK(adapt_window(&a, 5000, 1000));
 	CHECK(!a.active);
 	CHECK_EQ(a.switches, 3);
-	tc += 3 * 20000;
-	td += 3 * 4000;
+	tc += (RC_ADAPT_SPELL + 1) * 20000;
+	td += (RC_ADAPT_SPELL + 1) * 4000;
 	CHECK(!adapt_window(&a, 1, 1000));
 	CHECK(!adapt_window(&a, 1, 1000));
 	/* Inactive: 10% better is not enough (3600 * 100 == 4000 * 90) ... */
@@ -676,7 +682,7 @@ CTEST(adapt_margin_and_dwell)
 	CHECK_EQ(a.switches, 4);
 	tc += 2 * 4 + 3600 + 3596;
 	td += 4 * 4000;
-	win += 12;
+	win += 10 + RC_ADAPT_SPELL;
 
 	CHECK_EQ(a.windows, win);
 	CHECK_EQ(a.windows_unjudged, 0);
@@ -761,6 +767,51 @@ CTEST(adapt_active_judged_on_its_spell)
 	/* Decayed: 2000 - 2000 / 32 + 2000. */
 	CHECK_EQ(a.spell_cache_ns, 3938);
 	CHECK_EQ(a.spell_disk_ns, 7875);
+}
+
+/*
+ * A spell that came on pays its start first: the fills that bring a cold
+ * cache up to its streams' batches ahead, charged to the windows that
+ * start them, then hits.  Judged after the dwell, it went off on that
+ * start (1 MiB segments under 16 streams: 340 switches, at 4 times always'
+ * time in the simulator); judged once it spans its horizon, it stays on,
+ * and a loss that lasts beyond it still turns it off.
+ */
+CTEST(adapt_spell_judged_once_it_spans_its_horizon)
+{
+	struct rc_adapt a;
+	u32 i;
+
+	rc_adapt_init(&a);
+	a.window = 4;
+	a.margin = 3;
+	a.estimator = RC_EST_VDISK;
+	a.switching = true;
+	a.first = false;
+	/* Inactive, then on again past the dwell: a new spell. */
+	rc_adapt_set_active(&a, false);
+	for (i = 0; i <= RC_ADAPT_DWELL; i++)
+		adapt_window(&a, 100, 1000);
+	CHECK(a.active);
+	CHECK_EQ(a.switches, 1);
+	CHECK_EQ(a.since_switch, 0);
+
+	/* The start: three windows of fills at five times the bare disk's ... */
+	for (i = 0; i < 3; i++)
+		CHECK(!adapt_window(&a, 5000, 1000));
+	/* ... then hits, a tenth of it: on all along. */
+	for (i = 0; i < 40; i++)
+		CHECK(!adapt_window(&a, 100, 1000));
+	CHECK(a.active);
+	CHECK_EQ(a.switches, 1);
+	CHECK(a.spell_cache_ns * 100 <= a.spell_disk_ns * (100 + a.margin));
+
+	/* A loss that lasts: off within a few windows. */
+	for (i = 0; i < 40 && a.active; i++)
+		adapt_window(&a, 3000, 1000);
+	CHECK(!a.active);
+	CHECK(i <= 12);
+	CHECK_EQ(a.switches, 2);
 }
 
 /*
@@ -1147,14 +1198,14 @@ CTEST(adapt_random_reads_deactivate)
  * flapped.  A separate bare pool keeps the rate of reads sent as received,
  * so after at most one wrong switch off and one back on, the state holds.
  */
-static u64 strided_run(bool v1)
+static u64 strided_run(bool v1, u32 reads)
 {
 	struct stream s;
 	u64 sector = 0, sw = 0;
 	u32 i;
 
 	stream_init(&s, RC_EST_SPK);
-	for (i = 0; i < 5000; i++, sector += 24) {
+	for (i = 0; i < reads; i++, sector += 24) {
 		/* v1: no bare pool while active, only the fills' rate. */
 		if (v1 && rc_active(s.c))
 			memset(&s.c->adapt.bare, 0, sizeof(s.c->adapt.bare));
@@ -1180,9 +1231,15 @@ static u64 strided_run(bool v1)
 /* Strided reads end active after at most two switches; v1's pricing flaps. */
 CTEST(adapt_strided_reads_stay_active)
 {
-	CHECK(strided_run(false) <= 2);
-	/* The same stream priced as v1 did flaps all along. */
-	CHECK(strided_run(true) > 10);
+	u32 windows = 40000 / RC_ADAPT_WINDOW, sw;
+
+	CHECK(strided_run(false, 5000) <= 2);
+	/*
+	 * The same stream priced as v1 did flaps all along: off at each
+	 * verdict on an active spell, on again after the dwell.
+	 */
+	sw = (u32)strided_run(true, 40000);
+	CHECK(sw >= 2 * (windows / (RC_ADAPT_SPELL + RC_ADAPT_DWELL + 2)));
 }
 
 /* Sequential 64 KiB reads: two reads a segment; the state settles. */
