@@ -96,7 +96,7 @@ struct sim_config {
  * "bare", or "<segments>x<size>:<policy>[,<key>=<value>...]", e.g.
  * "64x128k:adaptive+caware,estimator=spk"; size with k, m (or K, M) or in
  * bytes, a power of two of at least 4 KiB; keys write_policy, estimator
- * and the tunables of the target's "set" message (window, margin, dwell,
+ * and the tunables of the target's "set" message (window, margin,
  * decay_ms, budget_share, budget_cap_ms, prefetch), checked by the target's own
  * message parser.  0, or -1 with
  * the reason in @err (SIM_ERR_MAX).
