@@ -171,16 +171,12 @@ def main():
     records = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="geometry-check-") as tmp:
-        models = {disk: ss.train_model(disk, tmp) for disk in disks}
-        for workload in a.workloads:
-            for procs in procs_all:
-                trace, _ = ss.workload_trace(workload, procs, layout, tmp)
-                for disk in [d for d in disks if procs <= ss.MAX_PROCS[d]]:
-                    records.append(cell(workload, procs, disk, trace, models[disk], tmp, a))
-                    r = records[-1]
-                    ss.log(f"{disk} {workload} x{procs}: best {r['best_kib']}K, "
-                           f"chosen {r['chosen_kib']}K, loss {r['loss_pts']:+.1f}")
-                os.unlink(trace)
+        for workload, procs, disk, trace, model in ss.cells(a.workloads, procs_all, disks,
+                                                             layout, tmp):
+            r = cell(workload, procs, disk, trace, model, tmp, a)
+            records.append(r)
+            ss.log(f"{disk} {workload} x{procs}: best {r['best_kib']}K, "
+                   f"chosen {r['chosen_kib']}K, loss {r['loss_pts']:+.1f}")
     os.makedirs(a.out, exist_ok=True)
     name = os.path.join(a.out, f"{a.date}-geometry-check")
     with open(name + ".json", "w") as fh:

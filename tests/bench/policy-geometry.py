@@ -113,15 +113,11 @@ def main():
     recs = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="policy-geometry-") as tmp:
-        models = {d: ss.train_model(d, tmp) for d in ss.DISKS}
-        for workload in ss.WORKLOADS:
-            for procs in [1, 4, 16]:
-                trace, _ = ss.workload_trace(workload, procs, layout, tmp)
-                for disk in [d for d in ss.DISKS if procs <= ss.MAX_PROCS[d]]:
-                    recs.append({"disk": disk, "workload": workload, "procs": procs,
-                                 "sizes": cell(a.redcapctl, trace, disk, models[disk])})
-                    ss.log(f"{disk} {workload} x{procs}: done")
-                os.unlink(trace)
+        for workload, procs, disk, trace, model in ss.cells(ss.WORKLOADS, [1, 4, 16],
+                                                             list(ss.DISKS), layout, tmp):
+            recs.append({"disk": disk, "workload": workload, "procs": procs,
+                         "sizes": cell(a.redcapctl, trace, disk, model)})
+            ss.log(f"{disk} {workload} x{procs}: done")
     with open(a.out, "w") as fh:
         fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in recs) + "\n]\n")
     before = json.load(open(a.before)) if a.before else None

@@ -141,15 +141,11 @@ def main():
     records = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="shadow-check-") as tmp:
-        models = {disk: ss.train_model(disk, tmp) for disk in disks}
-        for workload in ss.WORKLOADS:
-            for procs in procs_all:
-                trace, _ = ss.workload_trace(workload, procs, layout, tmp)
-                for disk in [d for d in disks if procs <= ss.MAX_PROCS[d]]:
-                    res = ss.simulate(trace, disk, models[disk], ["bare"] + measured_configs())
-                    records += check(workload, procs, disk, res)
-                    ss.log(f"{disk} {workload} x{procs}: done")
-                os.unlink(trace)
+        for workload, procs, disk, trace, model in ss.cells(ss.WORKLOADS, procs_all, disks,
+                                                             layout, tmp):
+            res = ss.simulate(trace, disk, model, ["bare"] + measured_configs())
+            records += check(workload, procs, disk, res)
+            ss.log(f"{disk} {workload} x{procs}: done")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"{args.date}-shadow-check.json"), "w") as fh:
         fh.write("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in records) + "\n]\n")

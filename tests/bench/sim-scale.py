@@ -369,6 +369,19 @@ def workload_trace(workload, procs, layout, tmp):
                   "made_s": round(time.monotonic() - t0, 1)}
 
 
+def cells(workloads, procs_all, disks, layout, tmp):
+    """Each (workload, procs, disk, trace, model) of a run over the traces
+    made here, with a model trained per disk (train_model()); a trace is
+    deleted once every disk that can take its processes has had it."""
+    models = {disk: train_model(disk, tmp) for disk in disks}
+    for workload in workloads:
+        for procs in procs_all:
+            trace, _ = workload_trace(workload, procs, layout, tmp)
+            for disk in [d for d in disks if procs <= MAX_PROCS[d]]:
+                yield workload, procs, disk, trace, models[disk]
+            os.unlink(trace)
+
+
 def curve_configs():
     out = []
     for mib in CURVE_MIB:
