@@ -81,13 +81,19 @@ PROFILES = {
 BUDGET_SECTORS = 16384
 
 
-def geometries(budget):
-    """redcap's geometries at @budget sectors of RAM: segments of 32, 64,
-    128 and 256 KiB, named "<segments>x<KiB>k"."""
-    return {f"{budget // s}x{s // 2}k": (budget // s, s) for s in (64, 128, 256, 512)}
+def geometries(budget, sizes=(64, 128, 256, 512)):
+    """redcap's geometries at @budget sectors of RAM: segments of @sizes
+    sectors (32, 64, 128 and 256 KiB), named "<segments>x<KiB>k"."""
+    return {f"{budget // s}x{s // 2}k": (budget // s, s) for s in sizes}
 
 
 GEOMETRIES = geometries(BUDGET_SECTORS)
+# Segments of 512 KiB and 1 MiB, which --configs takes with policy always
+# and redcap's default (the adaptive policy's hold at large segments,
+# docs/results/2026-12-07-adapt-hold.md); no set runs them.
+LARGE_SIZES = (1024, 2048)
+LARGE_POLICIES = ("always", "adaptive+caware")
+LARGE_GEOMETRIES = geometries(BUDGET_SECTORS, LARGE_SIZES)
 POLICIES = {
     "always": "2 policy always",
     "adaptive-spk": "4 policy adaptive estimator spk",
@@ -170,7 +176,8 @@ def config_names():
     configurations, those --configs takes besides) at GEOMETRIES."""
     g128 = next(g for g, (_, s) in GEOMETRIES.items() if s == 256)	# 128 KiB segments
     extra = ([f"redcap-{g128}-{p}" for p in EXTRA_POLICIES] +
-             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL, RECOMMENDED_2X])
+             [EQUAL_RAM, RECOMMENDED_HDC, RECOMMENDED_WB, RECOMMENDED_SEL, RECOMMENDED_2X] +
+             [f"redcap-{g}-{p}" for g in LARGE_GEOMETRIES for p in LARGE_POLICIES])
     configs = (["bare", RECOMMENDED] + [f"redcap-{g}-always" for g in GEOMETRIES] +
                [f"redcap-{g128}-{p}" for p in POLICIES
                 if p not in ("always", RECOMMENDED_POLICY) and
@@ -336,9 +343,10 @@ MEMORY_MAX_MIB = None
 
 def set_budget(mib):
     """Every cache's RAM: @mib MiB, redcap's geometries at it."""
-    global BUDGET_SECTORS, GEOMETRIES, RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS
+    global BUDGET_SECTORS, GEOMETRIES, LARGE_GEOMETRIES, RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS
     BUDGET_SECTORS = mib << 11
     GEOMETRIES = geometries(BUDGET_SECTORS)
+    LARGE_GEOMETRIES = geometries(BUDGET_SECTORS, LARGE_SIZES)
     RECOMMENDED_STACK, CONFIGS, EXTRA_CONFIGS = config_names()
 
 
@@ -672,7 +680,8 @@ def redcap_parts(config):
         segs, seg_sectors = GEOMETRIES[RECOMMENDED_STACK[0]]
         return f"{2 * segs}x{seg_sectors // 2}k", RECOMMENDED_STACK[1]
     m = re.fullmatch(r"redcap-(\d+x\d+k)-(.+)", config)
-    if not m or m.group(1) not in GEOMETRIES or m.group(2) not in POLICIES:
+    if not m or m.group(1) not in {**GEOMETRIES, **LARGE_GEOMETRIES} or \
+            m.group(2) not in POLICIES:
         return None
     return m.group(1), m.group(2)
 
