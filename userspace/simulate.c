@@ -303,7 +303,6 @@ static uint32_t model_row(void *arg, char dir, uint32_t row, struct vdt_cell *ce
 	return nr;
 }
 
-/* What the model layer learnt, as model save writes it; the disk's id: sim-<disk>. */
 /*
  * --issue-times: the trace as the first configuration replayed it, a csv
  * trace whose times are the simulated issue times.
@@ -326,6 +325,7 @@ static void write_issue_times(const char *file, const struct trace *t, const u64
 		die("simulate: --issue-times: %s: %s", file, strerror(errno));
 }
 
+/* What the model layer learnt, as model save writes it; the disk's id: sim-<disk>. */
 static void save_model(const char *file, const struct vd_model *m, const char *disk)
 {
 	struct vdt_file_info info = { .rows = m->rows, .cols = m->cols, .window = VD_WINDOW,
