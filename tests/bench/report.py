@@ -561,7 +561,8 @@ def plot(g, configs, io, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    keys = [k for k in g if k[2] == io]
+    # a line is a change against bare: only the cells with a bare run
+    keys = [k for k in g if k[2] == io and g[k].get("bare")]
     workloads = [w for w in WORKLOAD_ORDER if any(k[0] == w for k in keys)]
     if not workloads:
         return False

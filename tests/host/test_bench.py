@@ -650,3 +650,20 @@ def test_counters_wait_for_the_fills_a_run_left_in_flight(monkeypatch):
     monkeypatch.setattr(suite, "dm_stats", lambda name: {"segments_filling": 1})
     with pytest.raises(RuntimeError, match="bench-rc: fills still in flight 10 s after the run"):
         suite.fills_done(Stack())
+
+
+def test_report_draws_no_empty_picture_without_a_bare_run(tmp_path):
+    """A set run without the bare disk (the RAM advice's two stacks) has no
+    change against bare to draw: no per-process picture, and the report
+    does not point at one (two such pictures of empty axes were committed)."""
+    recs = []
+    for p in (1, 4):
+        for c, t in (("redcap-recommended", 5.0), ("redcap-recommended-2x", 4.0)):
+            r = _rec(c, "tac", p, t)
+            r.update(kernel="6.1", disk_profile="hdd7200", set="server", disk_read_bytes=0)
+            recs.append(r)
+    (tmp_path / "s.json").write_text(json.dumps(recs))
+    subprocess.run(["/usr/bin/python3", os.path.join(TOP, "tests", "bench", "report.py"),
+                    str(tmp_path / "s.json")], check=True, capture_output=True)
+    assert "![buffered](s-buffered.png)" not in (tmp_path / "s.md").read_text()
+    assert not (tmp_path / "s-buffered.png").exists()
