@@ -214,6 +214,7 @@ struct req_state {
 	u32 parts;		/* pieces in flight */
 	u32 missed;		/* of them, pieces the cache did not serve at once */
 	u32 next;		/* the process's next request, or UINT32_MAX */
+	bool waited;		/* issued once the process's last completed */
 };
 
 /* A read piece waiting on a fill. */
@@ -251,6 +252,8 @@ struct sim {
 	struct sample *q;		/* samples in flight, a ring */
 	size_t q_head, q_nr, q_cap;
 	struct vd_vdisk vdisk, vdisk_cache;	/* the vdisk estimator's */
+	struct vd_lag lag;		/* the bare disk's, in its order */
+	void *lag_mem;
 	struct rc_cache *cache;
 	void *cache_mem;
 	struct rc_hot hot;		/* HDC's counts, as the glue keeps them */
@@ -450,6 +453,7 @@ struct price_ctx {
 	struct sim *s;
 	u32 stream;
 	unsigned int how[2];	/* by enum rc_vd: until the first request played */
+	unsigned int ordered_how;	/* the bare disk's in its order (vd_lag_submit()) */
 };
 
 /*
@@ -462,6 +466,11 @@ static bool price(void *ctx, enum rc_vd vd, u64 sector, u32 sectors, u64 now, u6
 	struct sim *s = pc->s;
 	bool ok;
 
+	if (vd == RC_VD_BARE) {
+		vd_lag_submit(&s->lag, s->model, VD_READ, sector, sectors, now, pc->stream,
+			      pc->ordered_how);
+		pc->ordered_how = 0;
+	}
 	ok = vdisk_price(s, vd == RC_VD_BARE ? &s->vdisk : &s->vdisk_cache, VD_READ, sector,
 			 sectors, now, pc->stream, pc->how[vd], ns);
 	pc->how[vd] = 0;
@@ -516,7 +525,14 @@ static int read_piece(struct sim *s, u32 req, u64 sector, u32 sectors, u64 now, 
 	 * flight but hits; on the bare disk a later one is the rest of it.
 	 */
 	unsigned int how = sector == r->sector && !s->reads_inflight ? VD_WAITS : 0;
+	/*
+	 * On the bare disk in its order, a request's first piece waits for its
+	 * process's last if the process waited for it (the trace's
+	 * dependency), whatever else is in flight.
+	 */
 	struct price_ctx pc = { .s = s, .stream = r->pid,
+				.ordered_how = sector != r->sector ? VD_JOINS :
+					       s->rs[req].waited ? VD_WAITS : 0,
 				.how = { [RC_VD_BARE] = how | (sector != r->sector ? VD_JOINS : 0),
 					 [RC_VD_CACHE] = how } };
 	/* 256 pages of 4 KiB per request, as the glue's BIO_MAX_VECS */
@@ -628,6 +644,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 		if (r->op == TRACE_DISCARD)
 			return part_done(s, req, now);
 		vdisk_price(s, &s->vdisk, dir, r->sector, r->sectors, now, 0, 0, &ns);
+		vd_lag_submit(&s->lag, s->model, dir, r->sector, r->sectors, now, r->pid,
+			      s->rs[req].waited ? VD_WAITS : 0);
 		if (disk(s, dir, r->sector, r->sectors, now, &done))
 			return -1;
 		return part_done(s, req, done);
@@ -654,6 +672,8 @@ static int issue(struct sim *s, u32 req, u64 now)
 		 */
 		vdisk_price(s, &s->vdisk, VD_WRITE, sector, n, now, 0,
 			    sector != r->sector ? VD_JOINS : 0, &ns);
+		vd_lag_submit(&s->lag, s->model, VD_WRITE, sector, n, now, r->pid,
+			      sector != r->sector ? VD_JOINS : 0);
 		vdisk_price(s, &s->vdisk_cache, VD_WRITE, sector, n, now, 0, 0, &ns);
 		first = rc_write_start(s->cache, sector / seg_sectors, n, true);
 		if (disk(s, VD_WRITE, sector, n, now, &done) ||
@@ -691,8 +711,10 @@ static int request_done(struct sim *s, u32 req, u64 now)
 	s->reads_inflight -= st->missed;
 	if (++s->completed % SIM_PROGRESS_EVERY == 0 && s->c->progress)
 		s->c->progress(s->completed, s->t->nr, s->c->progress_arg);
-	if (st->next != NONE32 && depends(s->t, req, st->next))
+	if (st->next != NONE32 && depends(s->t, req, st->next)) {
+		s->rs[st->next].waited = true;
 		return push(s, st->done + think(s->t, req, st->next), EV_ISSUE, st->next, 0, 0, 0);
+	}
 	return 0;
 }
 
@@ -905,6 +927,10 @@ static int model_setup(struct sim *s, const struct vd_model *from,
 		snprintf(s->err, SIM_ERR_MAX, "the model's drive cache is not valid");
 		return -1;
 	}
+	s->lag_mem = malloc(vd_lag_mem_size(SIM_LAG_REQUESTS));
+	if (!s->lag_mem)
+		return oom(s);
+	vd_lag_init(&s->lag, s->lag_mem, SIM_LAG_REQUESTS);
 	return 0;
 }
 
@@ -996,6 +1022,8 @@ static void warm_done(struct sim *s)
 		rc_reset_counters(s->cache);
 	vd_vdisk_reset_stats(&s->vdisk);
 	vd_vdisk_reset_stats(&s->vdisk_cache);
+	vd_lag_advance(&s->lag, s->model, VD_LAG_ALL);
+	vd_lag_reset_stats(&s->lag);
 	if (s->cache)
 		rc_shadow_reset_stats(&s->shadow);
 }
@@ -1047,6 +1075,9 @@ int sim_run(const struct trace *t, const struct sim_disk *d, const struct sim_co
 	}
 	r->requests = t->nr;
 	r->vdisk = s.vdisk;
+	vd_lag_advance(&s.lag, s.model, VD_LAG_ALL);
+	r->lag_busy_ns = s.lag.disk.busy_ns;
+	r->lag_forced = s.lag.forced;
 	if (s.cache) {
 		r->ctr = s.cache->ctr;
 		r->adapt = s.cache->adapt;
@@ -1078,5 +1109,6 @@ out:
 	free(s.wait_tail);
 	free(s.model_mem);
 	free(s.model);
+	free(s.lag_mem);
 	return ret;
 }

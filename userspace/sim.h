@@ -65,6 +65,7 @@
 #include "rc-args.h"
 #include "rc-shadow.h"
 #include "vd-drive.h"
+#include "vd-lag.h"
 #include "vd-model.h"
 #include "trace.h"
 
@@ -90,6 +91,7 @@ struct sim_config {
 
 #define SIM_PROGRESS_EVERY	65536
 /* The sample rings of a model, as dm-vdisk gives one (VDISK_MAX_RINGS). */
+#define SIM_LAG_REQUESTS	(1 << 20)	/* the lagging virtual disk's queue */
 #define SIM_MODEL_RINGS		8192
 
 /*
@@ -118,6 +120,11 @@ struct sim_result {
 	u32 segments_valid, segments_ghost;
 	u32 hdc_pinned, hdc_max, hot_periods;	/* HDC's, at the end */
 	bool active;			/* the cache's state at the end */
+	/*
+	 * The reads received on the bare disk in its own order (vd-lag.h),
+	 * every one served by the end
+	 */
+	u64 lag_busy_ns, lag_forced;
 	/*
 	 * The shadow caches of the reads received (rc-shadow.h), as the
 	 * glue keeps them: segment sizes by amounts of the cache's RAM.

@@ -7,7 +7,9 @@ of them as the suite makes them (each part a quarter of its data; row one
 process doing the parts in turn, mix one process per part), replayed bare
 and through redcap on models trained with several seeds of sim-scale's
 training pattern.  Per cell and seed: the price of the reads redcap
-received against the bare run's busy time, in %.
+received against the bare run's busy time, in %, on the virtual disk that
+prices each read as it comes (vd_vdisk_submit()) / on the one that serves
+them in the bare disk's order (vd-lag.h).
 
 usage: sim-counterfactual.py [--bin REDCAPCTL] [--disk hdd7200|hdd15k]
            [--seeds 7,1,2] [--only tac,mix] [--drive-cache] [--no-train]
@@ -91,7 +93,8 @@ def run(w, model, d):
     res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)['results']
     b, r = res
     return (100 * (r['vdisk_time_s'] / b['disk_busy_s'] - 1), 100 * (b['vdisk_time_s'] / b['disk_busy_s'] - 1),
-            100 * (r['app_time_s'] / b['app_time_s'] - 1))
+            100 * (r['app_time_s'] / b['app_time_s'] - 1),
+            100 * (r['vdisk_ordered_time_s'] / b['disk_busy_s'] - 1), r['vdisk_ordered_forced'])
 
 os.makedirs(os.path.join(a.keep, a.disk), exist_ok=True)
 d = os.path.join(a.keep, a.disk)
@@ -107,4 +110,6 @@ with cf.ThreadPoolExecutor(8) as ex:
     print('|---|' + '---|' * (len(seeds) + 2))
     for w in W:
         r = [jobs[w, s].result() for s in seeds]
-        print(f'| {w} ×1 | ' + ' | '.join(f'{x[0]:+.1f}' for x in r) + f' | {r[0][1]:+.1f} | {r[0][2]:+.1f} |', flush=True)
+        print(f'| {w} ×1 | ' + ' | '.join(f'{x[0]:+.1f} / {x[3]:+.1f}' + (' (full)' if x[4] else '')
+                                          for x in r) +
+              f' | {r[0][1]:+.1f} | {r[0][2]:+.1f} |', flush=True)

@@ -482,6 +482,35 @@ def test_drive_cache_prices_a_strided_reader_from_the_drives_read_ahead(tmp_path
     assert runs[True]["disk_busy_s"] == runs[False]["disk_busy_s"]
 
 
+def test_the_bare_disks_order_interleaves_readers_the_cache_served(tmp_path):
+    """Five readers of four 4 KiB reads each, 64 MiB apart, on a frozen
+    model whose sequential column costs 1 ms and the others 5 ms.  On the
+    bare disk they are served in turn, and each read after the first round
+    is 5 ms (its reader's last end is not among the last four).  Through a
+    cache, each reader's reads after its first hit and come back to back:
+    priced as they came (vdisk_time_s), most are sequential; in the bare
+    disk's order (vdisk_ordered_time_s), the readers' turns come between.
+    Not all of them: the first reads are fills the disk serves one after
+    another, so the last readers' second reads are sent later than the
+    bare disk would have had them, and a read not yet sent cannot go
+    between (vd-lag.h)."""
+    model = tables_file(tmp_path / "m.tables", {0: [(0, 1, 1000000)] +
+                                                [(c, 1, 5000000) for c in range(1, 19)]})
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                     "".join(f"0,{p},R,{p * 131072 + 8 * i},8\n"
+                             for p in range(5) for i in range(4)))
+    r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd7200", "--model", model,
+                 "--no-train", "--config", "bare", "--config", "64x128k:always", "--json")
+    assert (r.returncode, r.stderr) == (0, "")
+    bare, cache = json.loads(r.stdout)["results"]
+    round_robin = 0.001 + 4 * 0.005 + 15 * 0.005
+    assert bare["vdisk_time_s"] == pytest.approx(round_robin, abs=1e-12)
+    assert bare["vdisk_ordered_time_s"] == pytest.approx(round_robin, abs=1e-12)
+    assert cache["vdisk_time_s"] + 0.010 <= cache["vdisk_ordered_time_s"] <= round_robin
+    assert cache["vdisk_ordered_forced"] == 0
+
+
 def test_warm_replays_the_mount_first_and_counts_only_the_trace(tmp_path):
     """--warm: its requests go through the same cache first (segment 0
     filled there is a hit for the trace), then the drive is made cold and
