@@ -1400,6 +1400,9 @@ def main():
     # configurations run in the first repetition only
     args.once = [c for c in spec.get("once", []) if c in args.configs]
     args.no_bound = args.no_bound or not (spec.get("bound", True) or args.bound)
+    if args.traces and args.no_bound:
+        ap.error(f"--traces keeps the block traces of the bound's runs, and set {args.set} "
+                 "runs none here: add --bound")
     args.runs = set_runs(spec, args.workloads, args.procs, args.io)
     if len({w in APPS for w, _, _ in args.runs}) > 1:
         ap.error("the real programs (apps.WORKLOADS) run in a suite of their own "

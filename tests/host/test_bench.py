@@ -667,3 +667,18 @@ def test_report_draws_no_empty_picture_without_a_bare_run(tmp_path):
                     str(tmp_path / "s.json")], check=True, capture_output=True)
     assert "![buffered](s-buffered.png)" not in (tmp_path / "s.md").read_text()
     assert not (tmp_path / "s-buffered.png").exists()
+
+
+def test_traces_without_the_bounds_runs_is_refused(tmp_path):
+    """--traces keeps the block traces of the bound's runs: in a set that
+    runs none (server, without --bound) it would keep nothing, after the
+    whole run (seen: 17 min of guest time for no trace)."""
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "suite.py"),
+                        "--out", str(tmp_path / "o.json"), "--set", "server",
+                        "--workloads", "lkr", "--procs", "1", "--configs", "bare",
+                        "--traces", str(tmp_path / "t")], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[-1] == (
+        "suite.py: error: --traces keeps the block traces of the bound's runs, and set "
+        "server runs none here: add --bound")
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "t").exists()
