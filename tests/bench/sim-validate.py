@@ -15,7 +15,7 @@ suite kept them.  Each
 predicted application time and disk busy time against the measured ones
 (median of the repetitions), and redcap's counters against the target's.
 
-usage: sim-validate.py RECORDS.json --traces DIR --out REPORT.md
+usage: sim-validate.py RECORDS.json --traces DIR --out REPORT.md [--drive-cache]
                        [--json OUT.json] [--command "how RECORDS was made"]
 The JSON (default: REPORT.md's name with .json) holds every cell, raw.
 A section of REPORT.md from the line "## Analysis of the misses" on is
@@ -228,6 +228,9 @@ def main():
     ap.add_argument("--out", required=True, help="the markdown report")
     ap.add_argument("--json", help="the raw comparison (default: beside --out)")
     ap.add_argument("--redcapctl", default=os.path.join(TOP, "build", "userspace", "redcapctl"))
+    ap.add_argument("--drive-cache", action="store_true",
+                    help="also price the reads received with the emulated drive's cache "
+                         "(simulate --drive-cache), in the bare disk's order")
     ap.add_argument("--command", action="append", default=[],
                     help="a command line that made the records (repeatable)")
     args = ap.parse_args()
@@ -270,9 +273,10 @@ def main():
         mount = trace[:-len(".blkparse")] + ".mount.blkparse"
         warm = ["--warm", mount] if os.path.exists(mount) else []
 
-        def simulate(t):
+        def simulate(t, *extra):
             cmd = [args.redcapctl, "simulate", "--trace", t, "--format", "blkparse",
-                   "--disk", profile, "--model", model, "--capacity", str(capacity), *warm]
+                   "--disk", profile, "--model", model, "--capacity", str(capacity), *warm,
+                   *extra]
             for s in specs.values():
                 cmd += ["--config", s]
             cmd.append("--json")
@@ -284,6 +288,8 @@ def main():
 
         cmd, sim = simulate(joined)
         cmd_raw, sim_raw = simulate(trace) if nlanes != npids else (cmd, sim)
+        pred_dc = ({x["config"]: x for x in simulate(joined, "--drive-cache")[1]["results"]}
+                   if args.drive_cache else {})
         sims[case] = {"command": [rel(x) for x in cmd],
                       "command_as_traced": [rel(x) for x in cmd_raw],
                       "requests": sim["requests"], "lanes": nlanes, "processes": npids,
@@ -321,6 +327,12 @@ def main():
                     "predicted_s": x["vdisk_time_s"]}
                 cell["price"]["measured_err"] = err(cell["price"]["measured_s"], bare_busy)
                 cell["price"]["predicted_err"] = err(x["vdisk_time_s"], bare_busy)
+                # the same reads in the bare disk's order (vd-lag.h), and
+                # with the drive's cache too
+                cell["price"]["ordered_err"] = err(x["vdisk_ordered_time_s"], bare_busy)
+                if pred_dc:
+                    cell["price"]["ordered_dc_err"] = err(pred_dc[s]["vdisk_ordered_time_s"],
+                                                          bare_busy)
                 cell["measured"]["redcap"] = {
                     k: median_of(recs, lambda r, k=k: r["redcap_stats"].get(k))
                     for k in COUNTERS}
@@ -481,15 +493,19 @@ def write_md(args, cells, sims, summary, kept, records):
                  "against the bare run's measured busy time (issue 49's counterfactual); "
                  "**bold** beyond ±10 %.")
         L.append("")
+        L.append("The last columns are the simulator's errors in the bare disk's order "
+                 "(`vdisk_ordered_time_s`), and with the drive's cache too (`--drive-cache`).")
+        L.append("")
         L.append("| case | config | bare busy s | measured price s | err % | "
-                 "simulated price s | err % |")
-        L.append("|---|---|---|---|---|---|---|")
+                 "simulated price s | err % | ordered err % | ordered, drive cache err % |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
         for c in priced:
             q = c["price"]
             L.append(f"| {c['workload']} ×{c['procs']} {c['io']} | {c['config']} | "
                      f"{f3(q['bare_busy_s'])} | {f3(q['measured_s'])} | "
                      f"{mark(q['measured_err'])} | {f3(q['predicted_s'])} | "
-                     f"{mark(q['predicted_err'])} |")
+                     f"{mark(q['predicted_err'])} | {mark(q.get('ordered_err'))} | "
+                     f"{mark(q.get('ordered_dc_err'))} |")
         L.append("")
     L.append("## redcap's counters, measured / predicted")
     L.append("")
