@@ -91,8 +91,9 @@ struct sim_config {
 
 #define SIM_PROGRESS_EVERY	65536
 /* The sample rings of a model, as dm-vdisk gives one (VDISK_MAX_RINGS). */
-#define SIM_LAG_REQUESTS	(1 << 20)	/* the lagging virtual disk's queue */
 #define SIM_MODEL_RINGS		8192
+/* The lagging virtual disk's queue (vd-lag.h): a run's whole lag fits. */
+#define SIM_LAG_REQUESTS	(1 << 20)
 
 /*
  * "bare", or "<segments>x<size>:<policy>[,<key>=<value>...]", e.g.

@@ -148,7 +148,7 @@ static json_object *result_json(const struct sim_config *c, const struct sim_res
 	/* the model's price of what the disk (bare) or the cache received */
 	json_object_object_add(o, "vdisk_time_s", json_object_new_double(r->vdisk.busy_ns / 1e9));
 	json_object_object_add(o, "vdisk_ordered_time_s", json_object_new_double(r->lag_busy_ns / 1e9));
-	json_object_object_add(o, "vdisk_ordered_forced", json_object_new_int64((int64_t)r->lag_forced));
+	put_u64(o, "vdisk_ordered_forced", r->lag_forced);
 	put_u64(o, "vdisk_unestimated", r->vdisk.unestimated);
 	if (c->bare)
 		return o;
