@@ -199,6 +199,7 @@ static const struct rc_verb vd_msgs[VD_MSG_NR] = {
 	[VD_MSG_TABLE] = { "table", 3, 3 },
 	[VD_MSG_LOAD] = { "load", 2, ~0u },
 	[VD_MSG_OVERLAP] = { "overlap", 1, 1 },
+	[VD_MSG_DCACHE] = { "dcache", 1, 4 },
 };
 
 static int vd_parse_dir(const char *s, enum vd_dir *dir)
@@ -309,6 +310,32 @@ static const char *vd_parse_load(unsigned int argc, char **argv, u32 rows, u32 c
 	return NULL;
 }
 
+/*
+ * dcache learnt|none|<segments> <segment sectors> <readahead sectors> <media MB/s>:
+ * with segments, their length and the rate above 0.
+ */
+static const char *vd_parse_dcache(unsigned int argc, char **argv, struct vd_msg *m)
+{
+	static const char usage[] =
+		"dcache: usage: dcache learnt|none|<segments 0..16> <segment sectors> <readahead sectors> <media MB/s>";
+	struct vd_dcache *dc = &m->dcache;
+
+	if (argc == 2 && rc_streq(argv[1], "learnt")) {
+		m->dcache_learnt = true;
+		return NULL;
+	}
+	if (argc == 2 && rc_streq(argv[1], "none"))
+		return NULL;
+	if (argc != 5 || rc_parse_u32(argv[1], &dc->nr_segs) ||
+	    rc_parse_u32(argv[2], &dc->seg_sectors) ||
+	    rc_parse_u32(argv[3], &dc->ra_sectors) ||
+	    rc_parse_u32(argv[4], &dc->media_mbps) ||
+	    dc->nr_segs > VD_DCACHE_MAX_SEGS ||
+	    (dc->nr_segs && (!dc->seg_sectors || !dc->media_mbps)))
+		return usage;
+	return NULL;
+}
+
 const char *vd_parse_message(unsigned int argc, char **argv, u32 rows, u32 cols,
 			     struct vd_msg *m, char *buf, size_t len)
 {
@@ -351,6 +378,8 @@ const char *vd_parse_message(unsigned int argc, char **argv, u32 rows, u32 cols,
 		}
 		m->overlap_ns *= 1000;
 		return NULL;
+	case VD_MSG_DCACHE:
+		return vd_parse_dcache(argc, argv, m);
 	default:
 		return NULL;
 	}

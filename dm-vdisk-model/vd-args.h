@@ -49,7 +49,8 @@ unsigned int vd_feature_nargs(enum vd_feature f);
 
 enum vd_msg_verb {
 	VD_MSG_STATS, VD_MSG_RESET, VD_MSG_RESET_STATS, VD_MSG_MODE, VD_MSG_TRAIN,
-	VD_MSG_ESTIMATE, VD_MSG_TABLE, VD_MSG_LOAD, VD_MSG_OVERLAP, VD_MSG_NR,
+	VD_MSG_ESTIMATE, VD_MSG_TABLE, VD_MSG_LOAD, VD_MSG_OVERLAP, VD_MSG_DCACHE,
+	VD_MSG_NR,
 };
 
 struct vd_msg {
@@ -62,6 +63,8 @@ struct vd_msg {
 	u32 row, nr_rows;		/* table: first and count; load: the row */
 	unsigned int first_cell;	/* load: argv index of the first cell */
 	u64 overlap_ns;			/* overlap */
+	struct vd_dcache dcache;	/* dcache: the shape (none: no segments) */
+	bool dcache_learnt;		/* dcache learnt: the learnt shape */
 };
 
 /*

@@ -80,9 +80,12 @@ static int vd_dcl_most(const struct vd_dcl_count *c, int n)
 }
 
 /*
- * A read of @sectors at @sector that began when the one before it ended
- * where it starts: the drive streamed it, so it took its length at the
- * media rate after the drive's overhead (a hit's cost, nearly).
+ * A read of @sectors at @sector, where the one before it ended, that began
+ * no longer after it than it took: the drive streamed it off the media,
+ * reading on from where the last one ended in the gap too (a drive reads
+ * ahead, or waits for the sectors to come round).  So from that one's
+ * completion to this one's, less the drive's overhead (a hit's cost,
+ * nearly), it read @sectors at the media rate.
  */
 static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 			  u64 begin, u64 done)
@@ -90,10 +93,11 @@ static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 	u64 ns, rate;
 
 	if (sector != l->last_end || sectors < VD_DCL_STREAM_SECTORS ||
-	    !l->fastest[0] || begin > l->last_done + l->fastest[0] ||
-	    done <= begin + l->fastest[0])
+	    !l->fastest[0] || begin < l->last_done ||
+	    begin - l->last_done > done - begin ||
+	    done <= l->last_done + l->fastest[0])
 		return;
-	ns = done - begin - l->fastest[0];
+	ns = done - l->last_done - l->fastest[0];
 	rate = rc_div64((u64)sectors * 512 * 1000, ns);	/* MB/s */
 	rate /= VD_DCL_RATE_STEP;
 	l->rate[rate < VD_DCL_RATES ? rate : VD_DCL_RATES - 1]++;
@@ -225,7 +229,8 @@ void vd_dcl_write(struct vd_dclearn *l, u64 sector, u32 sectors)
 
 int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 {
-	u32 ra = (u32)(vd_dcl_most(l->ahead, VD_DCL_BUCKETS) + 1) * VD_DCL_BUCKET;
+	int ahead = vd_dcl_most(l->ahead, VD_DCL_BUCKETS);
+	u32 ra = ahead > 0 ? (u32)ahead * VD_DCL_BUCKET : 0;
 	struct vd_dcl_count c[VD_DCACHE_MAX_SEGS + 1];
 	u32 mbps = vd_dcl_rate(l), seg;
 	int i, top;

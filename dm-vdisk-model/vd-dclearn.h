@@ -18,9 +18,10 @@
  * newest region it could belong to:
  *
  * - ahead of the region's highest request end, by the distance it starts
- *   past that end: the read-ahead is the farthest such distance that most
- *   reads hit (a drive serves a read that starts within it, waiting for
- *   the rest if it must);
+ *   past that end: the read-ahead is the start of the farthest bucket of
+ *   such distances most reads hit in (a drive serves a read that starts
+ *   within its read-ahead, at its end too, waiting for the rest if it
+ *   must; so a bucket's first sector is where reads aligned to it hit);
  * - inside the region, by how far it starts before that end: a segment
  *   holds the farthest such distance that most reads hit, and at least the
  *   read-ahead;
@@ -29,10 +30,10 @@
  *   were used since): the drive has one segment more than the highest
  *   rank most of such reads hit at;
  * - and apart from the regions, a read of at least VD_DCL_STREAM_SECTORS
- *   that began as the one before it ended, where it ended: the drive
- *   streamed it off the media, so its cost less a hit's (the fastest
- *   4 KiB read) is its length at the media rate; the rate is the median
- *   of these.
+ *   where the one before it ended, begun soon after it: the drive streamed
+ *   it off the media, so the time since that one completed, less a hit's
+ *   cost (the fastest 4 KiB read), is its length at the media rate; the
+ *   rate is the median of these.
  *
  * A workload learns only what it shows: one stream never shows a second
  * segment.  Writes go to the media and drop the regions they overlap, as a

@@ -13,6 +13,7 @@
 
 #include "vdisk.h"
 #include "vd-args.h"
+#include "vd-dclearn.h"
 
 #define DM_MSG_PREFIX "vdisk"
 
@@ -47,6 +48,7 @@ struct vdisk_model {
 	spinlock_t lock;	/* protects everything below */
 	bool train;		/* update the tables from completed requests */
 	struct vd_model m;
+	struct vd_dclearn dcl;	/* the drive's cache, from reads timed alone */
 	size_t mem_size;
 	void *mem;
 };
@@ -81,6 +83,7 @@ struct vdisk_c {
 	u64 samples[VD_NR_DIRS];
 	u64 total_ns[VD_NR_DIRS];
 	u64 errors;
+	u64 submitted;			/* requests timed so far */
 	struct vd_vdisk self;		/* virtual disk of this stream */
 	struct vd_drive drive;		/* emulate mode */
 	struct list_head held;		/* emulate: bios in deadline order */
@@ -94,6 +97,8 @@ struct vdisk_c {
  */
 struct vdisk_pb {
 	u64 start;		/* ns at map */
+	u64 sector;		/* at map, in the device */
+	u64 nr;			/* vc->submitted after it, if it came to an idle device */
 	s64 distance;		/* seek distance, as vc->self priced it */
 	u64 deadline;		/* emulate: ns at which the bio completes */
 	u64 service;		/* emulate: the drive's time for it */
@@ -118,7 +123,7 @@ static void vdisk_model_release(struct kref *kref)
 	list_del(&vm->list);
 	mutex_unlock(&vdisk_models_lock);
 	kvfree(vm->mem);
-	kfree(vm);
+	kvfree(vm);
 }
 
 static void vdisk_model_put(struct vdisk_model *vm)
@@ -189,13 +194,13 @@ static struct vdisk_model *vdisk_model_find_or_alloc(dev_t dev, u64 capacity,
 	if (vm)
 		vdisk_model_put(vm);
 
-	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
+	vm = kvzalloc(sizeof(*vm), GFP_KERNEL);
 	if (!vm)
 		return NULL;
 	/* Table sizes come from a table line: too large is an error, not a WARN. */
 	vm->mem = kvmalloc(sz, GFP_KERNEL | __GFP_NOWARN);
 	if (!vm->mem) {
-		kfree(vm);
+		kvfree(vm);
 		return NULL;
 	}
 	INIT_LIST_HEAD(&vm->list);
@@ -205,6 +210,7 @@ static struct vdisk_model *vdisk_model_find_or_alloc(dev_t dev, u64 capacity,
 	vm->train = true;
 	vm->mem_size = sz;
 	vd_model_init(&vm->m, vm->mem, capacity, rows, VDISK_MAX_RINGS);
+	vd_dcl_init(&vm->dcl);
 	return vm;
 }
 
@@ -463,6 +469,7 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	sector = bio->bi_iter.bi_sector;
 	pb->timed = true;
 	pb->dir = dir;
+	pb->sector = sector;
 	pb->sectors = bio_sectors(bio);
 	/* From the mempool: waits, never fails. */
 	if (READ_ONCE(vc->mode) == VD_MODE_EMULATE)
@@ -471,6 +478,8 @@ static int vdisk_map(struct dm_target *ti, struct bio *bio)
 	pb->start = now;
 
 	spin_lock_irqsave(&vc->lock, flags);
+	vc->submitted++;
+	pb->nr = vc->inflight ? 0 : vc->submitted;
 	if (!vc->inflight++)
 		vc->busy_since = now;
 	/*
@@ -500,6 +509,7 @@ static int vdisk_end_io(struct dm_target *ti, struct bio *bio,
 	struct vdisk_model *vm = vc->vm;
 	u64 now, service;
 	unsigned long flags;
+	bool alone;
 
 	if (!pb->timed)
 		return DM_ENDIO_DONE;
@@ -520,11 +530,17 @@ static int vdisk_end_io(struct dm_target *ti, struct bio *bio,
 	vc->last_done = max(vc->last_done, now);
 	vc->samples[pb->dir]++;
 	vc->total_ns[pb->dir] += service;
+	/* Alone on the device all its life: what it cost is its own. */
+	alone = pb->nr && pb->nr == vc->submitted;
 	spin_unlock_irqrestore(&vc->lock, flags);
 
 	spin_lock_irqsave(&vm->lock, flags);
 	if (vm->train)
 		vd_model_add(&vm->m, pb->dir, pb->distance, pb->sectors, service);
+	if (pb->dir == VD_WRITE)
+		vd_dcl_write(&vm->dcl, pb->sector, pb->sectors);
+	else if (alone)
+		vd_dcl_read(&vm->dcl, pb->sector, pb->sectors, now - min(now, service), now);
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return DM_ENDIO_DONE;
 }
@@ -657,10 +673,24 @@ static void vdisk_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
+/* A drive cache's shape, as stats lines @what_segments=... (0: none). */
+static void vdisk_emit_dcache(const char *what, const struct vd_dcache *dc,
+			      char *result, unsigned int maxlen, unsigned int *szp)
+{
+	unsigned int sz = *szp;
+
+	DMEMIT("%s_segments=%u\n%s_segment_sectors=%u\n", what, dc->nr_segs, what,
+	       dc->seg_sectors);
+	DMEMIT("%s_readahead_sectors=%u\n%s_media_mbps=%u\n", what, dc->ra_sectors,
+	       what, dc->media_mbps);
+	*szp = sz;
+}
+
 static int vdisk_stats(struct vdisk_c *vc, char *result, unsigned int maxlen)
 {
 	struct vdisk_model *vm = vc->vm;
 	const struct vd_drive_stats *st = &vc->drive.st;
+	struct vd_dcache dc;
 	unsigned int sz = 0;
 	unsigned long flags;
 
@@ -671,6 +701,11 @@ static int vdisk_stats(struct vdisk_c *vc, char *result, unsigned int maxlen)
 	DMEMIT("model_read_samples=%llu\nmodel_write_samples=%llu\nmodel_bytes=%zu\n",
 	       vm->m.samples[VD_READ], vm->m.samples[VD_WRITE], vm->mem_size);
 	DMEMIT("overlap_us=%llu\n", div_u64(vm->m.overlap_ns, NSEC_PER_USEC));
+	vdisk_emit_dcache("dcache", &vm->m.dc, result, maxlen, &sz);
+	vd_dcl_result(&vm->dcl, &dc);
+	vdisk_emit_dcache("learnt_dcache", &dc, result, maxlen, &sz);
+	DMEMIT("learnt_dcache_reads=%llu\nlearnt_dcache_hits=%llu\n", vm->dcl.reads,
+	       vm->dcl.hits);
 	spin_unlock_irqrestore(&vm->lock, flags);
 
 	spin_lock_irqsave(&vc->lock, flags);
@@ -787,6 +822,28 @@ static int vdisk_load_msg(struct vdisk_c *vc, const struct vd_msg *m, unsigned i
 	return 0;
 }
 
+/* dcache learnt|none|<shape>: the drive cache the model prices with. */
+static int vdisk_dcache_msg(struct vdisk_c *vc, struct vd_msg *m)
+{
+	struct vdisk_model *vm = vc->vm;
+	u64 reads, hits;
+	int r = 0;
+
+	spin_lock_irq(&vm->lock);
+	if (m->dcache_learnt && vd_dcl_result(&vm->dcl, &m->dcache)) {
+		reads = vm->dcl.reads;
+		hits = vm->dcl.hits;
+		r = -ENODATA;
+	} else {
+		vd_model_set_dcache(&vm->m, &m->dcache);	/* in range: parsed */
+	}
+	spin_unlock_irq(&vm->lock);
+	if (r)
+		DMERR("dcache: no drive cache learnt yet (%llu reads timed alone, %llu hits)",
+		      reads, hits);
+	return r;
+}
+
 /*
  * Tables, counters and the emulated drive back to their state at load.  The
  * empty tables are built aside and swapped in: the lock is held for the
@@ -810,6 +867,7 @@ static int vdisk_reset(struct vdisk_c *vc)
 	old = vm->mem;
 	vm->mem = mem;
 	vm->m = fresh;
+	vd_dcl_init(&vm->dcl);
 	spin_unlock_irq(&vm->lock);
 	kvfree(old);
 
@@ -863,6 +921,8 @@ static int vdisk_message(struct dm_target *ti, unsigned int argc, char **argv,
 		vd_model_set_overlap(&vc->vm->m, m.overlap_ns);	/* in range: parsed */
 		spin_unlock_irq(&vc->vm->lock);
 		return 0;
+	case VD_MSG_DCACHE:
+		return vdisk_dcache_msg(vc, &m);
 	default:
 		return vdisk_load_msg(vc, &m, argc, argv);
 	}

@@ -131,7 +131,7 @@ static const struct command commands[] = {
 	{
 		.name = "model",
 		.synopsis = { "save|load NAME [FILE] [--if-present]",
-			      "train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K]" },
+			      "train NAME [--time SECONDS] [--write] [--seed N] [--max-kib K] [--drive-cache]" },
 		.options = { if_present_options, vdt_train_options },
 		.fn = cmd_model,
 		.help = "save, load or train the latency tables of NAME-vd (default FILE:\n"

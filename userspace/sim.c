@@ -885,7 +885,7 @@ static int step(struct sim *s, const struct event *e)
 	return s->cache ? hdc_step(s, e->time) : 0;
 }
 
-/* Copies every cell of @from into @to, of the same geometry. */
+/* Copies every cell of @from into @to, of the same geometry, and what it assumes. */
 static int model_copy(struct vd_model *to, const struct vd_model *from)
 {
 	u32 dir, row, col, n;
@@ -900,7 +900,8 @@ static int model_copy(struct vd_model *to, const struct vd_model *from)
 				if (!vd_model_get_cell(from, (enum vd_dir)dir, row, col, &n, &sum) &&
 				    n && vd_model_set_cell(to, (enum vd_dir)dir, row, col, n, sum))
 					return -1;
-	return vd_model_set_overlap(to, from->overlap_ns);
+	return vd_model_set_overlap(to, from->overlap_ns) ||
+	       vd_model_set_dcache(to, &from->dc) ? -1 : 0;
 }
 
 /* The measuring vdisk's model: @from's tables, or empty; on @s->capacity. */

@@ -290,6 +290,7 @@ static struct vd_model *read_model(const char *file, u64 capacity, void **mem)
 	m = new_model(capacity, info.rows, mem);
 	vdt_read_cells("simulate: --model", file, &info, model_cell, m);
 	vd_model_set_overlap(m, info.overlap_us * 1000);	/* in range: the file was checked */
+	vd_model_set_dcache(m, &info.dcache);			/* likewise */
 	return m;
 }
 
@@ -331,7 +332,8 @@ static void write_issue_times(const char *file, const struct trace *t, const u64
 static void save_model(const char *file, const struct vd_model *m, const char *disk)
 {
 	struct vdt_file_info info = { .rows = m->rows, .cols = m->cols, .window = VD_WINDOW,
-				      .capacity = m->capacity, .overlap_us = m->overlap_ns / 1000 };
+				      .capacity = m->capacity, .overlap_us = m->overlap_ns / 1000,
+				      .dcache = m->dc };
 	char *id;
 
 	if (asprintf(&id, "sim-%s", disk) < 0)

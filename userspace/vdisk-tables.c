@@ -33,10 +33,11 @@
 
 #define TABLES_MAGIC		"vdisk-tables"
 /*
- * Written: 4.  Still read: 3 (no overlap: 0), 2 (no backward columns either)
- * and 1 (no capacity, no id either).
+ * Written: 5.  Still read: 4 (no drive cache: none), 3 (no overlap: 0
+ * either), 2 (no backward columns either) and 1 (no capacity, no id
+ * either).
  */
-#define TABLES_VERSION		4
+#define TABLES_VERSION		5
 #define MAX_ROWS_PER_QUERY	16	/* rows per "table" message ... */
 #define MAX_CELLS_PER_QUERY	1024	/* ... fewer when the rows are wide */
 #define MAX_ROWS		(1u << 20)
@@ -45,8 +46,8 @@
 #define BLOCK			4096u
 
 #define EXPECTED_V1	"bad header (expected '" TABLES_MAGIC " 1 rows=<R> cols=<C> window=<W>')"
-#define EXPECTED	"bad header (expected '" TABLES_MAGIC " 4 rows=<R> cols=<C> window=<W>" \
-			" capacity=<sectors> overlap_us=<us> id=<disk>')"
+#define EXPECTED	"bad header (expected '" TABLES_MAGIC " 5 rows=<R> cols=<C> window=<W>" \
+			" capacity=<sectors> overlap_us=<us> dcache=<S>,<G>,<R>,<M> id=<disk>')"
 #define MAX_OVERLAP_US	10000000	/* the target's (vd-model.h) */
 
 /* What to undo when the program exits, on success or on error. */
@@ -100,21 +101,49 @@ struct geom {
 	uint32_t rows, cols, window;
 };
 
-/* The tables' geometry and the capacity (sectors) of the disk @d stands for. */
-static void device_info(const struct dev *d, struct geom *g, uint64_t *capacity,
-			uint64_t *overlap_us)
+/*
+ * The tables' geometry, the capacity (sectors) of the disk @d stands for,
+ * and the model's overlap and drive cache (@i's version is 0).
+ */
+static void device_info(const struct dev *d, struct vdt_file_info *i)
 {
+	struct vd_dcache *dc = &i->dcache;
 	struct stats st;
 
 	stats_get(d, &st);
-	g->rows = (uint32_t)stats_u64(d, &st, "rows", 1, MAX_ROWS);
-	g->cols = (uint32_t)stats_u64(d, &st, "cols", 1, MAX_COLS);
-	g->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
-	if (capacity)
-		*capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
-	if (overlap_us)
-		*overlap_us = stats_u64(d, &st, "overlap_us", 0, MAX_OVERLAP_US);
+	i->version = 0;
+	i->rows = (uint32_t)stats_u64(d, &st, "rows", 1, MAX_ROWS);
+	i->cols = (uint32_t)stats_u64(d, &st, "cols", 1, MAX_COLS);
+	i->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
+	i->capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
+	i->overlap_us = stats_u64(d, &st, "overlap_us", 0, MAX_OVERLAP_US);
+	dc->nr_segs = (u32)stats_u64(d, &st, "dcache_segments", 0, VD_DCACHE_MAX_SEGS);
+	dc->seg_sectors = (u32)stats_u64(d, &st, "dcache_segment_sectors", 0, UINT32_MAX);
+	dc->ra_sectors = (u32)stats_u64(d, &st, "dcache_readahead_sectors", 0, UINT32_MAX);
+	dc->media_mbps = (u32)stats_u64(d, &st, "dcache_media_mbps", 0, UINT32_MAX);
 	free(st.text);
+}
+
+/* "<segments>,<segment sectors>,<readahead sectors>,<media MB/s>" at *p. */
+static bool take_dcache(const char **p, struct vd_dcache *dc)
+{
+	uint64_t v[4];
+
+	for (int i = 0; i < 4; i++)
+		if ((i && !take(p, ",")) || !take_u64(p, &v[i]) || v[i] > UINT32_MAX)
+			return false;
+	*dc = (struct vd_dcache){ (u32)v[0], (u32)v[1], (u32)v[2], (u32)v[3] };
+	return true;
+}
+
+/* The "dcache" message that gives a model the drive cache @dc. */
+static void dcache_message(char *buf, size_t len, const struct vd_dcache *dc)
+{
+	if (dc->nr_segs)
+		snprintf(buf, len, "dcache %u %u %u %u", dc->nr_segs, dc->seg_sectors,
+			 dc->ra_sectors, dc->media_mbps);
+	else
+		snprintf(buf, len, "dcache none");
 }
 
 /* "<major>:<minor>" at *p: *p moved past it. */
@@ -364,6 +393,7 @@ struct tfile {
 	struct geom g;
 	uint64_t capacity;	/* version >= 2: of the disk the tables were learnt on */
 	uint64_t overlap_us;	/* version >= 4: the model's overlap; 0 before */
+	struct vd_dcache dcache;	/* version >= 5: the model's drive cache; none before */
 	char *id;		/* version >= 2: that disk's identity; NULL in version 1 */
 	struct row r;
 	uint64_t cells;		/* filled cells read so far */
@@ -398,6 +428,7 @@ static void tfile_header(struct tfile *t)
 {
 	uint64_t version, rows, cols, window, capacity = 0, overlap_us = 0;
 	const char *p = tfile_line(t), *expected = EXPECTED;
+	struct vd_dcache dcache = { 0 };
 	char why[160];
 
 	if (!p) {
@@ -419,6 +450,8 @@ static void tfile_header(struct tfile *t)
 	if (version >= 2 && (!take(&p, " capacity=") || !take_u64(&p, &capacity)))
 		tfile_die(t, expected);
 	if (version >= 4 && (!take(&p, " overlap_us=") || !take_u64(&p, &overlap_us)))
+		tfile_die(t, expected);
+	if (version >= 5 && (!take(&p, " dcache=") || !take_dcache(&p, &dcache)))
 		tfile_die(t, expected);
 	if (version >= 2 && (!take(&p, " id=") || !*p))
 		tfile_die(t, expected);
@@ -450,9 +483,18 @@ static void tfile_header(struct tfile *t)
 			 overlap_us, MAX_OVERLAP_US);
 		tfile_die(t, why);
 	}
+	if (dcache.nr_segs > VD_DCACHE_MAX_SEGS ||
+	    (dcache.nr_segs && (!dcache.seg_sectors || !dcache.media_mbps))) {
+		snprintf(why, sizeof(why), "dcache=%u,%u,%u,%u out of range (segments 0 to %d; "
+			 "with segments, segment sectors and MB/s above 0)", dcache.nr_segs,
+			 dcache.seg_sectors, dcache.ra_sectors, dcache.media_mbps,
+			 VD_DCACHE_MAX_SEGS);
+		tfile_die(t, why);
+	}
 	t->version = (uint32_t)version;
 	t->capacity = capacity;
 	t->overlap_us = overlap_us;
+	t->dcache = dcache;
 	t->g = (struct geom){ (uint32_t)rows, (uint32_t)cols, (uint32_t)window };
 }
 
@@ -589,19 +631,21 @@ void vdt_commit(FILE *f, const char *what, const char *file)
  * row's cells, table 'r' then 'w', rows in order; then @end, if any, may
  * still refuse (exit) before the rename.
  */
-static void tables_write(const char *what, const char *file, const struct geom *g,
-			 uint64_t capacity, uint64_t overlap_us, const char *id, vdt_row_fn *row,
-			 void (*end)(void *arg), void *arg)
+static void tables_write(const char *what, const char *file, const struct vdt_file_info *info,
+			 const char *id, vdt_row_fn *row, void (*end)(void *arg), void *arg)
 {
+	const struct vd_dcache *dc = &info->dcache;
 	FILE *f = vdt_create(what, file);
 	struct row r;
 
-	r.cell = xmalloc(g->cols * sizeof(*r.cell));
+	r.cell = xmalloc(info->cols * sizeof(*r.cell));
 	fprintf(f, TABLES_MAGIC " %d rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32
-		" capacity=%" PRIu64 " overlap_us=%" PRIu64 " id=%s\n", TABLES_VERSION, g->rows,
-		g->cols, g->window, capacity, overlap_us, id);
+		" capacity=%" PRIu64 " overlap_us=%" PRIu64 " dcache=%u,%u,%u,%u id=%s\n",
+		TABLES_VERSION, info->rows, info->cols, info->window, info->capacity,
+		info->overlap_us, dc->nr_segs, dc->seg_sectors, dc->ra_sectors, dc->media_mbps,
+		id);
 	for (const char *dir = "rw"; *dir; dir++) {
-		for (uint32_t i = 0; i < g->rows; i++) {
+		for (uint32_t i = 0; i < info->rows; i++) {
 			r.nr = row(arg, *dir, i, r.cell);
 			fprintf(f, "%c %" PRIu32, *dir, i);
 			put_cells(f, &r);
@@ -667,15 +711,15 @@ static uint32_t device_row(void *arg, char dir, uint32_t row, struct vdt_cell *c
 void vdt_save(const struct dev *d, const char *file)
 {
 	struct device_rows q = { .d = d };
-	uint64_t capacity, overlap_us;
+	struct vdt_file_info info;
 	char *id;
 
-	device_info(d, &q.g, &capacity, &overlap_us);
+	device_info(d, &info);
+	q.g = (struct geom){ info.rows, info.cols, info.window };
 	id = device_identity(d);
 	q.chunk = MAX_CELLS_PER_QUERY / q.g.cols;
 	q.chunk = q.chunk < 1 ? 1 : q.chunk > MAX_ROWS_PER_QUERY ? MAX_ROWS_PER_QUERY : q.chunk;
-	tables_write("save", file, &q.g, capacity, overlap_us, id, device_row, device_rows_end,
-		     &q);
+	tables_write("save", file, &info, id, device_row, device_rows_end, &q);
 	free(q.answer);
 	free(id);
 }
@@ -683,15 +727,13 @@ void vdt_save(const struct dev *d, const char *file)
 void vdt_write(const char *what, const char *file, const struct vdt_file_info *info,
 	       const char *id, vdt_row_fn *row, void *arg)
 {
-	struct geom g = { info->rows, info->cols, info->window };
-
-	tables_write(what, file, &g, info->capacity, info->overlap_us, id, row, NULL, arg);
+	tables_write(what, file, info, id, row, NULL, arg);
 }
 
 void vdt_load(const struct dev *d, const char *file)
 {
-	char overlap[64];
-	struct vdt_file_info info;
+	struct vdt_file_info info, dev;
+	char overlap[64], dcache[80];
 	uint64_t capacity;
 	struct tfile t;
 	struct geom g;
@@ -699,13 +741,15 @@ void vdt_load(const struct dev *d, const char *file)
 
 	/* The whole file is checked before the device is touched. */
 	tfile_check(&t, "load", file);
-	device_info(d, &g, &capacity, NULL);
+	device_info(d, &dev);
+	g = (struct geom){ dev.rows, dev.cols, dev.window };
+	capacity = dev.capacity;
 	id = device_identity(d);
 	if (t.id && (strcmp(t.id, id) || t.capacity != capacity))
 		die("load: %s: made for disk '%s' (capacity %" PRIu64 " sectors), not for '%s'"
 		    " (capacity %" PRIu64 " sectors)", file, t.id, t.capacity, id, capacity);
 	info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity,
-				       t.overlap_us };
+				       t.overlap_us, t.dcache };
 	if (t.g.rows != g.rows || vdt_device_cols(&info) != g.cols)
 		die("load: %s: table geometry rows=%" PRIu32 " cols=%" PRIu32 "%s"
 		    " does not match device rows=%" PRIu32 " cols=%" PRIu32,
@@ -741,6 +785,11 @@ void vdt_load(const struct dev *d, const char *file)
 	/* A file before version 4 was made for a disk served one request at a time. */
 	snprintf(overlap, sizeof(overlap), "overlap %" PRIu64, t.overlap_us);
 	free(dm_message(d, overlap));
+	dcache_message(dcache, sizeof(dcache), &t.dcache);
+	free(dm_message(d, dcache));
+	if (t.version < 5)
+		fprintf(stderr, "%s: load: %s: warning: a version %" PRIu32 " file does not say the "
+			"drive's cache; the model prices none\n", progname, file, t.version);
 	tfile_close(&t);
 	free(id);
 }
@@ -752,7 +801,7 @@ void vdt_read_cells(const char *what, const char *file, struct vdt_file_info *in
 
 	tfile_check(&t, what, file);
 	*info = (struct vdt_file_info){ t.version, t.g.rows, t.g.cols, t.g.window, t.capacity,
-					t.overlap_us };
+					t.overlap_us, t.dcache };
 	tfile_rewind(&t);
 	for (const char *dir = "rw"; cell && *dir; dir++) {
 		for (uint32_t row = 0; row < t.g.rows; row++) {
@@ -770,7 +819,13 @@ void vdt_check_file(const char *file)
 	struct tfile t;
 
 	tfile_check(&t, "check-file", file);
-	if (t.version >= 4)
+	if (t.version >= 5)
+		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " capacity=%" PRIu64
+		       " overlap_us=%" PRIu64 " dcache=%u,%u,%u,%u id=%s cells_filled=%" PRIu64 "\n",
+		       file, t.g.rows, t.g.cols, t.g.window, t.capacity, t.overlap_us,
+		       t.dcache.nr_segs, t.dcache.seg_sectors, t.dcache.ra_sectors,
+		       t.dcache.media_mbps, t.id, t.cells);
+	else if (t.version >= 4)
 		printf("%s: rows=%" PRIu32 " cols=%" PRIu32 " window=%" PRIu32 " capacity=%" PRIu64
 		       " overlap_us=%" PRIu64 " id=%s cells_filled=%" PRIu64 "\n", file, t.g.rows,
 		       t.g.cols, t.g.window, t.capacity, t.overlap_us, t.id, t.cells);
@@ -924,6 +979,112 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 	return true;
 }
 
+/*
+ * The drive's own cache (vd-dclearn.h), shown to the target: reads one at a
+ * time that a drive cache serves if it has one, and the target learns its
+ * shape from their times.  Sixteen readers in turn, each 4 KiB on in its
+ * own part of the disk (the segments); one reader skipping forward up to
+ * 1 MiB as it thinks (the read-ahead); 512 KiB read in a row and read back
+ * from inside (a segment's length); 128 KiB reads streamed (the media
+ * rate).  The model's tables do not learn these.  About 12 s on a hard
+ * disk, less on anything faster.
+ */
+#define DCACHE_READERS		16
+#define DCACHE_TURNS		32
+#define DCACHE_SKIPS		1536
+#define DCACHE_SKIP_BLOCKS	256
+#define DCACHE_RUNS		8
+#define DCACHE_RUN_BLOCKS	128
+#define DCACHE_STREAM		32
+#define DCACHE_STREAM_BLOCKS	32
+#define DCACHE_MIN_BLOCKS	(DCACHE_READERS * 4 * DCACHE_SKIP_BLOCKS)	/* 64 MiB */
+
+static void think_ms(unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ms * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR && !interrupted)
+		;
+}
+
+/* The probe's reads; false if interrupted or the disk is too small for it. */
+static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed)
+{
+	uint64_t state = rng_seed(seed), part = nblocks / DCACHE_READERS, at, i, j;
+	void *buf;
+
+	if (nblocks < DCACHE_MIN_BLOCKS)
+		return false;
+	if (posix_memalign(&buf, BLOCK, DCACHE_STREAM_BLOCKS * BLOCK))
+		die("out of memory");
+	for (i = 0; i < DCACHE_TURNS && !interrupted; i++)
+		for (j = 0; j < DCACHE_READERS; j++) {
+			do_io(fd, d->path, buf, BLOCK, (off_t)((j * part + i) * BLOCK), false);
+			think_ms(2);
+		}
+	/* Over the second half of the disk, from its start again at its end. */
+	for (i = 0, at = 0; i < DCACHE_SKIPS && !interrupted; i++) {
+		do_io(fd, d->path, buf, BLOCK, (off_t)((nblocks / 2 + at) * BLOCK), false);
+		at = (at + 1 + rng_next(&state) % DCACHE_SKIP_BLOCKS) % (nblocks / 2);
+		think_ms(5);
+	}
+	for (i = 0; i < DCACHE_RUNS && !interrupted; i++) {
+		at = part / 2 + i * part;
+		for (j = 0; j < DCACHE_RUN_BLOCKS; j++)
+			do_io(fd, d->path, buf, BLOCK, (off_t)((at + j) * BLOCK), false);
+		think_ms(10);
+		for (j = 0; j < DCACHE_READERS; j++)
+			do_io(fd, d->path, buf, BLOCK,
+			      (off_t)((at + rng_next(&state) % DCACHE_RUN_BLOCKS) * BLOCK), false);
+	}
+	at = part / 4;
+	for (i = 0; i < DCACHE_STREAM && !interrupted; i++)
+		do_io(fd, d->path, buf, DCACHE_STREAM_BLOCKS * BLOCK,
+		      (off_t)((at + i * DCACHE_STREAM_BLOCKS) * BLOCK), false);
+	free(buf);
+	return !interrupted;
+}
+
+/*
+ * Shows @d its drive cache (dcache_probe()), with the tables not learning,
+ * and reports what it learnt; the model prices it from now on.  false if
+ * nothing was learnt.
+ */
+static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed)
+{
+	uint64_t segs, seg, ra, mbps, reads, hits;
+	struct stats st;
+	bool probed;
+
+	free(dm_message(d, "train off"));
+	probed = dcache_probe(d, fd, nblocks, seed);
+	free(dm_message(d, "train on"));
+	if (!probed) {
+		if (!interrupted)
+			printf("train: drive cache: not probed (the disk is smaller than %d MiB)\n",
+			       (int)((uint64_t)DCACHE_MIN_BLOCKS * BLOCK >> 20));
+		return false;
+	}
+	stats_get(d, &st);
+	segs = stats_u64(d, &st, "learnt_dcache_segments", 0, VD_DCACHE_MAX_SEGS);
+	seg = stats_u64(d, &st, "learnt_dcache_segment_sectors", 0, UINT32_MAX);
+	ra = stats_u64(d, &st, "learnt_dcache_readahead_sectors", 0, UINT32_MAX);
+	mbps = stats_u64(d, &st, "learnt_dcache_media_mbps", 0, UINT32_MAX);
+	reads = stats_u64(d, &st, "learnt_dcache_reads", 0, UINT64_MAX);
+	hits = stats_u64(d, &st, "learnt_dcache_hits", 0, UINT64_MAX);
+	free(st.text);
+	if (!segs) {
+		printf("train: drive cache: none learnt (%" PRIu64 " reads timed alone, %" PRIu64
+		       " hits)\n", reads, hits);
+		return false;
+	}
+	printf("train: drive cache: %" PRIu64 " segments of %" PRIu64 " KiB, read-ahead %" PRIu64
+	       " KiB, media %" PRIu64 " MB/s (%" PRIu64 " reads timed alone, %" PRIu64 " hits)\n",
+	       segs, seg / 2, ra / 2, mbps, reads, hits);
+	free(dm_message(d, "dcache learnt"));
+	return true;
+}
+
 /* Train's short skips: 4 KiB up to 8 MiB, the model's columns 2..13. */
 #define TRAIN_SKIP_BITS		12
 
@@ -1035,8 +1196,6 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	progress_line = false;
 	measured = !interrupted &&
 		   train_overlap(d, fd, nblocks, o->seed, &one_us, &gap_us, &overlap_us);
-	close(fd);
-	free(buf);
 	printf("train: %s%.0f s, %" PRIu64 " requests (%" PRIu64 " reads, %" PRIu64
 	       " writes), %" PRIu64 " MiB, seed=%" PRIu64 ", cells_filled=%" PRIu64 "\n",
 	       interrupted ? "interrupted after " : "", elapsed, reads + writes, reads, writes,
@@ -1044,7 +1203,11 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	if (measured)
 		printf("train: overlap_us=%" PRIu64 " (the disk busy %.0f us a 4 KiB read alone, "
 		       "%.0f us with %d side by side)\n", overlap_us, one_us, gap_us, OVERLAP_READERS);
+	if (!interrupted && o->drive_cache)
+		train_dcache(d, fd, nblocks, o->seed);
 	fflush(stdout);
+	close(fd);
+	free(buf);
 	train_restore();
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
@@ -1058,6 +1221,7 @@ const struct option vdt_train_options[] = {
 	{ "write", no_argument, NULL, 'w' },
 	{ "seed", required_argument, NULL, 's' },
 	{ "max-kib", required_argument, NULL, 'k' },
+	{ "drive-cache", no_argument, NULL, 'D' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -1081,6 +1245,9 @@ void vdt_train_opt(int c, const char *arg, void *ctx)
 		break;
 	case 'w':
 		o->write = true;
+		break;
+	case 'D':
+		o->drive_cache = true;
 		break;
 	}
 }

@@ -13,15 +13,17 @@
 #include <stdio.h>
 
 #include "dmctl.h"
+#include "vd-model.h"
 
 struct vdt_train {
 	uint64_t seconds, seed, max_kib;
 	bool write;
+	bool drive_cache;	/* probe the drive's cache; the model prices it */
 };
 
 #define VDT_TRAIN_DEFAULTS	{ .seconds = 60, .seed = 1, .max_kib = 0 }
 
-/* train's options for getopt_long (--time, --write, --seed, --max-kib, --help)... */
+/* train's options for getopt_long (--time, --write, --seed, --max-kib, --drive-cache, --help)... */
 extern const struct option vdt_train_options[];
 /* ... and what one of them sets in the struct vdt_train at @ctx (usage_error if bad). */
 void vdt_train_opt(int c, const char *arg, void *ctx);
@@ -52,6 +54,7 @@ struct vdt_file_info {
 	uint32_t version, rows, cols, window;
 	uint64_t capacity;	/* sectors of the disk it was learnt on; 0 in version 1 */
 	uint64_t overlap_us;	/* the model's overlap (vd-model.h); 0 before version 4 */
+	struct vd_dcache dcache;	/* the model's drive cache; none before version 5 */
 };
 /*
  * Versions 1 and 2 hold the forward columns of a table (no seek direction):

@@ -23,6 +23,7 @@ static const char vdiskctl_usage[] =
 "       vdiskctl save <dev> <file>\n"
 "       vdiskctl load <dev> <file>\n"
 "       vdiskctl train <dev> [--time SECONDS] [--write] [--seed N] [--max-kib K]\n"
+"                      [--drive-cache]\n"
 "       vdiskctl check-file <file>\n"
 "       vdiskctl -h|--help\n";
 
@@ -50,6 +51,10 @@ static const char help_text[] =
 "      --seed N           random pattern (default 1; same seed, same pattern)\n"
 "      --max-kib K        largest request, a multiple of 4 (default: the\n"
 "                         model's last row, 256 KiB with 64 rows)\n"
+"      --drive-cache      then about 12 s of reads that show the drive's own\n"
+"                         cache (learning off): the target learns its\n"
+"                         segments, read-ahead and media rate, and the\n"
+"                         model prices it from then on\n"
 "  check-file <file>      check a saved file offline, without a device (for\n"
 "                         scripts); prints its geometry, disk and filled cells\n"
 "\n"

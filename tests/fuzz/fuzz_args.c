@@ -864,6 +864,7 @@ static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
 		[VD_MSG_TABLE] = { "table", 3, 3 },
 		[VD_MSG_LOAD] = { "load", 2, ~0u },
 		[VD_MSG_OVERLAP] = { "overlap", 1, 1 },
+		[VD_MSG_DCACHE] = { "dcache", 1, 4 },
 	};
 	_Static_assert(sizeof(verbs) / sizeof(verbs[0]) == VD_MSG_NR, "verbs");
 	static const char *const yes[] = { "on", "1", "y", "yes", "true" };
@@ -929,6 +930,21 @@ static void fuzz_vd_message(struct words *w, uint32_t rows, uint32_t cols)
 		break;
 	case VD_MSG_OVERLAP:
 		CHECK(m.overlap_ns == dec(w->argv[1], VD_MAX_OVERLAP_NS / 1000) * 1000);
+		break;
+	case VD_MSG_DCACHE:
+		if (w->argc == 2) {
+			CHECK(m.dcache_learnt == !strcasecmp(w->argv[1], "learnt"));
+			CHECK(m.dcache_learnt || !strcasecmp(w->argv[1], "none"));
+			CHECK(!m.dcache.nr_segs);
+			break;
+		}
+		CHECK(w->argc == 5 && !m.dcache_learnt);
+		CHECK(m.dcache.nr_segs == dec(w->argv[1], UINT32_MAX));
+		CHECK(m.dcache.seg_sectors == dec(w->argv[2], UINT32_MAX));
+		CHECK(m.dcache.ra_sectors == dec(w->argv[3], UINT32_MAX));
+		CHECK(m.dcache.media_mbps == dec(w->argv[4], UINT32_MAX));
+		CHECK(m.dcache.nr_segs <= VD_DCACHE_MAX_SEGS);
+		CHECK(!m.dcache.nr_segs || (m.dcache.seg_sectors && m.dcache.media_mbps));
 		break;
 	default:
 		break;

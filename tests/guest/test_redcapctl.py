@@ -746,7 +746,7 @@ def test_model_save_load_and_train(dmname, loop64, cleanup, tmp_path):
     assert cells > 0
     f = tmp_path / "m.vdisk"
     assert ok("model", "save", name, str(f)).stdout == f"{name}: model saved to {f}\n"
-    assert f.read_text().startswith("vdisk-tables 4 ")
+    assert f.read_text().startswith("vdisk-tables 5 ")
     sh("dmsetup", "message", f"{name}-vd", "0", "reset")
     assert valid(json.loads(ok("status", name, "--json").stdout))["model"]["cells_filled"] == 0
     assert ok("model", "load", name, str(f)).stdout == f"{name}: model loaded from {f}\n"

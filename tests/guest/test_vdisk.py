@@ -518,6 +518,8 @@ def test_bad_table_line_is_refused_with_exact_error(ram, dmname, args, expected)
     assert not exists(name)
 
 
+DCACHE_USAGE = ("dcache: usage: dcache learnt|none|<segments 0..16> <segment sectors> "
+                "<readahead sectors> <media MB/s>")
 BAD_MESSAGES = [
     ("unknown_verb", "frobnicate", "Unrecognised message 'frobnicate'"),
     ("stats_with_argument", "stats now", "stats: wrong number of arguments"),
@@ -526,6 +528,9 @@ BAD_MESSAGES = [
     ("train_maybe", "train maybe", "train: expected on or off, not 'maybe'"),
     ("overlap_too_long", "overlap 10000001",
      "overlap: expected microseconds from 0 to 10000000, not '10000001'"),
+    ("dcache_too_many_segments", "dcache 17 1024 512 150", DCACHE_USAGE),
+    ("dcache_no_rate", "dcache 16 1024 512 0", DCACHE_USAGE),
+    ("dcache_unknown_word", "dcache learned", DCACHE_USAGE),
     ("estimate_bad_dir", "estimate x 0 8",
      "estimate: usage: estimate <r|w> <[-]distance sectors> <size sectors>"),
     ("estimate_zero_size", "estimate r 0 0",
@@ -568,6 +573,40 @@ def test_bad_message_is_refused_and_changes_nothing(emu_with_samples, msg, expec
     assert r.returncode != 0, f"message '{msg}' was accepted"
     assert errors(VDISK_ERR, lines) == [expected], lines
     assert (emu.stats(), emu.query("table", "r", "0", "64"), emu.table()) == before
+
+
+DCACHE_KEYS = ("segments", "segment_sectors", "readahead_sectors", "media_mbps")
+
+
+def test_dcache_message_sets_the_drive_cache_the_model_prices(emu):
+    """dcache <shape> gives the model a drive cache, dcache none takes it
+    away; dcache learnt, with nothing learnt, is refused and changes
+    nothing."""
+    def shape(st, what="dcache"):
+        return tuple(st[f"{what}_{k}"] for k in DCACHE_KEYS)
+
+    st = emu.stats()
+    assert shape(st) == shape(st, "learnt_dcache") == (0, 0, 0, 0)
+    assert (st["learnt_dcache_reads"], st["learnt_dcache_hits"]) == (0, 0)
+    emu.message("dcache", "4", "256", "128", "100")
+    assert shape(emu.stats()) == (4, 256, 128, 100)
+    before = (emu.stats(), emu.table())
+    with kmsg() as k:
+        r = emu.message("dcache", "learnt", check=False)
+        lines = k.lines()
+    assert r.returncode != 0 and "No data available" in r.stderr, r
+    assert errors(VDISK_ERR, lines) == [
+        "dcache: no drive cache learnt yet (0 reads timed alone, 0 hits)"], lines
+    assert (emu.stats(), emu.table()) == before
+    emu.message("dcache", "none")
+    assert shape(emu.stats()) == (0, 0, 0, 0)
+    # every read timed alone is seen, a write is not a read
+    fio(emu.path, "--rw=read", "--bs=4k", "--size=64k")
+    assert emu.stats()["learnt_dcache_reads"] == 16
+    emu.message("dcache", "4", "256", "128", "100")
+    emu.message("reset")
+    st = emu.stats()
+    assert shape(st) == (0, 0, 0, 0) and st["learnt_dcache_reads"] == 0
 
 
 def test_reset_without_memory_is_refused_and_changes_nothing(emu):

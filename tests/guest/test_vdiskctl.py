@@ -24,6 +24,8 @@ PROGRESS = re.compile(r"^train: \d+/\d+ s, \d+ requests, cells_filled=\d+$")
 ANNOUNCE = "train: loading {} with {} for {} s (SIGINT stops early)"
 SUMMARY = re.compile(r"^train: \d+ s, (\d+) requests \((\d+) reads, (\d+) writes\), \d+ MiB, "
                      r"seed=(\d+), cells_filled=(\d+)\n")
+DCACHE = re.compile(r"^train: drive cache: (\d+) segments of (\d+) KiB, read-ahead (\d+) KiB, "
+                    r"media (\d+) MB/s \((\d+) reads timed alone, (\d+) hits\)$")
 OVERLAP = re.compile(r"^train: overlap_us=(\d+) \(the disk busy (\d+) us a 4 KiB read alone, "
                      r"(\d+) us with 32 side by side\)$")
 
@@ -76,9 +78,10 @@ def loop_id(loop):
         return "loop:" + escape(f.read().rstrip("\n"))
 
 
-def header(vd, disk, version=4):
+def header(vd, disk, version=5):
     """The header vdiskctl writes for @vd, a vdisk device on @disk; versions
-    1 and 2 hold only the forward columns (18 fewer), 4 the overlap too."""
+    1 and 2 hold only the forward columns (18 fewer), 4 the overlap too, 5
+    the drive cache too."""
     st = vd.stats()
     cols = st["cols"] if version >= 3 else st["cols"] - 18
     line = f"vdisk-tables {version} rows={st['rows']} cols={cols} window=64"
@@ -86,7 +89,16 @@ def header(vd, disk, version=4):
         line += f" capacity={st['capacity']}"
     if version >= 4:
         line += f" overlap_us={st['overlap_us']}"
+    if version >= 5:
+        line += (f" dcache={st['dcache_segments']},{st['dcache_segment_sectors']},"
+                 f"{st['dcache_readahead_sectors']},{st['dcache_media_mbps']}")
     return line + (f" id={disk}" if version >= 2 else "")
+
+
+def no_dcache(path, version):
+    """load's warning for a file from before the drive cache."""
+    return (f"vdiskctl: load: {path}: warning: a version {version} file does not say the "
+            "drive's cache; the model prices none\n")
 
 
 def empty_tables(rows, head):
@@ -160,6 +172,59 @@ def test_train_measures_the_overlap(loop64, dmname, profile, tmp_path):
         assert vd.stats()["overlap_us"] == us
 
 
+@pytest.mark.parametrize("profile", ["hdd7200", "hdd15k"])
+def test_train_learns_the_emulated_drives_cache(loop64, dmname, profile):
+    """--drive-cache: train shows the drive its cache and the target learns
+    its shape from the reads' times (here the emulator's own): every
+    segment, the read-ahead (train's reads are 4 KiB-aligned), the media
+    rate to 5 % (the guest's own delays between reads move it a little);
+    a segment's length only as far as reads show it (at least the
+    read-ahead).  The model prices it from then on, and its tables
+    learnt none of the probe's reads."""
+    truth = {"hdd7200": (16, 1024, 512, 150), "hdd15k": (16, 512, 256, 50)}[profile]
+    with Dm(dmname(), f"0 {dev_sectors(loop64)} vdisk {loop64} 4 mode emulate "
+            f"profile {profile}") as emu:
+        emu.message("reset")
+        assert emu.stats()["learnt_dcache_segments"] == 0
+        r = train(emu, "--time", "1", "--drive-cache")
+        line = r.stdout.splitlines()[-1]
+        m = DCACHE.match(line)
+        assert m, r.stdout
+        st = emu.stats()
+        learnt = tuple(st[f"learnt_dcache_{k}"] for k in
+                       ("segments", "segment_sectors", "readahead_sectors", "media_mbps"))
+        used = tuple(st[f"dcache_{k}"] for k in
+                     ("segments", "segment_sectors", "readahead_sectors", "media_mbps"))
+        print(profile, learnt, line)
+        assert used == learnt
+        segs, seg, ra, mbps = learnt
+        assert (int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))) == \
+            (segs, seg // 2, ra // 2, mbps)
+        assert (int(m.group(5)), int(m.group(6))) == (st["learnt_dcache_reads"],
+                                                      st["learnt_dcache_hits"])
+        assert segs == truth[0]
+        assert ra == truth[2]
+        assert ra <= seg <= truth[1]
+        assert abs(mbps - truth[3]) <= truth[3] // 20 + 2
+        # the tables hold train's samples only: its requests, and the overlap's one at a time
+        requests = int(SUMMARY.match(r.stdout).group(1))
+        assert st["model_read_samples"] < requests + 2000
+
+
+def test_train_says_when_no_drive_cache_was_learnt(loop64, dmname):
+    """A drive without one (an emulated hdd15k without its cache): none
+    learnt, said so, and the model prices none."""
+    with Dm(dmname(), f"0 {dev_sectors(loop64)} vdisk {loop64} 7 mode emulate "
+            "profile hdd15k cache 0 0") as emu:
+        emu.message("reset")
+        r = train(emu, "--time", "1", "--drive-cache")
+        st = emu.stats()
+        assert r.stdout.splitlines()[-1] == (
+            f"train: drive cache: none learnt ({st['learnt_dcache_reads']} reads timed alone, "
+            f"{st['learnt_dcache_hits']} hits)")
+        assert st["learnt_dcache_segments"] == st["dcache_segments"] == 0
+
+
 def test_train_reads_and_fills_the_tables(vdisk):
     r = train(vdisk, "--time", "5", "--seed", "1")
     m = SUMMARY.match(r.stdout)
@@ -220,8 +285,9 @@ def test_save_reset_load_gives_back_the_same_tables(vdisk, loop64, tmp_path):
 
     vdiskctl("save", vdisk.name, str(first))
     assert first.read_text().splitlines()[0] == \
-        f"vdisk-tables 4 rows={st['rows']} cols={st['cols']} window=64 " \
-        f"capacity={dev_sectors(loop64)} overlap_us={st['overlap_us']} id={loop_id(loop64)}"
+        f"vdisk-tables 5 rows={st['rows']} cols={st['cols']} window=64 " \
+        f"capacity={dev_sectors(loop64)} overlap_us={st['overlap_us']} dcache=0,0,0,0 " \
+        f"id={loop_id(loop64)}"
     assert cells_in_file(first) == st["cells_filled"] > 0
 
     vdisk.message("reset")
@@ -285,7 +351,7 @@ def test_load_of_a_version_1_file_warns_that_the_disk_is_not_checked(vdisk, loop
     r = vdiskctl("load", vdisk.name, str(path))
     assert r.stderr == (f"vdiskctl: load: {path}: warning: a version 1 file does not say which "
                         f"disk it was made for; not checked against '{loop_id(loop64)}' "
-                        f"(capacity {dev_sectors(loop64)} sectors)\n")
+                        f"(capacity {dev_sectors(loop64)} sectors)\n" + no_dcache(path, 1))
     assert tables(vdisk) == ([(0, 3, 2, 4000)], [(1, 0, 1, 9000)])
 
 
@@ -396,7 +462,7 @@ def test_a_version_2_file_loads_into_the_forward_columns(vdisk, loop64, tmp_path
                    .replace("r 0\n", "r 0 5:3:3000000\n", 1))
     vdisk.message("train", "off")
     r = vdiskctl("load", vdisk.name, str(old))
-    assert (r.stdout, r.stderr) == ("", "")
+    assert (r.stdout, r.stderr) == ("", no_dcache(old, 2))
     assert tables(vdisk) == ([(0, 5, 3, 3000000)], [])
     # 128 sectors: column 5 forward, backward column 5 (fwd + 4) back
     assert vdisk.query("estimate", "r", "128", "8") == "1000\n"

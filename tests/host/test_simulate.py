@@ -413,9 +413,10 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
                  "64x128k:always", "--save-model", saved)
     assert (r.returncode, r.stderr) == (0, "")
     lines = saved.read_text().splitlines()
-    # version 4: 19 forward and 18 backward columns; a disk served one at a time
-    assert lines[0] == ("vdisk-tables 4 rows=64 cols=37 window=64 capacity=2097152 "
-                        "overlap_us=0 id=sim-hdd7200")
+    # version 5: 19 forward and 18 backward columns; a disk served one at a
+    # time, its cache not priced (no --drive-cache)
+    assert lines[0] == ("vdisk-tables 5 rows=64 cols=37 window=64 capacity=2097152 "
+                        "overlap_us=0 dcache=0,0,0,0 id=sim-hdd7200")
     assert len(lines) == 1 + 2 * 64
     # 200 reads of 4 KiB: row 0 of the read table only, every sample there
     # (a cell keeps its last 64)
@@ -427,12 +428,41 @@ def test_save_model_writes_what_the_model_layer_learnt(tmp_path):
     r = subprocess.run([vdiskctl, "check-file", saved], capture_output=True, text=True)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{saved}: rows=64 cols=37 window=64 capacity=2097152 "
-                        f"overlap_us=0 id=sim-hdd7200 cells_filled={len(cells)}\n")
+                        f"overlap_us=0 dcache=0,0,0,0 id=sim-hdd7200 "
+                        f"cells_filled={len(cells)}\n")
     # the model as the disk: 200 reads, each at its cell's mean
     r = simulate("--trace", trace, "--format", "csv", "--model", saved, "--config", "bare",
                  "--json")
     assert (r.returncode, r.stderr) == (0, "")
     assert json.loads(r.stdout)["results"][0]["disk_requests"] == 200
+
+
+def test_a_saved_models_drive_cache_is_saved_and_priced_when_loaded(tmp_path):
+    """--drive-cache's cache is saved with the model (version 5), and a
+    model file's drive cache is priced when it is loaded: the strided
+    reader of the test below, on its frozen model, costs with the file's
+    cache what it costs with --drive-cache, and without one a short skip
+    each."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,pid,op,sector,sectors\n" +
+                     "".join(f"{i * 6000000},1,R,{i * 16},8\n" for i in range(10)))
+    saved = tmp_path / "saved.tables"
+    r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd15k", "--drive-cache",
+                 "--config", "bare", "--save-model", saved)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert " overlap_us=0 dcache=16,512,256,50 id=sim-hdd15k" in saved.read_text().splitlines()[0]
+    cells = {0: [(0, 1, 1000000)] + [(c, 1, 5000000) for c in range(1, 19)]}
+    times = {}
+    for dcache in ("16,512,256,50", "0,0,0,0"):
+        model = tables_file(tmp_path / "m.tables", cells, cols=37, version=5)
+        head, rest = model.read_text().split("\n", 1)
+        model.write_text(head.replace(" id=", f" overlap_us=0 dcache={dcache} id=") + "\n" + rest)
+        r = simulate("--trace", trace, "--format", "csv", "--disk", "hdd15k", "--model", model,
+                     "--no-train", "--config", "bare", "--json")
+        assert (r.returncode, r.stderr) == (0, "")
+        times[dcache] = json.loads(r.stdout)["results"][0]["vdisk_time_s"]
+    assert times["16,512,256,50"] == pytest.approx(10 * 0.001, abs=1e-12)
+    assert times["0,0,0,0"] == pytest.approx(0.001 + 9 * 0.005, abs=1e-12)
 
 
 def test_no_train_keeps_the_model_and_bare_is_priced_on_it(tmp_path):

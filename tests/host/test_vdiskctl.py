@@ -19,9 +19,11 @@ GOOD = [HEADER,
         "w 0",
         "w 1 1:3:90000"]
 GOOD_V1 = [HEADER_V1] + GOOD[1:]
-EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 4 rows=<R> cols=<C> window=<W> "
-                   "capacity=<sectors> overlap_us=<us> id=<disk>')")
+EXPECTED_HEADER = ("bad header (expected 'vdisk-tables 5 rows=<R> cols=<C> window=<W> "
+                   "capacity=<sectors> overlap_us=<us> dcache=<S>,<G>,<R>,<M> id=<disk>')")
 HEADER_V4 = f"vdisk-tables 4 rows=2 cols=3 window=64 capacity=131072 overlap_us=950 id={ID}"
+HEADER_V5 = (f"vdisk-tables 5 rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
+             f"dcache=16,1024,512,150 id={ID}")
 EXPECTED_HEADER_V1 = "bad header (expected 'vdisk-tables 1 rows=<R> cols=<C> window=<W>')"
 
 
@@ -112,10 +114,10 @@ def test_load_of_a_bad_header_fails_before_the_device(tmp_path):
 
 
 def test_load_of_another_version_fails_before_the_device(tmp_path):
-    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 5 ")] + GOOD[1:])
+    path = tables_file(tmp_path, [HEADER.replace(" 2 ", " 6 ")] + GOOD[1:])
     r = vdiskctl("load", "nosuchdev", path)
     assert r.returncode == 1
-    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 5 (expected 1 to 4)\n"
+    assert r.stderr == f"vdiskctl: load: {path}:1: unsupported version 6 (expected 1 to 5)\n"
 
 
 def test_load_of_a_bad_id_fails_before_the_device(tmp_path):
@@ -126,7 +128,8 @@ def test_load_of_a_bad_id_fails_before_the_device(tmp_path):
                         "printable ASCII\n")
 
 
-@pytest.mark.parametrize("lines", [GOOD, GOOD_V1], ids=["v2", "v1"])
+@pytest.mark.parametrize("lines", [GOOD, GOOD_V1, [HEADER_V5] + GOOD[1:]],
+                         ids=["v2", "v1", "v5"])
 def test_load_of_a_good_file_reaches_the_device(tmp_path, lines):
     r = vdiskctl("load", "nosuchdev", tables_file(tmp_path, lines))
     assert r.returncode == 1
@@ -173,6 +176,14 @@ def test_check_file_prints_a_version_4_files_overlap(tmp_path):
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
                         f"id={ID} cells_filled=3\n")
+
+
+def test_check_file_prints_a_version_5_files_drive_cache(tmp_path):
+    path = tables_file(tmp_path, replace(GOOD, 0, HEADER_V5))
+    r = vdiskctl("check-file", path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
+                        f"dcache=16,1024,512,150 id={ID} cells_filled=3\n")
 
 
 def test_check_file_accepts_a_version_1_file_without_a_disk(tmp_path):
@@ -237,6 +248,19 @@ BAD_FILES = {
                             "1: " + EXPECTED_HEADER),
     "v4-overlap-range": (replace(GOOD, 0, HEADER_V4.replace("=950", "=10000001")),
                          "1: overlap_us=10000001 out of range (at most 10000000)"),
+    "v5-no-dcache": (replace(GOOD, 0, HEADER_V4.replace(" 4 ", " 5 ")), "1: " + EXPECTED_HEADER),
+    "v5-dcache-three": (replace(GOOD, 0, HEADER_V5.replace("16,1024,512,150", "16,1024,512")),
+                        "1: " + EXPECTED_HEADER),
+    "v5-dcache-space": (replace(GOOD, 0, HEADER_V5.replace("16,1024", "16, 1024")),
+                        "1: " + EXPECTED_HEADER),
+    "v5-dcache-overflow": (replace(GOOD, 0, HEADER_V5.replace(",150", ",4294967296")),
+                           "1: " + EXPECTED_HEADER),
+    "v5-dcache-segments": (replace(GOOD, 0, HEADER_V5.replace("16,1024", "17,1024")),
+                           "1: dcache=17,1024,512,150 out of range (segments 0 to 16; with "
+                           "segments, segment sectors and MB/s above 0)"),
+    "v5-dcache-no-rate": (replace(GOOD, 0, HEADER_V5.replace(",150", ",0")),
+                          "1: dcache=16,1024,512,0 out of range (segments 0 to 16; with "
+                          "segments, segment sectors and MB/s above 0)"),
     "capacity-zero": (replace(GOOD, 0, HEADER.replace("131072", "0")),
                       "1: capacity=0 out of range"),
     "id-space": (replace(GOOD, 0, HEADER + " "), f"1: id '{ID} ' is not one word of printable ASCII"),
@@ -250,9 +274,9 @@ BAD_FILES = {
     "v1-trailing-space": (replace(GOOD, 0, HEADER_V1 + " "), "1: " + EXPECTED_HEADER_V1),
     "v1-with-id": (replace(GOOD, 0, HEADER_V1 + " capacity=8 id=x"), "1: " + EXPECTED_HEADER_V1),
     "version": (replace(GOOD, 0, HEADER.replace(" 2 ", " 7 ")),
-                "1: unsupported version 7 (expected 1 to 4)"),
+                "1: unsupported version 7 (expected 1 to 5)"),
     "version-0": (replace(GOOD, 0, "vdisk-tables 0 rows=2 cols=3 window=64"),
-                  "1: unsupported version 0 (expected 1 to 4)"),
+                  "1: unsupported version 0 (expected 1 to 5)"),
     "zero-rows": (replace(GOOD, 0, HEADER.replace("rows=2", "rows=0")),
                   "1: geometry rows=0 cols=3 window=64 out of range"),
     "v1-zero-rows": (replace(GOOD, 0, "vdisk-tables 1 rows=0 cols=3 window=64"),

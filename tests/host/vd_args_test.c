@@ -204,6 +204,20 @@ CTEST(message_verbs)
 	CHECK(m.overlap_ns == VD_MAX_OVERLAP_NS);
 	CHECK(!message("overlap 0", &m, &argc));
 	CHECK(m.overlap_ns == 0);
+	CHECK(!message("dcache learnt", &m, &argc));
+	CHECK_EQ(m.verb, VD_MSG_DCACHE);
+	CHECK(m.dcache_learnt);
+	CHECK(!message("dcache none", &m, &argc));
+	CHECK(!m.dcache_learnt);
+	CHECK_EQ(m.dcache.nr_segs, 0);
+	CHECK(!message("dcache 16 1024 512 150", &m, &argc));
+	CHECK(!m.dcache_learnt);
+	CHECK_EQ(m.dcache.nr_segs, 16);
+	CHECK_EQ(m.dcache.seg_sectors, 1024);
+	CHECK_EQ(m.dcache.ra_sectors, 512);
+	CHECK_EQ(m.dcache.media_mbps, 150);
+	CHECK(!message("dcache 0 0 0 0", &m, &argc));
+	CHECK_EQ(m.dcache.nr_segs, 0);
 }
 
 CTEST(cells)
@@ -227,6 +241,10 @@ CTEST(cells)
 	CHECK_EQ(n, 0);
 	CHECK(sum == ~0ULL);
 }
+
+#define DCACHE_USAGE \
+	"dcache: usage: dcache learnt|none|<segments 0..16> <segment sectors> " \
+	"<readahead sectors> <media MB/s>"
 
 /* The texts tests/guest/test_vdisk.py expects in the kernel log. */
 CTEST(message_errors)
@@ -262,6 +280,15 @@ CTEST(message_errors)
 		{ "overlap 10000001", "overlap: expected microseconds from 0 to 10000000, not '10000001'" },
 		{ "overlap -1", "overlap: expected microseconds from 0 to 10000000, not '-1'" },
 		{ "overlap 1ms", "overlap: expected microseconds from 0 to 10000000, not '1ms'" },
+		{ "dcache", "dcache: wrong number of arguments" },
+		{ "dcache 1 2 3 4 5", "dcache: wrong number of arguments" },
+		{ "dcache learned", DCACHE_USAGE },
+		{ "dcache 16 1024 512", DCACHE_USAGE },
+		{ "dcache 17 1024 512 150", DCACHE_USAGE },
+		{ "dcache 16 0 512 150", DCACHE_USAGE },
+		{ "dcache 16 1024 512 0", DCACHE_USAGE },
+		{ "dcache 16 1024 -1 150", DCACHE_USAGE },
+		{ "dcache learnt 1024 512 150", DCACHE_USAGE },
 	};
 	CHECK_REFUSALS(bad, refused_message);
 }
