@@ -746,7 +746,8 @@ class Base:
         # on /dev/ram0, its changes on /dev/ram3, dropped by restore()
         self.snapshot = snapshot
         self.make()
-        sh(*VDISKCTL, "train", "bench-vd", "--time", str(args.train))
+        sh(*VDISKCTL, "train", "bench-vd", "--time", str(args.train),
+           *(["--drive-cache"] if args.drive_cache else []))
         dm_message("bench-vd", "train", "off")
         self.learning = not args.frozen_model
         self.tables = f"{BIN}/model.tables"
@@ -780,7 +781,7 @@ class Base:
     def model_state():
         return {k: v for k, v in dm_stats("bench-vd").items()
                 if k in ("train", "cells_filled", "model_read_samples", "mean_read_us",
-                          "overlap_us")}
+                          "overlap_us") or k.startswith("dcache_")}
 
     def fresh_model(self):
         """bench-vd's tables back to the trained ones, learning on unless
@@ -1366,6 +1367,9 @@ def main():
                     "and the trained model (model-<profile>.tables) in DIR, for "
                     "tests/bench/sim-validate.py")
     ap.add_argument("--train", type=int, default=20, help="seconds of model training")
+    ap.add_argument("--drive-cache", action="store_true",
+                    help="train the model with vdiskctl train --drive-cache: the drive's "
+                         "cache learnt and priced")
     ap.add_argument("--frozen-model", action="store_true",
                     help="the model layer does not learn during the runs: every run is "
                     "priced by the off-line training alone (the results up to 2026-11-25)")
