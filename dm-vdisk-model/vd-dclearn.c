@@ -68,15 +68,28 @@ static void vd_dcl_count(struct vd_dcl_count *c, bool hit)
 	c->hits += hit;
 }
 
-/* The highest bucket most of whose reads (at least VD_DCL_CONFIRM) hit, or -1. */
-static int vd_dcl_most(const struct vd_dcl_count *c, int n)
+/*
+ * The last bucket of the run from the first one where most reads (of at
+ * least VD_DCL_CONFIRM) hit, or -1: the run ends at the first bucket where
+ * most missed, and buckets with fewer reads, or as many hits as misses,
+ * neither end it nor extend it.
+ * A drive's read-ahead serves every distance up to its end, its segments
+ * every rank up to their number; media reads that were lucky in their
+ * rotation the same way every time (a reader that thinks as long each
+ * time, skipping as far) hit at one distance, not at all the nearer ones.
+ */
+static int vd_dcl_run(const struct vd_dcl_count *c, int n)
 {
-	int i;
+	int i, last = -1;
 
-	for (i = n - 1; i >= 0; i--)
-		if (c[i].reads >= VD_DCL_CONFIRM && 2 * c[i].hits > c[i].reads)
-			return i;
-	return -1;
+	for (i = 0; i < n; i++) {
+		if (c[i].reads < VD_DCL_CONFIRM || 2 * c[i].hits == c[i].reads)
+			continue;
+		if (2 * c[i].hits < c[i].reads)
+			break;
+		last = i;
+	}
+	return last;
 }
 
 /*
@@ -163,7 +176,8 @@ static void vd_dcl_place(struct vd_dclearn *l, int i, u64 a, bool hit)
 		d = g->end - a;
 		if (d <= VD_DCL_WINDOW)
 			vd_dcl_count(&l->back[(d - 1) / VD_DCL_BUCKET], hit);
-		vd_dcl_count(&l->rank[rank][0], hit);
+		if (d <= VD_DCL_NEAR)
+			vd_dcl_count(&l->rank[rank][0], hit);
 	} else {
 		d = a - g->end;
 		if (d < VD_DCL_WINDOW)
@@ -229,7 +243,7 @@ void vd_dcl_write(struct vd_dclearn *l, u64 sector, u32 sectors)
 
 int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 {
-	int ahead = vd_dcl_most(l->ahead, VD_DCL_BUCKETS);
+	int ahead = vd_dcl_run(l->ahead, VD_DCL_BUCKETS);
 	u32 ra = ahead > 0 ? (u32)ahead * VD_DCL_BUCKET : 0;
 	struct vd_dcl_count c[VD_DCACHE_MAX_SEGS + 1];
 	u32 mbps = vd_dcl_rate(l), seg;
@@ -237,22 +251,20 @@ int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 
 	memset(dc, 0, sizeof(*dc));
 	if (l->hits < VD_DCL_MIN_HITS ||
-	    l->misses * 100 < l->reads * VD_DCL_MIN_MISS_PCT || !mbps)
+	    l->misses * 100 < l->reads * VD_DCL_MIN_MISS_PCT || !mbps ||
+	    ra < VD_DCL_NEAR)
 		return -1;
 	for (i = 0; i <= VD_DCACHE_MAX_SEGS; i++) {
-		c[i] = l->rank[i][0];
-		if (ra >= VD_DCL_NEAR) {
-			c[i].reads += l->rank[i][1].reads;
-			c[i].hits += l->rank[i][1].hits;
-		}
+		c[i].reads = l->rank[i][0].reads + l->rank[i][1].reads;
+		c[i].hits = l->rank[i][0].hits + l->rank[i][1].hits;
 	}
 	/* Past the most it prices, a drive's segments count as that many. */
-	top = vd_dcl_most(c, VD_DCACHE_MAX_SEGS + 1);
+	top = vd_dcl_run(c, VD_DCACHE_MAX_SEGS + 1);
 	if (top == VD_DCACHE_MAX_SEGS)
 		top--;
 	if (top < 0)
 		return -1;
-	seg = (u32)(vd_dcl_most(l->back, VD_DCL_BUCKETS) + 1) * VD_DCL_BUCKET;
+	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BUCKETS) + 1) * VD_DCL_BUCKET;
 	dc->nr_segs = top + 1;
 	if (seg < ra)
 		seg = ra;

@@ -11,24 +11,27 @@
  * size's fastest, scaled, bounds it too).  A media read that was lucky in
  * its rotation looks like a hit too, so the learner never trusts one read:
  * it counts, for each kind of read, how many of them hit, and believes
- * what most of them did.
+ * what most of them did; and since a reader that thinks as long each time
+ * can be lucky the same way at the same distance every time, it believes
+ * a cache only as far as most reads hit at every distance (or rank) up to
+ * there.
  *
  * It keeps the regions the drive read from the media lately (a miss opens
  * one, as a drive fills a segment with it) and places every read after the
  * newest region it could belong to:
  *
  * - ahead of the region's highest request end, by the distance it starts
- *   past that end: the read-ahead is the start of the farthest bucket of
- *   such distances most reads hit in (a drive serves a read that starts
- *   within its read-ahead, at its end too, waiting for the rest if it
- *   must; so a bucket's first sector is where reads aligned to it hit);
+ *   past that end: the read-ahead is the start of the last bucket of such
+ *   distances most reads hit in (a drive serves a read that starts within
+ *   its read-ahead, at its end too, waiting for the rest if it must; so a
+ *   bucket's first sector is where reads aligned to it hit);
  * - inside the region, by how far it starts before that end: a segment
- *   holds the farthest such distance that most reads hit, and at least the
+ *   holds the last such distance that most reads hit, and at least the
  *   read-ahead;
- * - inside, or just ahead (VD_DCL_NEAR) when the read-ahead learnt
- *   reaches that far, by the region's LRU rank (how many other regions
- *   were used since): the drive has one segment more than the highest
- *   rank most of such reads hit at;
+ * - just inside or just ahead (VD_DCL_NEAR: near enough for any segment
+ *   and read-ahead to hold it), by the region's LRU rank (how many other
+ *   regions were used since): the drive has one segment more than the
+ *   last rank most of such reads hit at;
  * - and apart from the regions, a read of at least VD_DCL_STREAM_SECTORS
  *   where the one before it ended, begun soon after it: the drive streamed
  *   it off the media, so the time since that one completed, less a hit's
@@ -42,7 +45,10 @@
  *
  * A device without platters answers every read about as fast as its
  * fastest: it shows no misses, and no drive cache is learnt for it (its
- * distances cost nothing to begin with).
+ * distances cost nothing to begin with).  Nor is one that does not read
+ * ahead at least VD_DCL_NEAR: a drive without a cache serves a read that
+ * goes on from the last one as fast as a hit, and a read back into the
+ * last one when the platter happens to come round just so.
  *
  * Locking: none; the caller serialises calls on one struct vd_dclearn.  No
  * allocation, never sleeps; a call walks VD_DCL_REGIONS regions (and
@@ -60,7 +66,7 @@
 #define VD_DCL_BUCKET		8	/* sectors per distance counted */
 #define VD_DCL_BUCKETS		512	/* distances counted: up to 2 MiB */
 #define VD_DCL_WINDOW		(VD_DCL_BUCKET * VD_DCL_BUCKETS)
-#define VD_DCL_NEAR		64	/* sectors ahead a read counts by rank */
+#define VD_DCL_NEAR		64	/* sectors from the end a read counts by rank */
 #define VD_DCL_MIN_HITS		64	/* before anything is learnt */
 #define VD_DCL_MIN_MISS_PCT	10	/* reads that went to the media, at least */
 #define VD_DCL_AGE		(1U << 20)	/* reads between halvings */
@@ -98,7 +104,7 @@ struct vd_dclearn {
 	 */
 	struct vd_dcl_count ahead[VD_DCL_BUCKETS];
 	struct vd_dcl_count back[VD_DCL_BUCKETS];
-	/* By LRU rank (the last: that or more); [1]: just ahead, [0]: inside. */
+	/* By LRU rank (the last: that or more); [1]: just ahead, [0]: just inside. */
 	struct vd_dcl_count rank[VD_DCACHE_MAX_SEGS + 1][2];
 	u32 rate[VD_DCL_RATES];		/* streamed reads by MB/s / VD_DCL_RATE_STEP */
 };
@@ -117,9 +123,10 @@ void vd_dcl_write(struct vd_dclearn *l, u64 sector, u32 sectors);
 
 /*
  * The drive cache learnt so far into @dc.  0 once the reads showed one (at
- * least VD_DCL_MIN_HITS hits, VD_DCL_MIN_MISS_PCT % misses, a rank most
- * reads hit at and a confirmed media rate); otherwise -1 and @dc has no
- * segments.  Walks the counts: O(VD_DCL_BUCKETS).
+ * least VD_DCL_MIN_HITS hits, VD_DCL_MIN_MISS_PCT % misses, a read-ahead
+ * of VD_DCL_NEAR, a rank most reads hit at and a confirmed media rate);
+ * otherwise -1 and @dc has no segments.  Walks the counts:
+ * O(VD_DCL_BUCKETS).
  */
 int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc);
 

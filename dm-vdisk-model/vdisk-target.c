@@ -507,7 +507,7 @@ static int vdisk_end_io(struct dm_target *ti, struct bio *bio,
 	struct vdisk_c *vc = ti->private;
 	struct vdisk_pb *pb = dm_per_bio_data(bio, sizeof(*pb));
 	struct vdisk_model *vm = vc->vm;
-	u64 now, service;
+	u64 now, done, service;
 	unsigned long flags;
 	bool alone;
 
@@ -537,10 +537,12 @@ static int vdisk_end_io(struct dm_target *ti, struct bio *bio,
 	spin_lock_irqsave(&vm->lock, flags);
 	if (vm->train)
 		vd_model_add(&vm->m, pb->dir, pb->distance, pb->sectors, service);
+	/* Emulated, the drive's own times: not when the timer got to it. */
+	done = pb->emulated ? pb->deadline : now;
 	if (pb->dir == VD_WRITE)
 		vd_dcl_write(&vm->dcl, pb->sector, pb->sectors);
 	else if (alone)
-		vd_dcl_read(&vm->dcl, pb->sector, pb->sectors, now - min(now, service), now);
+		vd_dcl_read(&vm->dcl, pb->sector, pb->sectors, done - min(done, service), done);
 	spin_unlock_irqrestore(&vm->lock, flags);
 	return DM_ENDIO_DONE;
 }

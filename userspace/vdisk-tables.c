@@ -985,7 +985,7 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
  * shape from their times.  Sixteen readers in turn, each 4 KiB on in its
  * own part of the disk (the segments); one reader skipping forward up to
  * 1 MiB as it thinks (the read-ahead); 512 KiB read in a row and read back
- * from inside (a segment's length); 128 KiB reads streamed (the media
+ * from inside (a segment's length); 512 KiB reads streamed (the media
  * rate).  The model's tables do not learn these.  About 12 s on a hard
  * disk, less on anything faster.
  */
@@ -995,8 +995,8 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 #define DCACHE_SKIP_BLOCKS	256
 #define DCACHE_RUNS		8
 #define DCACHE_RUN_BLOCKS	128
-#define DCACHE_STREAM		32
-#define DCACHE_STREAM_BLOCKS	32
+#define DCACHE_STREAM		16
+#define DCACHE_STREAM_BLOCKS	128
 #define DCACHE_MIN_BLOCKS	(DCACHE_READERS * 4 * DCACHE_SKIP_BLOCKS)	/* 64 MiB */
 
 static void think_ms(unsigned int ms)

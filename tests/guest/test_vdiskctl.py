@@ -176,10 +176,10 @@ def test_train_measures_the_overlap(loop64, dmname, profile, tmp_path):
 def test_train_learns_the_emulated_drives_cache(loop64, dmname, profile):
     """--drive-cache: train shows the drive its cache and the target learns
     its shape from the reads' times (here the emulator's own): every
-    segment, the read-ahead (train's reads are 4 KiB-aligned), the media
-    rate to 5 % (the guest's own delays between reads move it a little);
-    a segment's length only as far as reads show it (at least the
-    read-ahead).  The model prices it from then on, and its tables
+    segment, the read-ahead to 4 KiB (train's reads are 4 KiB-aligned; the
+    last 4 KiB can have too few reads), the media rate to 5 % (the guest's
+    own delays between reads move it a little); a segment's length only
+    as far as reads show it (at least the read-ahead).  The model prices it from then on, and its tables
     learnt none of the probe's reads."""
     truth = {"hdd7200": (16, 1024, 512, 150), "hdd15k": (16, 512, 256, 50)}[profile]
     with Dm(dmname(), f"0 {dev_sectors(loop64)} vdisk {loop64} 4 mode emulate "
@@ -203,7 +203,7 @@ def test_train_learns_the_emulated_drives_cache(loop64, dmname, profile):
         assert (int(m.group(5)), int(m.group(6))) == (st["learnt_dcache_reads"],
                                                       st["learnt_dcache_hits"])
         assert segs == truth[0]
-        assert ra == truth[2]
+        assert truth[2] - 8 <= ra <= truth[2]
         assert ra <= seg <= truth[1]
         assert abs(mbps - truth[3]) <= truth[3] // 20 + 2
         # the tables hold train's samples only: its requests, and the overlap's one at a time
@@ -415,7 +415,7 @@ def test_save_names_the_disk_under_the_device(dmname, tmp_path, case):
         path = tmp_path / "t.tables"
         vdiskctl("save", vd.name, str(path))
         assert path.read_text().splitlines()[0] == header(vd, expected)
-        assert f" capacity={dev_sectors(disk)} overlap_us=0 id={expected} " in \
+        assert f" capacity={dev_sectors(disk)} overlap_us=0 dcache=0,0,0,0 id={expected} " in \
             vdiskctl("check-file", str(path)).stdout
 
 
