@@ -251,6 +251,17 @@ static void probe(struct rig *g, u64 blocks)
 		rd(g, (part / 4 + i * 128) * 8, 1024, 0);
 }
 
+/* The probe on a drive @p over 64 MiB, from its first read. */
+static void probe_small_disk(struct rig *g, const struct vd_drive_params *p)
+{
+	CHECK_EQ(vd_drive_init(&g->d, p, 16384 * 8, 16384 * 8, 1), 0);
+	vd_dcl_init(&g->l);
+	g->now = 0;
+	g->rng = 1;
+	g->gap = 20000;
+	probe(g, 16384);
+}
+
 /*
  * The probe on a small disk without a cache: its tracks are short, and a
  * reader that thinks about as long each time comes back to the platter
@@ -266,12 +277,7 @@ CTEST(regular_luck_in_the_rotation_is_no_read_ahead)
 	struct vd_dcache dc;
 
 	CHECK(g);
-	CHECK_EQ(vd_drive_init(&g->d, &p, 16384 * 8, 16384 * 8, 1), 0);
-	vd_dcl_init(&g->l);
-	g->now = 0;
-	g->rng = 1;
-	g->gap = 20000;
-	probe(g, 16384);
+	probe_small_disk(g, &p);
 	learnt(g, &dc);
 	CHECK_EQ(dc.nr_segs, 16);
 	CHECK_EQ(dc.ra_sectors, 256);
@@ -280,12 +286,7 @@ CTEST(regular_luck_in_the_rotation_is_no_read_ahead)
 	p.nr_segs = 0;
 	p.seg_sectors = 0;
 	p.ra_sectors = 0;
-	CHECK_EQ(vd_drive_init(&g->d, &p, 16384 * 8, 16384 * 8, 1), 0);
-	vd_dcl_init(&g->l);
-	g->now = 0;
-	g->rng = 1;
-	g->gap = 20000;
-	probe(g, 16384);
+	probe_small_disk(g, &p);
 	CHECK_EQ(vd_dcl_result(&g->l, &dc), -1);
 	free(g);
 }
