@@ -251,14 +251,15 @@ static void probe(struct rig *g, u64 blocks)
 		rd(g, (part / 4 + i * 128) * 8, 1024, 0);
 }
 
-/* The probe on a drive @p over 64 MiB, from its first read. */
-static void probe_small_disk(struct rig *g, const struct vd_drive_params *p)
+/* The probe on a drive @p over 64 MiB, @gap_ns before each read. */
+static void probe_small_disk(struct rig *g, const struct vd_drive_params *p, u64 gap_ns,
+			     u64 seed)
 {
-	CHECK_EQ(vd_drive_init(&g->d, p, 16384 * 8, 16384 * 8, 1), 0);
+	CHECK_EQ(vd_drive_init(&g->d, p, 16384 * 8, 16384 * 8, seed), 0);
 	vd_dcl_init(&g->l);
 	g->now = 0;
-	g->rng = 1;
-	g->gap = 20000;
+	g->rng = seed;
+	g->gap = gap_ns;
 	probe(g, 16384);
 }
 
@@ -277,7 +278,7 @@ CTEST(regular_luck_in_the_rotation_is_no_read_ahead)
 	struct vd_dcache dc;
 
 	CHECK(g);
-	probe_small_disk(g, &p);
+	probe_small_disk(g, &p, 20000, 1);
 	learnt(g, &dc);
 	CHECK_EQ(dc.nr_segs, 16);
 	CHECK_EQ(dc.ra_sectors, 256);
@@ -286,8 +287,46 @@ CTEST(regular_luck_in_the_rotation_is_no_read_ahead)
 	p.nr_segs = 0;
 	p.seg_sectors = 0;
 	p.ra_sectors = 0;
-	probe_small_disk(g, &p);
+	probe_small_disk(g, &p, 20000, 1);
 	CHECK_EQ(vd_dcl_result(&g->l, &dc), -1);
+	free(g);
+}
+
+/*
+ * The probe, however long the host takes between reads (0 to 0.6 ms) and
+ * whatever the seed: each drive's cache, and none without one.  The
+ * read-ahead to its last 4 KiB (which can have too few reads), the media
+ * rate to a step of the rates counted, a segment as long as reads show.
+ */
+CTEST(the_probe_learns_each_drive_at_any_host_speed)
+{
+	static const char *const drives[] = { "hdd7200", "hdd15k" };
+	struct rig *g = malloc(sizeof(*g));
+	struct vd_drive_params p;
+	struct vd_dcache dc;
+	u64 gap, seed;
+	u32 k;
+
+	CHECK(g);
+	for (k = 0; k < 2; k++)
+		for (gap = 0; gap <= 600000; gap += 20000)
+			for (seed = 1; seed <= 3; seed++) {
+				p = vd_drive_profile(drives[k])->p;
+				probe_small_disk(g, &p, gap, seed);
+				CHECK_EQ(vd_dcl_result(&g->l, &dc), 0);
+				CHECK_EQ(dc.nr_segs, p.nr_segs);
+				CHECK(dc.ra_sectors + VD_DCL_BUCKET >= p.ra_sectors &&
+				      dc.ra_sectors <= p.ra_sectors);
+				CHECK(dc.seg_sectors >= dc.ra_sectors &&
+				      dc.seg_sectors <= p.seg_sectors);
+				CHECK(dc.media_mbps + VD_DCL_RATE_STEP >= p.media_mbps &&
+				      dc.media_mbps <= p.media_mbps + VD_DCL_RATE_STEP);
+				p.nr_segs = 0;
+				p.seg_sectors = 0;
+				p.ra_sectors = 0;
+				probe_small_disk(g, &p, gap, seed);
+				CHECK_EQ(vd_dcl_result(&g->l, &dc), -1);
+			}
 	free(g);
 }
 
