@@ -94,6 +94,21 @@ static json_object *more_ram_json(const struct more_ram *m)
 	return o;
 }
 
+/* A drive cache's shape, or null for none. */
+static json_object *dcache_json(const struct dcache_shape *d)
+{
+	json_object *o;
+
+	if (!d->segments)
+		return NULL;
+	o = json_object_new_object();
+	add(o, "segments", ju64(d->segments));
+	add(o, "segment_bytes", ju64((uint64_t)d->segment_sectors * 512));
+	add(o, "readahead_bytes", ju64((uint64_t)d->readahead_sectors * 512));
+	add(o, "media_mbps", ju64(d->media_mbps));
+	return o;
+}
+
 json_object *stack_json(const struct stack_stats *s)
 {
 	json_object *o = json_object_new_object(), *m;
@@ -170,6 +185,13 @@ json_object *stack_json(const struct stack_stats *s)
 	add(m, "cells_filled", ju64(s->model_cells_filled));
 	add(m, "read_samples", ju64(s->model_read_samples));
 	add(m, "write_samples", ju64(s->model_write_samples));
+	if (s->model_dcache_known) {
+		json_object *dc = json_object_new_object();
+
+		add(dc, "priced", dcache_json(&s->model_dcache));
+		add(dc, "learnt", dcache_json(&s->model_dcache_learnt));
+		add(m, "drive_cache", dc);
+	}
 	add(o, "model", m);
 	if (s->shadows.have)
 		add(o, "shadows", shadows_json(&s->shadows));

@@ -44,6 +44,18 @@ static void advice_text(const struct stack_stats *s)
 	printf("\n");
 }
 
+/* "16 segments of 512 KiB, read-ahead 256 KiB, 150 MB/s", or "none". */
+static void dcache_text(const struct dcache_shape *d)
+{
+	if (!d->segments) {
+		printf("none");
+		return;
+	}
+	printf("%" PRIu32 " segments of %" PRIu32 " KiB, read-ahead %" PRIu32 " KiB, %" PRIu32
+	       " MB/s", d->segments, d->segment_sectors / 2, d->readahead_sectors / 2,
+	       d->media_mbps);
+}
+
 void stack_text(const struct stack_stats *s)
 {
 	const struct bypass *b = &s->bypassed;
@@ -95,7 +107,14 @@ void stack_text(const struct stack_stats *s)
 		       " reads and %" PRIu64 " writes timed\n", s->model_device, s->model_mode,
 		       s->model_learning ? "on" : "off", s->model_cells_filled,
 		       s->model_read_samples, s->model_write_samples);
-	else
+	if (s->has_model && s->model_dcache_known) {
+		printf("  drive cache: priced: ");
+		dcache_text(&s->model_dcache);
+		printf("; learnt: ");
+		dcache_text(&s->model_dcache_learnt);
+		printf("\n");
+	}
+	if (!s->has_model)
 		printf("  model:      none (created with --no-model)\n");
 	advice_text(s);
 }

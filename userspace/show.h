@@ -61,6 +61,15 @@ struct stack_stats {
 	const char *model_device, *model_mode;
 	bool model_learning;
 	uint64_t model_cells_filled, model_read_samples, model_write_samples;
+	/*
+	 * The drive cache the model prices and the one it learnt (vdisk(4)
+	 * "The drive's cache"); segments 0: none.  Not known from a module
+	 * that does not learn it (loaded before an upgrade).
+	 */
+	bool model_dcache_known;
+	struct dcache_shape {
+		uint32_t segments, segment_sectors, readahead_sectors, media_mbps;
+	} model_dcache, model_dcache_learnt;
 	struct shadows shadows;		/* status: the RAM advice for half the RAM */
 	/*
 	 * The RAM advice for more RAM (redcap(4) shadows, the eviction

@@ -117,10 +117,14 @@ static void device_info(const struct dev *d, struct vdt_file_info *i)
 	i->window = (uint32_t)stats_u64(d, &st, "window", 1, MAX_WINDOW);
 	i->capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
 	i->overlap_us = stats_u64(d, &st, "overlap_us", 0, MAX_OVERLAP_US);
-	dc->nr_segs = (u32)stats_u64(d, &st, "dcache_segments", 0, VD_DCACHE_MAX_SEGS);
-	dc->seg_sectors = (u32)stats_u64(d, &st, "dcache_segment_sectors", 0, UINT32_MAX);
-	dc->ra_sectors = (u32)stats_u64(d, &st, "dcache_readahead_sectors", 0, UINT32_MAX);
-	dc->media_mbps = (u32)stats_u64(d, &st, "dcache_media_mbps", 0, UINT32_MAX);
+	/* A module from before the drive cache (not reloaded since an upgrade): none. */
+	memset(dc, 0, sizeof(*dc));
+	if (stats_find(&st, "dcache_segments")) {
+		dc->nr_segs = (u32)stats_u64(d, &st, "dcache_segments", 0, VD_DCACHE_MAX_SEGS);
+		dc->seg_sectors = (u32)stats_u64(d, &st, "dcache_segment_sectors", 0, UINT32_MAX);
+		dc->ra_sectors = (u32)stats_u64(d, &st, "dcache_readahead_sectors", 0, UINT32_MAX);
+		dc->media_mbps = (u32)stats_u64(d, &st, "dcache_media_mbps", 0, UINT32_MAX);
+	}
 	free(st.text);
 }
 
@@ -785,8 +789,11 @@ void vdt_load(const struct dev *d, const char *file)
 	/* A file before version 4 was made for a disk served one request at a time. */
 	snprintf(overlap, sizeof(overlap), "overlap %" PRIu64, t.overlap_us);
 	free(dm_message(d, overlap));
-	dcache_message(dcache, sizeof(dcache), &t.dcache);
-	free(dm_message(d, dcache));
+	/* Only when it changes anything: a module from before it has no such message. */
+	if (t.dcache.nr_segs || dev.dcache.nr_segs) {
+		dcache_message(dcache, sizeof(dcache), &t.dcache);
+		free(dm_message(d, dcache));
+	}
 	if (t.version < 5)
 		fprintf(stderr, "%s: load: %s: warning: a version %" PRIu32 " file does not say the "
 			"drive's cache; the model prices none\n", progname, file, t.version);
@@ -1110,6 +1117,9 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 	 */
 	max_kib = o->max_kib ? o->max_kib :
 		  stats_u64(d, &st, "rows", 1, VD_MAX_ROWS) * VD_ROW_SECTORS / 2;
+	if (o->drive_cache && !stats_find(&st, "learnt_dcache_segments"))
+		die("train: --drive-cache: %s: its dm-vdisk module does not learn the drive's cache "
+		    "(loaded before an upgrade? reload it)", d->arg);
 	if (!strcmp(stats_str(d, &st, "train"), "off")) {
 		free(dm_message(d, "train on"));
 		pending.train_dev = *d;

@@ -742,8 +742,12 @@ def test_model_save_load_and_train(dmname, loop64, cleanup, tmp_path):
     cleanup.append(name)
     ok("create", name, loop64, "--ram", "4M")
     r = ok("model", "train", name, "--time", "1", "--max-kib", "16")
-    cells = valid(json.loads(ok("status", name, "--json").stdout))["model"]["cells_filled"]
+    model = valid(json.loads(ok("status", name, "--json").stdout))["model"]
+    cells = model["cells_filled"]
     assert cells > 0
+    # a loop device's file answers every read alike: no drive cache
+    assert model["drive_cache"] == {"priced": None, "learnt": None}
+    assert "  drive cache: priced: none; learnt: none\n" in ok("status", name).stdout
     f = tmp_path / "m.vdisk"
     assert ok("model", "save", name, str(f)).stdout == f"{name}: model saved to {f}\n"
     assert f.read_text().startswith("vdisk-tables 5 ")

@@ -264,7 +264,10 @@ STATUS = {
     "read_resent": 0, "hit_ratio": 0.6, "fill_ios": 2, "fill_bytes": 262144, "fill_errors": 0,
     "writes": 0, "invalidations": 0, "switches": 0, "windows": 0,
     "model": {"device": "data-vd", "mode": "measure", "learning": True, "cells_filled": 3,
-              "read_samples": 5, "write_samples": 0},
+              "read_samples": 5, "write_samples": 0,
+              "drive_cache": {"priced": None,
+                              "learnt": {"segments": 16, "segment_bytes": 524288,
+                                         "readahead_bytes": 262144, "media_mbps": 150}}},
 }
 LINEAR = {"schema": 2, "name": "data", "device": "/dev/mapper/data", "origin": "/dev/sdb",
           "size_bytes": 1 << 40, "read_ahead_bytes": 1 << 20, "state": "linear",
@@ -294,6 +297,11 @@ def test_documents_of_every_kind_validate():
     assert errors({"schema": 2, "stacks": [STATUS, LINEAR]}) == []
     assert errors({"schema": 2, "stacks": []}) == []
     assert errors(STATS) == []
+    # a dm-vdisk loaded before it learnt the drive's cache: no drive_cache
+    assert errors(dict(STATUS, model={k: v for k, v in STATUS["model"].items()
+                                      if k != "drive_cache"})) == []
+    bad = dict(STATUS["model"], drive_cache={"priced": {"segments": 17}, "learnt": None})
+    assert errors(dict(STATUS, model=bad)) != []
     # Version 1 only grows: a key it does not know yet is allowed.
     assert errors(dict(STATUS, future_counter=3)) == []
 
