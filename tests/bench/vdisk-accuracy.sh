@@ -7,10 +7,13 @@
 # the same requests from the model (virtual_busy_us), and the emulated
 # drive's own time (emu_busy_us, the truth).  Prints a markdown table.
 # Runs in the guest, deterministic under icount:
-#   tests/vm/run --icount -- sh tests/bench/vdisk-accuracy.sh [train seconds]
+#   tests/vm/run --icount -- sh tests/bench/vdisk-accuracy.sh [train seconds] [--drive-cache]
+# With --drive-cache the training ends with vdiskctl train's probe, and the
+# model prices the drive cache it learnt.
 set -eu
 top=${REDCAP_TOP:-$(pwd)}
 train=${1:-20}
+dcache=${2:-}
 mb=256
 sectors=$((mb * 2048))
 
@@ -55,6 +58,7 @@ backward() { fio_run --rw=read:-128k --bs=64k --offset=64m --size=32m; }
 strided() { fio_run --rw=read:8k --bs=4k --offset=96m --size=48m --io_size=16m; }
 random_read() { fio_run --rw=randread --bs=4k --number_ios=2000 --randseed=7; }
 random_2jobs() { fio_run --rw=randread --bs=4k --number_ios=1000 --numjobs=2 --randseed=11; }
+streams_4() { fio_run --rw=read --bs=8k --numjobs=4 --offset=128m --offset_increment=16m --size=4m; }
 random_mixed() {
 	fio --name=acc --filename=$dev --direct=1 --ioengine=psync --output=/dev/null \
 		--rw=randrw --rwmixread=70 --bs=4k --size=${mb}m --number_ios=1500 --randseed=9
@@ -64,9 +68,12 @@ buffered_seq() {
 	dd if=$dev of=/dev/null bs=1M count=64 skip=160 status=none
 }
 
-"$top/build/userspace/vdiskctl" train acc-vd --time "$train" --write >/dev/null 2>&1
+"$top/build/userspace/vdiskctl" train acc-vd --time "$train" --write $dcache >/dev/null 2>&1
 echo "trained for $train s: $(stat acc-vd cells_filled) cells," \
-	"$(stat acc-vd model_read_samples) read and $(stat acc-vd model_write_samples) write samples"
+	"$(stat acc-vd model_read_samples) read and $(stat acc-vd model_write_samples) write samples;" \
+	"drive cache priced: $(stat acc-vd dcache_segments) segments of" \
+	"$(stat acc-vd dcache_segment_sectors) sectors, read-ahead" \
+	"$(stat acc-vd dcache_readahead_sectors), $(stat acc-vd dcache_media_mbps) MB/s"
 echo
 echo "| pass | phase | requests | measured busy ms | virtual ms | virtual vs measured | emulated drive ms | unestimated |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -76,6 +83,7 @@ for pass in 1 2; do
 	phase $pass "strided 4K/8K skip" strided
 	phase $pass "random 4K" random_read
 	phase $pass "random 4K, 2 readers" random_2jobs
+	phase $pass "sequential 8K, 4 readers" streams_4
 	phase $pass "random 4K 70% read" random_mixed
 	phase $pass "buffered sequential" buffered_seq
 done
