@@ -73,6 +73,7 @@ static void vd_dcl_count(struct vd_dcl_count *c, bool hit)
  * least VD_DCL_CONFIRM) hit, or -1: the run ends at the first bucket where
  * most missed, and buckets with fewer reads, or as many hits as misses,
  * neither end it nor extend it.
+ *
  * A drive's read-ahead serves every distance up to its end, its segments
  * every rank up to their number; media reads that were lucky in their
  * rotation the same way every time (a reader that thinks as long each
@@ -266,9 +267,7 @@ int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 		return -1;
 	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BUCKETS) + 1) * VD_DCL_BUCKET;
 	dc->nr_segs = top + 1;
-	if (seg < ra)
-		seg = ra;
-	dc->seg_sectors = seg ? seg : VD_DCL_BUCKET;
+	dc->seg_sectors = seg > ra ? seg : ra;
 	dc->ra_sectors = ra;
 	dc->media_mbps = mbps;
 	return 0;
