@@ -4,7 +4,8 @@
 cells (2026-12-06-counterfactual-sim.md): sim-scale's traces of LKR, IOR-R,
 TAC, 4K/8K/512K-SR and random (one process, 1 GiB), and row and mix made
 of them as the suite makes them (each part a quarter of its data; row one
-process doing the parts in turn, mix one process per part), replayed bare
+process doing the parts in turn, mix one process per part; 8k-sr16 sixteen
+8K-SR readers of a quarter each, 2 GiB apart), replayed bare
 and through redcap on models trained with several seeds of sim-scale's
 training pattern.  Per cell and seed: the price of the reads redcap
 received against the bare run's busy time, in %, on the virtual disk that
@@ -12,7 +13,7 @@ prices each read as it comes (vd_vdisk_submit()) / on the one that serves
 them in the bare disk's order (vd-lag.h).
 
 usage: sim-counterfactual.py [--bin REDCAPCTL] [--disk hdd7200|hdd15k]
-           [--seeds 7,1,2] [--only tac,mix] [--drive-cache] [--no-train]
+           [--seeds 7,1,2] [--only tac,mix,8k-sr16] [--drive-cache] [--no-train]
 """
 import argparse, importlib.util, json, os, subprocess, sys, tempfile
 import concurrent.futures as cf
@@ -63,6 +64,8 @@ def trace(w, d):
         return path
     if w == 'mix':
         per = [part_reqs(p, k, False) for k, p in enumerate(PARTS)]
+    elif w == '8k-sr16':
+        per = [part_reqs('8k-sr', k, False) for k in range(16)]
     elif w == 'row':
         per = [[x for k, p in enumerate(PARTS) for x in part_reqs(p, k, False)]]
     else:
