@@ -93,26 +93,41 @@ static int vd_dcl_run(const struct vd_dcl_count *c, int n)
 	return last;
 }
 
+/* The read-ahead learnt so far, sectors (0: none). */
+static u32 vd_dcl_ra(const struct vd_dclearn *l)
+{
+	int ahead = vd_dcl_run(l->ahead, VD_DCL_BUCKETS);
+
+	return ahead > 0 ? (u32)ahead * VD_DCL_BUCKET : 0;
+}
+
 /*
- * A read of @sectors at @sector, where the one before it ended, that began
- * no longer after it than it took: the drive streamed it off the media,
- * reading on from where the last one ended in the gap too (a drive reads
- * ahead, or waits for the sectors to come round).  So from that one's
- * completion to this one's, less the drive's overhead (a hit's cost,
- * nearly), it read @sectors at the media rate.
+ * A read of @sectors at @sector, where the one before it ended: the drive
+ * streamed it off the media, reading on from that one's end in the gap
+ * too (a drive reads ahead), but no further than its read-ahead @ra.  So
+ * from that one's completion to this one's, less the drive's overhead (a
+ * hit's cost, nearly), it read @sectors at the media rate, unless the gap
+ * was long enough for the read-ahead to end in it: then it read the rest
+ * past the read-ahead in its own time, less the overhead.  With no
+ * read-ahead learnt yet, only a read begun as that one ended counts.
  */
 static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 			  u64 begin, u64 done)
 {
-	u64 ns, rate;
+	u64 ns, rate, gap, ra, ovh = l->fastest[0];
 
-	if (sector != l->last_end || sectors < VD_DCL_STREAM_SECTORS ||
-	    !l->fastest[0] || begin < l->last_done ||
-	    begin - l->last_done > done - begin ||
-	    done <= l->last_done + l->fastest[0])
+	if (sector != l->last_end || sectors < VD_DCL_STREAM_SECTORS || !ovh ||
+	    begin < l->last_done || done <= l->last_done + ovh)
 		return;
-	ns = done - l->last_done - l->fastest[0];
-	rate = rc_div64((u64)sectors * 512 * 1000, ns);	/* MB/s */
+	gap = begin - l->last_done;
+	ns = done - l->last_done - ovh;
+	rate = rc_div64((u64)sectors * 512 * 1000, ns);		/* MB/s */
+	if (gap && rate * gap > (u64)vd_dcl_ra(l) * 512 * 1000) {
+		ra = vd_dcl_ra(l);
+		if (!ra || sectors <= ra || done <= begin + ovh)
+			return;
+		rate = rc_div64((sectors - ra) * 512 * 1000, done - begin - ovh);
+	}
 	rate /= VD_DCL_RATE_STEP;
 	l->rate[rate < VD_DCL_RATES ? rate : VD_DCL_RATES - 1]++;
 }
@@ -143,6 +158,8 @@ static void vd_dcl_age(struct vd_dclearn *l)
 	for (i = 0; i < VD_DCL_BUCKETS; i++) {
 		l->ahead[i].reads /= 2;
 		l->ahead[i].hits /= 2;
+	}
+	for (i = 0; i < VD_DCL_BACK_BUCKETS; i++) {
 		l->back[i].reads /= 2;
 		l->back[i].hits /= 2;
 	}
@@ -176,7 +193,7 @@ static void vd_dcl_place(struct vd_dclearn *l, int i, u64 a, bool hit)
 	if (a < g->end) {
 		d = g->end - a;
 		if (d <= VD_DCL_WINDOW)
-			vd_dcl_count(&l->back[(d - 1) / VD_DCL_BUCKET], hit);
+			vd_dcl_count(&l->back[(d - 1) / VD_DCL_BACK_BUCKET], hit);
 		if (d <= VD_DCL_NEAR)
 			vd_dcl_count(&l->rank[rank][0], hit);
 	} else {
@@ -244,10 +261,9 @@ void vd_dcl_write(struct vd_dclearn *l, u64 sector, u32 sectors)
 
 int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 {
-	int ahead = vd_dcl_run(l->ahead, VD_DCL_BUCKETS);
-	u32 ra = ahead > 0 ? (u32)ahead * VD_DCL_BUCKET : 0;
+	u32 ra = vd_dcl_ra(l), seg;
 	struct vd_dcl_count c[VD_DCACHE_MAX_SEGS + 1];
-	u32 mbps = vd_dcl_rate(l), seg;
+	u32 mbps = vd_dcl_rate(l);
 	int i, top;
 
 	memset(dc, 0, sizeof(*dc));
@@ -265,7 +281,7 @@ int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 		top--;
 	if (top < 0)
 		return -1;
-	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BUCKETS) + 1) * VD_DCL_BUCKET;
+	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BACK_BUCKETS) + 1) * VD_DCL_BACK_BUCKET;
 	dc->nr_segs = top + 1;
 	dc->seg_sectors = seg > ra ? seg : ra;
 	dc->ra_sectors = ra;

@@ -33,9 +33,11 @@
  *   regions were used since): the drive has one segment more than the
  *   last rank most of such reads hit at;
  * - and apart from the regions, a read of at least VD_DCL_STREAM_SECTORS
- *   where the one before it ended, begun soon after it: the drive streamed
- *   it off the media, so the time since that one completed, less a hit's
- *   cost (the fastest 4 KiB read), is its length at the media rate; the
+ *   where the one before it ended: the drive streamed it off the media,
+ *   reading on in the gap, so the time since that one completed, less a
+ *   hit's cost (the fastest 4 KiB read), is its length at the media rate;
+ *   unless the gap was long enough for the read-ahead to end in it, and
+ *   then its own time less a hit's is what lay past the read-ahead.  The
  *   rate is the median of these.
  *
  * A workload learns only what it shows: one stream never shows a second
@@ -66,6 +68,12 @@
 #define VD_DCL_BUCKET		8	/* sectors per distance counted */
 #define VD_DCL_BUCKETS		512	/* distances counted: up to 2 MiB */
 #define VD_DCL_WINDOW		(VD_DCL_BUCKET * VD_DCL_BUCKETS)
+/*
+ * Behind a region's end, coarser: reads back into a segment are fewer
+ * than reads on past it, and a bucket needs VD_DCL_CONFIRM of them.
+ */
+#define VD_DCL_BACK_BUCKET	64	/* sectors per distance behind */
+#define VD_DCL_BACK_BUCKETS	(VD_DCL_WINDOW / VD_DCL_BACK_BUCKET)
 #define VD_DCL_NEAR		64	/* sectors from the end a read counts by rank */
 #define VD_DCL_MIN_HITS		64	/* before anything is learnt */
 #define VD_DCL_MIN_MISS_PCT	10	/* reads that went to the media, at least */
@@ -100,10 +108,11 @@ struct vd_dclearn {
 	u64 seen;			/* reads ever */
 	/*
 	 * Bucket i: a read that starts [i, i + 1) * VD_DCL_BUCKET sectors
-	 * ahead of its region's highest end, or (i, i + 1] behind it.
+	 * ahead of its region's highest end, or (i, i + 1] *
+	 * VD_DCL_BACK_BUCKET behind it.
 	 */
 	struct vd_dcl_count ahead[VD_DCL_BUCKETS];
-	struct vd_dcl_count back[VD_DCL_BUCKETS];
+	struct vd_dcl_count back[VD_DCL_BACK_BUCKETS];
 	/* By LRU rank (the last: that or more); [1]: just ahead, [0]: just inside. */
 	struct vd_dcl_count rank[VD_DCACHE_MAX_SEGS + 1][2];
 	u32 rate[VD_DCL_RATES];		/* streamed reads by MB/s / VD_DCL_RATE_STEP */

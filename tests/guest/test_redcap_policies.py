@@ -294,8 +294,12 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
     reads there (under three guests at once: rule 1 429, rule 5 89).  That
     rule 5 wins on random misses is the simulator's test
     (sim_caware_bypasses_random_misses_once_full), on modelled time.  Here
-    only the first judged miss is certain: no read has gone to the disk
-    yet, the disk's mean is 0, and rule 5 takes it."""
+    only the first judged miss is certain, when no read has gone to the
+    disk yet: the disk's mean is 0, and rule 5 takes it.  A read of udev's
+    probe that bypassed while cold() dropped the cache (the means are not
+    reset with the counters) gives the disk a mean, and then rule 1 can
+    take them all (seen once, a fresh clone's make check beside three
+    other guests, 6.12: rule 1 512, rule 5 0)."""
     emu, meas = slow_disk
     with Dm(dmname(), f"0 {dev_sectors(meas.path)} redcap {meas.path} {SEG} {NSEGS} "
             "2 policy caware") as rc:
@@ -310,7 +314,10 @@ def test_caware_bypasses_random_misses_once_full(slow_disk, dmname):
         == (NSEGS, RULE3, 0), st
     judged = st["reads"] - st["read_hits"] - NSEGS - RULE3
     rule1, rule5 = st["caware_rule1"], st["caware_rule5"]
-    assert rule1 + rule5 == judged and rule5 >= 1, st
+    assert rule1 + rule5 == judged, st
+    # reads sent to the disk since cold(): rule 5's, less its probes
+    before = st["caware_source_read_n"] - st["caware_bypassed"]
+    assert rule5 >= 1 or before > 0, st
     assert st["caware_probes"] == rule5 // 16, st
     assert st["read_misses"] == st["fill_ios"] == NSEGS + rule1 + st["caware_probes"], st
     assert st["caware_bypassed"] == st["read_bypassed"] == \
