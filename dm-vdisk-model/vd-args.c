@@ -329,9 +329,7 @@ static const char *vd_parse_dcache(unsigned int argc, char **argv, struct vd_msg
 	if (argc != 5 || rc_parse_u32(argv[1], &dc->nr_segs) ||
 	    rc_parse_u32(argv[2], &dc->seg_sectors) ||
 	    rc_parse_u32(argv[3], &dc->ra_sectors) ||
-	    rc_parse_u32(argv[4], &dc->media_mbps) ||
-	    dc->nr_segs > VD_DCACHE_MAX_SEGS ||
-	    (dc->nr_segs && (!dc->seg_sectors || !dc->media_mbps)))
+	    rc_parse_u32(argv[4], &dc->media_mbps) || vd_dcache_check(dc))
 		return usage;
 	return NULL;
 }

@@ -122,8 +122,8 @@ static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 	gap = begin - l->last_done;
 	ns = done - l->last_done - ovh;
 	rate = rc_div64((u64)sectors * 512 * 1000, ns);		/* MB/s */
-	if (gap && rate * gap > (u64)vd_dcl_ra(l) * 512 * 1000) {
-		ra = vd_dcl_ra(l);
+	ra = gap ? vd_dcl_ra(l) : 0;
+	if (gap && rate * gap > ra * 512 * 1000) {
 		if (!ra || sectors <= ra || done <= begin + ovh)
 			return;
 		rate = rc_div64((sectors - ra) * 512 * 1000, done - begin - ovh);

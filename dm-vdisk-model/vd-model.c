@@ -484,10 +484,15 @@ void vd_seek_note(struct vd_seek *s, u64 end)
 		s->nr++;
 }
 
+int vd_dcache_check(const struct vd_dcache *dc)
+{
+	return dc->nr_segs > VD_DCACHE_MAX_SEGS ||
+	       (dc->nr_segs && (!dc->seg_sectors || !dc->media_mbps)) ? -1 : 0;
+}
+
 int vd_model_set_dcache(struct vd_model *m, const struct vd_dcache *dc)
 {
-	if (dc->nr_segs > VD_DCACHE_MAX_SEGS ||
-	    (dc->nr_segs && (!dc->seg_sectors || !dc->media_mbps)))
+	if (vd_dcache_check(dc))
 		return -1;
 	m->dc = *dc;
 	return 0;

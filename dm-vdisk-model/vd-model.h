@@ -144,6 +144,12 @@ int vd_model_init(struct vd_model *m, void *mem, u64 capacity, u32 rows,
 void vd_model_reset(struct vd_model *m);
 
 /*
+ * 0 if @dc is a drive cache a model can assume: at most VD_DCACHE_MAX_SEGS
+ * segments, and with segments, a segment length and a media rate; else -1.
+ */
+int vd_dcache_check(const struct vd_dcache *dc);
+
+/*
  * Sets the drive cache the model's virtual disks assume (nr_segs 0: none).
  * Returns -1, changing nothing, if nr_segs > VD_DCACHE_MAX_SEGS, or a
  * cache has no segment size or media rate.

@@ -95,16 +95,16 @@ static json_object *more_ram_json(const struct more_ram *m)
 }
 
 /* A drive cache's shape, or null for none. */
-static json_object *dcache_json(const struct dcache_shape *d)
+static json_object *dcache_json(const struct vd_dcache *d)
 {
 	json_object *o;
 
-	if (!d->segments)
+	if (!d->nr_segs)
 		return NULL;
 	o = json_object_new_object();
-	add(o, "segments", ju64(d->segments));
-	add(o, "segment_bytes", ju64((uint64_t)d->segment_sectors * 512));
-	add(o, "readahead_bytes", ju64((uint64_t)d->readahead_sectors * 512));
+	add(o, "segments", ju64(d->nr_segs));
+	add(o, "segment_bytes", ju64((uint64_t)d->seg_sectors * 512));
+	add(o, "readahead_bytes", ju64((uint64_t)d->ra_sectors * 512));
 	add(o, "media_mbps", ju64(d->media_mbps));
 	return o;
 }

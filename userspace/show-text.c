@@ -45,14 +45,14 @@ static void advice_text(const struct stack_stats *s)
 }
 
 /* "16 segments of 512 KiB, read-ahead 256 KiB, 150 MB/s", or "none". */
-static void dcache_text(const struct dcache_shape *d)
+static void dcache_text(const struct vd_dcache *d)
 {
-	if (!d->segments) {
+	if (!d->nr_segs) {
 		printf("none");
 		return;
 	}
 	printf("%" PRIu32 " segments of %" PRIu32 " KiB, read-ahead %" PRIu32 " KiB, %" PRIu32
-	       " MB/s", d->segments, d->segment_sectors / 2, d->readahead_sectors / 2,
+	       " MB/s", d->nr_segs, d->seg_sectors / 2, d->ra_sectors / 2,
 	       d->media_mbps);
 }
 

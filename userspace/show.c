@@ -28,6 +28,7 @@
 #include "redcapctl.h"
 #include "kv.h"
 #include "show.h"
+#include "vdisk-tables.h"
 
 static uint64_t sv(const struct stack *k, const char *key)
 {
@@ -102,22 +103,6 @@ static void state_reason(const struct stack *k, char *buf, size_t len)
  * The model of stack @k for list and status, read once from its answers;
  * a bad answer exits.  Its strings point into @k, which must outlive it.
  */
-/* The vdisk stats' <@what>_segments, _segment_sectors, ... */
-static void dcache_shape(const struct dev *v, const struct stats *st, const char *what,
-			 struct dcache_shape *d)
-{
-	static const char *const keys[] = { "segments", "segment_sectors", "readahead_sectors",
-					    "media_mbps" };
-	uint32_t *f[] = { &d->segments, &d->segment_sectors, &d->readahead_sectors,
-			  &d->media_mbps };
-	char key[64];
-
-	for (int i = 0; i < 4; i++) {
-		snprintf(key, sizeof(key), "%s_%s", what, keys[i]);
-		*f[i] = (uint32_t)stats_u64(v, st, key, 0, UINT32_MAX);
-	}
-}
-
 static void stack_stats(const struct stack *k, struct stack_stats *s)
 {
 	uint64_t seg_bytes = (uint64_t)k->seg_sectors << 9;
@@ -180,11 +165,8 @@ static void stack_stats(const struct stack *k, struct stack_stats *s)
 	s->model_cells_filled = stats_u64(v, &k->vst, "cells_filled", 0, UINT64_MAX);
 	s->model_read_samples = stats_u64(v, &k->vst, "read_samples", 0, UINT64_MAX);
 	s->model_write_samples = stats_u64(v, &k->vst, "write_samples", 0, UINT64_MAX);
-	s->model_dcache_known = stats_find(&k->vst, "dcache_segments") != NULL;
-	if (s->model_dcache_known) {
-		dcache_shape(v, &k->vst, "dcache", &s->model_dcache);
-		dcache_shape(v, &k->vst, "learnt_dcache", &s->model_dcache_learnt);
-	}
+	s->model_dcache_known = vdt_dcache(v, &k->vst, "dcache", &s->model_dcache);
+	vdt_dcache(v, &k->vst, "learnt_dcache", &s->model_dcache_learnt);
 }
 
 const char *const shadow_rams[SHADOW_RAMS] = { "half", "x1", "x2", "x4" };

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vd-model.h"
+
 /* The reads sent to the origin, by why. */
 struct bypass {
 	uint64_t inactive, busy, caware, budget, held, nomem, joined, write;
@@ -67,9 +69,7 @@ struct stack_stats {
 	 * that does not learn it (loaded before an upgrade).
 	 */
 	bool model_dcache_known;
-	struct dcache_shape {
-		uint32_t segments, segment_sectors, readahead_sectors, media_mbps;
-	} model_dcache, model_dcache_learnt;
+	struct vd_dcache model_dcache, model_dcache_learnt;
 	struct shadows shadows;		/* status: the RAM advice for half the RAM */
 	/*
 	 * The RAM advice for more RAM (redcap(4) shadows, the eviction

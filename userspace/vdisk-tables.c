@@ -118,14 +118,27 @@ static void device_info(const struct dev *d, struct vdt_file_info *i)
 	i->capacity = stats_u64(d, &st, "capacity", 1, UINT64_MAX);
 	i->overlap_us = stats_u64(d, &st, "overlap_us", 0, MAX_OVERLAP_US);
 	/* A module from before the drive cache (not reloaded since an upgrade): none. */
-	memset(dc, 0, sizeof(*dc));
-	if (stats_find(&st, "dcache_segments")) {
-		dc->nr_segs = (u32)stats_u64(d, &st, "dcache_segments", 0, VD_DCACHE_MAX_SEGS);
-		dc->seg_sectors = (u32)stats_u64(d, &st, "dcache_segment_sectors", 0, UINT32_MAX);
-		dc->ra_sectors = (u32)stats_u64(d, &st, "dcache_readahead_sectors", 0, UINT32_MAX);
-		dc->media_mbps = (u32)stats_u64(d, &st, "dcache_media_mbps", 0, UINT32_MAX);
-	}
+	vdt_dcache(d, &st, "dcache", dc);
 	free(st.text);
+}
+
+bool vdt_dcache(const struct dev *d, const struct stats *st, const char *what,
+		struct vd_dcache *dc)
+{
+	char key[4][48];
+
+	memset(dc, 0, sizeof(*dc));
+	snprintf(key[0], sizeof(key[0]), "%s_segments", what);
+	if (!stats_find(st, key[0]))
+		return false;
+	snprintf(key[1], sizeof(key[1]), "%s_segment_sectors", what);
+	snprintf(key[2], sizeof(key[2]), "%s_readahead_sectors", what);
+	snprintf(key[3], sizeof(key[3]), "%s_media_mbps", what);
+	dc->nr_segs = (u32)stats_u64(d, st, key[0], 0, VD_DCACHE_MAX_SEGS);
+	dc->seg_sectors = (u32)stats_u64(d, st, key[1], 0, UINT32_MAX);
+	dc->ra_sectors = (u32)stats_u64(d, st, key[2], 0, UINT32_MAX);
+	dc->media_mbps = (u32)stats_u64(d, st, key[3], 0, UINT32_MAX);
+	return true;
 }
 
 /* "<segments>,<segment sectors>,<readahead sectors>,<media MB/s>" at *p. */
@@ -487,8 +500,7 @@ static void tfile_header(struct tfile *t)
 			 overlap_us, MAX_OVERLAP_US);
 		tfile_die(t, why);
 	}
-	if (dcache.nr_segs > VD_DCACHE_MAX_SEGS ||
-	    (dcache.nr_segs && (!dcache.seg_sectors || !dcache.media_mbps))) {
+	if (vd_dcache_check(&dcache)) {
 		snprintf(why, sizeof(why), "dcache=%u,%u,%u,%u out of range (segments 0 to %d; "
 			 "with segments, segment sectors and MB/s above 0)", dcache.nr_segs,
 			 dcache.seg_sectors, dcache.ra_sectors, dcache.media_mbps,
@@ -1059,7 +1071,8 @@ static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t
  */
 static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed)
 {
-	uint64_t segs, seg, ra, mbps, reads, hits;
+	struct vd_dcache dc;
+	uint64_t reads, hits;
 	struct stats st;
 	bool probed;
 
@@ -1073,21 +1086,18 @@ static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks, uint64_t
 		return false;
 	}
 	stats_get(d, &st);
-	segs = stats_u64(d, &st, "learnt_dcache_segments", 0, VD_DCACHE_MAX_SEGS);
-	seg = stats_u64(d, &st, "learnt_dcache_segment_sectors", 0, UINT32_MAX);
-	ra = stats_u64(d, &st, "learnt_dcache_readahead_sectors", 0, UINT32_MAX);
-	mbps = stats_u64(d, &st, "learnt_dcache_media_mbps", 0, UINT32_MAX);
+	vdt_dcache(d, &st, "learnt_dcache", &dc);
 	reads = stats_u64(d, &st, "learnt_dcache_reads", 0, UINT64_MAX);
 	hits = stats_u64(d, &st, "learnt_dcache_hits", 0, UINT64_MAX);
 	free(st.text);
-	if (!segs) {
+	if (!dc.nr_segs) {
 		printf("train: drive cache: none learnt (%" PRIu64 " reads timed alone, %" PRIu64
 		       " hits)\n", reads, hits);
 		return false;
 	}
-	printf("train: drive cache: %" PRIu64 " segments of %" PRIu64 " KiB, read-ahead %" PRIu64
-	       " KiB, media %" PRIu64 " MB/s (%" PRIu64 " reads timed alone, %" PRIu64 " hits)\n",
-	       segs, seg / 2, ra / 2, mbps, reads, hits);
+	printf("train: drive cache: %u segments of %u KiB, read-ahead %u KiB, media %u MB/s (%"
+	       PRIu64 " reads timed alone, %" PRIu64 " hits)\n", dc.nr_segs, dc.seg_sectors / 2,
+	       dc.ra_sectors / 2, dc.media_mbps, reads, hits);
 	free(dm_message(d, "dcache learnt"));
 	return true;
 }

@@ -49,6 +49,13 @@ void vdt_save(const struct dev *d, const char *file);
 void vdt_load(const struct dev *d, const char *file);
 /* Off-line training of @d: 0, or 130 when interrupted by SIGINT or SIGTERM. */
 int vdt_train(const struct dev *d, const struct vdt_train *o);
+/*
+ * The drive cache a vdisk's stats @st give as <@what>_segments and so on
+ * ("dcache": the one priced, "learnt_dcache"): false, and none, from a
+ * module that does not answer them (loaded before an upgrade).
+ */
+bool vdt_dcache(const struct dev *d, const struct stats *st, const char *what,
+		struct vd_dcache *dc);
 /* What a tables file says of itself. */
 struct vdt_file_info {
 	uint32_t version, rows, cols, window;

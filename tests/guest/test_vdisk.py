@@ -419,6 +419,7 @@ def test_a_reload_of_the_same_geometry_keeps_what_was_learnt(ram, dmname):
     n = dev_sectors(ram)
     with Dm(dmname(), f"0 {n} vdisk {ram}") as d:
         fio(d.path, "--rw=randread", "--bs=4k", "--number_ios=1000", "--size=100%")
+        d.message("dcache", "4", "256", "128", "100")
         before = d.stats()
         assert before["model_read_samples"] >= 1000
         d.reload(f"0 {n} vdisk {ram} 2 mode emulate")
@@ -428,6 +429,9 @@ def test_a_reload_of_the_same_geometry_keeps_what_was_learnt(ram, dmname):
         assert st["mode"] == "emulate"
         assert st["model_read_samples"] >= before["model_read_samples"]
         assert st["cells_filled"] >= before["cells_filled"]
+        # and the drive cache it prices, and what it learnt of it
+        assert [st[f"dcache_{k}"] for k in DCACHE_KEYS] == [4, 256, 128, 100]
+        assert st["learnt_dcache_reads"] >= before["learnt_dcache_reads"] > 0
         # Another geometry: a new model.  udev's probe after the resume may
         # already have fed it its reads (102 were seen), never the 1000 above.
         d.reload(f"0 {n} vdisk {ram} 2 rows 32")
@@ -436,6 +440,7 @@ def test_a_reload_of_the_same_geometry_keeps_what_was_learnt(ram, dmname):
         st = d.stats()
         assert st["rows"] == 32
         assert st["model_read_samples"] < 500
+        assert st["dcache_segments"] == 0
 
 
 # --------------------------------------------------------------------------

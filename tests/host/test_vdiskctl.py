@@ -170,20 +170,14 @@ def test_check_file_prints_the_disk_and_counts_the_cells(tmp_path, version):
                         "cells_filled=3\n")
 
 
-def test_check_file_prints_a_version_4_files_overlap(tmp_path):
-    path = tables_file(tmp_path, replace(GOOD, 0, HEADER_V4))
+@pytest.mark.parametrize("header,shown", [(HEADER_V4, ""), (HEADER_V5, "dcache=16,1024,512,150 ")],
+                         ids=["v4-overlap", "v5-drive-cache"])
+def test_check_file_prints_the_overlap_and_the_drive_cache(tmp_path, header, shown):
+    path = tables_file(tmp_path, replace(GOOD, 0, header))
     r = vdiskctl("check-file", path)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
-                        f"id={ID} cells_filled=3\n")
-
-
-def test_check_file_prints_a_version_5_files_drive_cache(tmp_path):
-    path = tables_file(tmp_path, replace(GOOD, 0, HEADER_V5))
-    r = vdiskctl("check-file", path)
-    assert (r.returncode, r.stderr) == (0, "")
-    assert r.stdout == (f"{path}: rows=2 cols=3 window=64 capacity=131072 overlap_us=950 "
-                        f"dcache=16,1024,512,150 id={ID} cells_filled=3\n")
+                        f"{shown}id={ID} cells_filled=3\n")
 
 
 def test_check_file_accepts_a_version_1_file_without_a_disk(tmp_path):
