@@ -274,7 +274,13 @@ def test_adaptive_does_not_flap_on_sequential_reads(disk, redcap):
     # fills more as seeks (issue 51's note); so a bound, not a count
     assert st["switches"] <= 2, st
     assert st["windows"] >= 7
-    assert cached <= 1.05 * bare
+    # With the same decisions in every run (2 switches, 78 fills, 504
+    # misses refused by the budget) the drive's busy time still follows the
+    # gaps between requests, which follow the host: 1.005-1.050 of the bare
+    # disk's in 7 runs on 6.1 (CI on 48b0272 failed at 1.0502 against a
+    # 1.05 bound).  A fill that broke the drive's read-ahead would cost
+    # twice that; so 10 %, not 5.
+    assert cached <= 1.10 * bare
 
 
 RULE3 = 0
