@@ -682,3 +682,15 @@ def test_traces_without_the_bounds_runs_is_refused(tmp_path):
         "suite.py: error: --traces keeps the block traces of the bound's runs, and set "
         "server runs none here: add --bound")
     assert not (tmp_path / "o.json").exists() and not (tmp_path / "t").exists()
+
+
+def test_traces_outside_the_tree_are_refused_before_the_guest(tmp_path):
+    """The guest writes only under the tree: --traces elsewhere failed with a
+    read-only file system once the guest had booted (2026-12-07)."""
+    r = subprocess.run([os.path.join(TOP, "tests", "bench", "run"), "--tiny", "--",
+                        "--bound", "--traces", str(tmp_path / "t")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == (f"bench: --traces {tmp_path / 't'}: the guest writes only "
+                        f"under {TOP}\n")
+    assert not (tmp_path / "t").exists()
