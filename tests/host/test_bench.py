@@ -694,3 +694,26 @@ def test_traces_outside_the_tree_are_refused_before_the_guest(tmp_path):
     assert r.stderr == (f"bench: --traces {tmp_path / 't'}: the guest writes only "
                         f"under {TOP}\n")
     assert not (tmp_path / "t").exists()
+
+
+def test_trace_starts_moves_each_process_whole(tmp_path):
+    """trace-starts.py: each process's events move by one amount (its think
+    times kept), the processes begin STAGGER ms apart in the order they
+    began, and a completion goes with the process that queued its sector,
+    whatever pid blkparse names for it."""
+    src, dst = tmp_path / "in.blkparse", tmp_path / "out.blkparse"
+    src.write_text(
+        "254,0 0 1 0.000000100 7 Q RM 100 + 8 [x]\n"
+        "254,0 0 2 0.030000000 9 Q RM 500 + 8 [y]\n"
+        "254,0 0 3 0.030002000 7 C RM 100 + 8 [0]\n"
+        "254,0 0 4 0.030003000 7 Q RM 124 + 8 [x]\n"
+        "254,0 0 5 0.031000000 0 C RM 500 + 8 [0]\n")
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tests", "bench", "trace-starts.py"),
+                        str(src), "2", str(dst)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = [(w[3], w[4], w[5], w[7]) for w in (line.split() for line in dst.read_text().splitlines())]
+    assert got == [("0.000000100", "7", "Q", "100"),
+                   ("0.002000100", "9", "Q", "500"),
+                   ("0.003000100", "0", "C", "500"),
+                   ("0.030002000", "7", "C", "100"),
+                   ("0.030003000", "7", "Q", "124")]
