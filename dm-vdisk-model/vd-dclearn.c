@@ -281,9 +281,10 @@ int vd_dcl_result(const struct vd_dclearn *l, struct vd_dcache *dc)
 		top--;
 	if (top < 0)
 		return -1;
-	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BACK_BUCKETS) + 1) * VD_DCL_BACK_BUCKET;
+	/* what lies behind the region's end, and the read-ahead past it */
+	seg = (u32)(vd_dcl_run(l->back, VD_DCL_BACK_BUCKETS) + 1) * VD_DCL_BACK_BUCKET + ra;
 	dc->nr_segs = top + 1;
-	dc->seg_sectors = seg > ra ? seg : ra;
+	dc->seg_sectors = seg;
 	dc->ra_sectors = ra;
 	dc->media_mbps = mbps;
 	return 0;

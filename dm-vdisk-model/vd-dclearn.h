@@ -26,8 +26,10 @@
  *   its read-ahead, at its end too, waiting for the rest if it must; so a
  *   bucket's first sector is where reads aligned to it hit);
  * - inside the region, by how far it starts before that end: a segment
- *   holds the last such distance that most reads hit, and at least the
- *   read-ahead;
+ *   holds the last such distance that most reads hit, and the read-ahead
+ *   past that end (a drive's segment keeps its last sectors, and once the
+ *   read-ahead has run they end that far past the region's; the probe of
+ *   vdiskctl train --drive-cache reads back after it has);
  * - just inside or just ahead (VD_DCL_NEAR: near enough for any segment
  *   and read-ahead to hold it), by the region's LRU rank (how many other
  *   regions were used since): the drive has one segment more than the

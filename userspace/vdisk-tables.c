@@ -1003,15 +1003,19 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
  * time that a drive cache serves if it has one, and the target learns its
  * shape from their times.  Sixteen readers in turn, each 4 KiB on in its
  * own part of the disk (the segments); one reader skipping forward up to
- * 1 MiB as it thinks (the read-ahead); 512 KiB read in a row and read back
- * from inside (a segment's length); 512 KiB reads streamed (the media
- * rate).  The model's tables do not learn these.  About 12 s on a hard
- * disk, less on anything faster.
+ * 1 MiB as it thinks, every length of skip as often (the read-ahead);
+ * 512 KiB read in a row and read back from inside, from its end down, each
+ * block of a run's length read back once over the runs (a segment's
+ * length: a read back that misses opens a segment at it, and one above it
+ * would then be taken for a read after that); 512 KiB reads streamed (the
+ * media rate).  The model's tables do not learn these.  About 12 s on a
+ * hard disk, less on anything faster.
  */
 #define DCACHE_READERS		16
 #define DCACHE_TURNS		32
 #define DCACHE_SKIPS		1536
 #define DCACHE_SKIP_BLOCKS	256
+#define DCACHE_SKIP_STEP	97	/* coprime with DCACHE_SKIP_BLOCKS: each skip as often */
 #define DCACHE_RUNS		8
 #define DCACHE_RUN_BLOCKS	128
 #define DCACHE_STREAM		16
@@ -1027,9 +1031,9 @@ static void think_ms(unsigned int ms)
 }
 
 /* The probe's reads; false if interrupted or the disk is too small for it. */
-static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed)
+static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks)
 {
-	uint64_t state = rng_seed(seed), part = nblocks / DCACHE_READERS, at, i, j;
+	uint64_t part = nblocks / DCACHE_READERS, at, i, j;
 	void *buf;
 
 	if (nblocks < DCACHE_MIN_BLOCKS)
@@ -1044,7 +1048,7 @@ static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t
 	/* Over the second half of the disk, from its start again at its end. */
 	for (i = 0, at = 0; i < DCACHE_SKIPS && !interrupted; i++) {
 		do_io(fd, d->path, buf, BLOCK, (off_t)((nblocks / 2 + at) * BLOCK), false);
-		at = (at + 1 + rng_next(&state) % DCACHE_SKIP_BLOCKS) % (nblocks / 2);
+		at = (at + 1 + i * DCACHE_SKIP_STEP % DCACHE_SKIP_BLOCKS) % (nblocks / 2);
 		think_ms(5);
 	}
 	for (i = 0; i < DCACHE_RUNS && !interrupted; i++) {
@@ -1052,9 +1056,9 @@ static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t
 		for (j = 0; j < DCACHE_RUN_BLOCKS; j++)
 			do_io(fd, d->path, buf, BLOCK, (off_t)((at + j) * BLOCK), false);
 		think_ms(10);
-		for (j = 0; j < DCACHE_READERS; j++)
-			do_io(fd, d->path, buf, BLOCK,
-			      (off_t)((at + rng_next(&state) % DCACHE_RUN_BLOCKS) * BLOCK), false);
+		for (j = DCACHE_RUN_BLOCKS / DCACHE_RUNS; j-- && !interrupted; )
+			do_io(fd, d->path, buf, BLOCK, (off_t)((at + j * DCACHE_RUNS + i) * BLOCK),
+			      false);
 	}
 	at = part / 4;
 	for (i = 0; i < DCACHE_STREAM && !interrupted; i++)
@@ -1069,7 +1073,7 @@ static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks, uint64_t
  * and reports what it learnt; the model prices it from now on.  false if
  * nothing was learnt.
  */
-static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks, uint64_t seed)
+static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks)
 {
 	struct vd_dcache dc;
 	uint64_t reads, hits;
@@ -1077,7 +1081,7 @@ static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks, uint64_t
 	bool probed;
 
 	free(dm_message(d, "train off"));
-	probed = dcache_probe(d, fd, nblocks, seed);
+	probed = dcache_probe(d, fd, nblocks);
 	free(dm_message(d, "train on"));
 	if (!probed) {
 		if (!interrupted)
@@ -1224,7 +1228,7 @@ int vdt_train(const struct dev *d, const struct vdt_train *o)
 		printf("train: overlap_us=%" PRIu64 " (the disk busy %.0f us a 4 KiB read alone, "
 		       "%.0f us with %d side by side)\n", overlap_us, one_us, gap_us, OVERLAP_READERS);
 	if (!interrupted && o->drive_cache)
-		train_dcache(d, fd, nblocks, o->seed);
+		train_dcache(d, fd, nblocks);
 	fflush(stdout);
 	close(fd);
 	free(buf);

@@ -237,15 +237,15 @@ static void probe(struct rig *g, u64 blocks)
 			rd(g, (j * part + i) * 8, 8, 2 * MS + rnd(g, 100000));
 	for (i = 0, at = 0; i < 1536; i++) {
 		rd(g, (blocks / 2 + at) * 8, 8, 5 * MS + rnd(g, 100000));
-		at = (at + 1 + rnd(g, 256)) % (blocks / 2);
+		at = (at + 1 + i * 97 % 256) % (blocks / 2);
 	}
 	for (i = 0; i < 8; i++) {
 		at = part / 2 + i * part;
 		for (j = 0; j < 128; j++)
 			rd(g, (at + j) * 8, 8, 0);
 		g->now += 10 * MS;
-		for (j = 0; j < 16; j++)
-			rd(g, (at + rnd(g, 128)) * 8, 8, 0);
+		for (j = 16; j--; )
+			rd(g, (at + j * 8 + i) * 8, 8, 0);
 	}
 	for (i = 0; i < 16; i++)
 		rd(g, (part / 4 + i * 128) * 8, 1024, 0);
@@ -295,10 +295,14 @@ CTEST(regular_luck_in_the_rotation_is_no_read_ahead)
 /*
  * The probe, however long the host takes between reads (0 to 5.6 ms: a
  * debug kernel in an emulated guest takes milliseconds, and the drive's
- * read-ahead ends in the gap) and whatever the seed: each drive's cache,
- * and none without one.  The read-ahead to its last 4 KiB (which can have
- * too few reads), the media rate to a step of the rates counted, a segment
- * at least as long as the read-ahead.
+ * read-ahead ends in the gap) and whatever the seed: each drive's cache
+ * exactly, but the media rate to a step of the rates counted; none
+ * without one.  (Its reads back into a run in random order, 2026-12-07,
+ * gave the hdd15k segments of 192 to 640 sectors for its 512: a read back
+ * that missed opened a region, a hit above it in the run's segment was
+ * then taken for a read past that region's end, and the reads between
+ * them for reads back into it.  Its skips drawn at random left the
+ * read-ahead's last 4 KiB with too few reads in a third of the runs.)
  */
 CTEST(the_probe_learns_each_drive_at_any_host_speed)
 {
@@ -317,15 +321,8 @@ CTEST(the_probe_learns_each_drive_at_any_host_speed)
 				probe_small_disk(g, &p, gap, seed);
 				CHECK_EQ(vd_dcl_result(&g->l, &dc), 0);
 				CHECK_EQ(dc.nr_segs, p.nr_segs);
-				CHECK(dc.ra_sectors + VD_DCL_BUCKET >= p.ra_sectors &&
-				      dc.ra_sectors <= p.ra_sectors);
-				/*
-				 * At least the read-ahead.  Not at most the
-				 * drive's: on the hdd15k, with a gap of 1.1 ms
-				 * or more, most reads up to 640 sectors back
-				 * hit in 18 runs (512 hold).  Not understood.
-				 */
-				CHECK(dc.seg_sectors >= dc.ra_sectors);
+				CHECK_EQ(dc.ra_sectors, p.ra_sectors);
+				CHECK_EQ(dc.seg_sectors, p.seg_sectors);
 				CHECK(dc.media_mbps + VD_DCL_RATE_STEP >= p.media_mbps &&
 				      dc.media_mbps <= p.media_mbps + VD_DCL_RATE_STEP);
 				p.nr_segs = 0;
