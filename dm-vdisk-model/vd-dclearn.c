@@ -104,12 +104,13 @@ static u32 vd_dcl_ra(const struct vd_dclearn *l)
 /*
  * A read of @sectors at @sector, where the one before it ended: the drive
  * streamed it off the media, reading on from that one's end in the gap
- * too (a drive reads ahead), but no further than its read-ahead @ra.  So
- * from that one's completion to this one's, less the drive's overhead (a
- * hit's cost, nearly), it read @sectors at the media rate, unless the gap
- * was long enough for the read-ahead to end in it: then it read the rest
- * past the read-ahead in its own time, less the overhead.  With no
- * read-ahead learnt yet, only a read begun as that one ended counts.
+ * and while it took this one's overhead (a drive reads ahead), but no
+ * further than its read-ahead @ra.  So from that one's completion to this
+ * one's it read @sectors at the media rate, unless the gap was long
+ * enough for the read-ahead to end in it: then it read the rest past the
+ * read-ahead in its own time, less the overhead (a hit's cost, nearly).
+ * With no read-ahead learnt yet, only a read begun as that one ended
+ * counts.
  */
 static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 			  u64 begin, u64 done)
@@ -120,7 +121,7 @@ static void vd_dcl_stream(struct vd_dclearn *l, u64 sector, u32 sectors,
 	    begin < l->last_done || done <= l->last_done + ovh)
 		return;
 	gap = begin - l->last_done;
-	ns = done - l->last_done - ovh;
+	ns = done - l->last_done;
 	rate = rc_div64((u64)sectors * 512 * 1000, ns);		/* MB/s */
 	ra = gap ? vd_dcl_ra(l) : 0;
 	if (gap && rate * gap > ra * 512 * 1000) {

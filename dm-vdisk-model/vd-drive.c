@@ -257,12 +257,14 @@ static u64 vd_drive_read(struct vd_drive *d, u64 a, u32 n, u64 s)
 		if (a >= first && a <= (cur > d->ra_limit ? cur : d->ra_limit)) {
 			sg->start = first;
 			sg->lru = d->tick;
-			if (b <= cur) {
+			/* the read-ahead reads on while the drive takes the overhead */
+			if (b <= vd_ra_end(d, s + t)) {
 				d->st.cache_hits++;
 				t += vd_xfer_ns(n, d->p.bus_mbps);
 				d->st.transfer_ns += vd_xfer_ns(n, d->p.bus_mbps);
 				vd_ra_start(d, d->ra, cur, s, b);
 			} else {
+				cur = vd_ra_end(d, s + t);
 				d->st.ra_hits++;
 				t += vd_xfer_ns(b - cur, d->p.media_mbps);
 				d->st.transfer_ns += vd_xfer_ns(b - cur, d->p.media_mbps);

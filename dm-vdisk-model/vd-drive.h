@@ -16,9 +16,11 @@
  * Drive cache: nr_segs segments of seg_sectors, LRU.  A read miss fills a
  * segment with the request and then keeps reading ahead (up to ra_sectors
  * past the request) at the media rate for as long as the head is not needed
- * elsewhere: cache hits do not stop it, the next media access does.  A read
- * that starts inside the segment being read ahead waits only for the data
- * still to come.  Writes go to the media (no write cache) and drop the
+ * elsewhere: cache hits do not stop it, the next media access does, and it
+ * goes on while the drive takes a request's overhead.  A read that starts
+ * inside the segment being read ahead waits only for the data still to
+ * come once its overhead is taken: a reader that reads on at once, in
+ * requests of any size, reads at the media rate.  Writes go to the media (no write cache) and drop the
  * segments they overlap.
  *
  * A device without platters (rpm 0: a cloud volume, a network block device)
