@@ -36,8 +36,8 @@
  *   last rank most of such reads hit at;
  * - and apart from the regions, a read of at least VD_DCL_STREAM_SECTORS
  *   where the one before it ended: the drive streamed it off the media,
- *   reading on in the gap, so the time since that one completed, less a
- *   hit's cost (the fastest 4 KiB read), is its length at the media rate;
+ *   reading on in the gap and through its overhead, so the time since that
+ *   one completed is its length at the media rate;
  *   unless the gap was long enough for the read-ahead to end in it, and
  *   then its own time less a hit's is what lay past the read-ahead.  The
  *   rate is the median of these.

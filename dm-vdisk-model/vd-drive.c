@@ -246,7 +246,7 @@ static int vd_victim(const struct vd_drive *d)
 /* A read, with the drive cache.  Returns the service time. */
 static u64 vd_drive_read(struct vd_drive *d, u64 a, u32 n, u64 s)
 {
-	u64 b = a + n, t = d->p.overhead_ns, cur, first;
+	u64 b = a + n, t = d->p.overhead_ns, cur, got, first;
 	struct vd_drive_seg *sg;
 	int i;
 
@@ -257,17 +257,17 @@ static u64 vd_drive_read(struct vd_drive *d, u64 a, u32 n, u64 s)
 		if (a >= first && a <= (cur > d->ra_limit ? cur : d->ra_limit)) {
 			sg->start = first;
 			sg->lru = d->tick;
-			/* the read-ahead reads on while the drive takes the overhead */
-			if (b <= vd_ra_end(d, s + t)) {
+			/* what it has in once the overhead is taken: it reads on meanwhile */
+			got = vd_ra_end(d, s + t);
+			if (b <= got) {
 				d->st.cache_hits++;
 				t += vd_xfer_ns(n, d->p.bus_mbps);
 				d->st.transfer_ns += vd_xfer_ns(n, d->p.bus_mbps);
 				vd_ra_start(d, d->ra, cur, s, b);
 			} else {
-				cur = vd_ra_end(d, s + t);
 				d->st.ra_hits++;
-				t += vd_xfer_ns(b - cur, d->p.media_mbps);
-				d->st.transfer_ns += vd_xfer_ns(b - cur, d->p.media_mbps);
+				t += vd_xfer_ns(b - got, d->p.media_mbps);
+				d->st.transfer_ns += vd_xfer_ns(b - got, d->p.media_mbps);
 				vd_ra_start(d, d->ra, b, s + t, b);
 			}
 			return t;
