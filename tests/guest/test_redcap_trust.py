@@ -494,7 +494,11 @@ def test_defect7_update_never_serves_data_older_than_the_last_completed_write(
     lock = threading.Lock()
     stop = threading.Event()
 
-    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 8 2 write_policy update") as rc:
+    # policy always: the default's state follows the host's speed on a loop
+    # device, and an inactive cache may give its pages back; then the last
+    # read below hit nothing (seen once, beside two other guests)
+    with Dm(dmname(), f"0 {n} redcap {loop64} {SEG} 8 4 write_policy update "
+            "policy always") as rc:
         rc.cold()
         # all four segments cached
         assert read_blocks(rc.path, 0, nblocks * BLOCK) == read_blocks(loop64, 0, nblocks * BLOCK)
@@ -567,7 +571,8 @@ def test_defect7_update_never_serves_data_older_than_the_last_completed_write(
         origin = read_blocks(loop64, 0, nblocks * BLOCK)
         assert cached[b * BLOCK:(b + 1) * BLOCK] == struct.pack("<QQ", b, 6000) * (BLOCK // 16)
         assert cached == origin, "redcap and its origin differ after every block was rewritten"
-        assert rc.stats()["read_hits"] > st["read_hits"]
+        after = rc.stats()
+        assert after["read_hits"] > st["read_hits"], after
 
 
 # --------------------------------------------------------------------------
