@@ -37,10 +37,9 @@
  * - and apart from the regions, a read of at least VD_DCL_STREAM_SECTORS
  *   where the one before it ended: the drive streamed it off the media,
  *   reading on in the gap and through its overhead, so the time since that
- *   one completed is its length at the media rate;
- *   unless the gap was long enough for the read-ahead to end in it, and
- *   then its own time less a hit's is what lay past the read-ahead.  The
- *   rate is the median of these.
+ *   one completed is its length at the media rate (unless the gap was long
+ *   enough for the read-ahead to end in it: then its own time less a hit's
+ *   is what lay past the read-ahead).  The rate is the median of these.
  *
  * A workload learns only what it shows: one stream never shows a second
  * segment.  Writes go to the media and drop the regions they overlap, as a

@@ -20,8 +20,8 @@
  * goes on while the drive takes a request's overhead.  A read that starts
  * inside the segment being read ahead waits only for the data still to
  * come once its overhead is taken: a reader that reads on at once, in
- * requests of any size, reads at the media rate.  Writes go to the media (no write cache) and drop the
- * segments they overlap.
+ * requests of any size, reads at the media rate.  Writes go to the media
+ * (no write cache) and drop the segments they overlap.
  *
  * A device without platters (rpm 0: a cloud volume, a network block device)
  * has no seek, rotation or cache: every request costs a fixed latency plus

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dcache-probe.h"
 #include "dmctl.h"
 #include "vd-drive.h"
 #include "vd-model.h"
@@ -998,30 +999,7 @@ static bool train_overlap(const struct dev *d, int fd, uint64_t nblocks, uint64_
 	return true;
 }
 
-/*
- * The drive's own cache (vd-dclearn.h), shown to the target: reads one at a
- * time that a drive cache serves if it has one, and the target learns its
- * shape from their times.  Sixteen readers in turn, each 4 KiB on in its
- * own part of the disk (the segments); one reader skipping forward up to
- * 1 MiB as it thinks, every length of skip as often (the read-ahead);
- * 512 KiB read in a row and read back from inside, from its end down, each
- * block of a run's length read back once over the runs (a segment's
- * length: a read back that misses opens a segment at it, and one above it
- * would then be taken for a read after that); 512 KiB reads streamed (the
- * media rate).  The model's tables do not learn these.  About 12 s on a
- * hard disk, less on anything faster.
- */
-#define DCACHE_READERS		16
-#define DCACHE_TURNS		32
-#define DCACHE_SKIPS		1536
-#define DCACHE_SKIP_BLOCKS	256
-#define DCACHE_SKIP_STEP	97	/* coprime with DCACHE_SKIP_BLOCKS: each skip as often */
-#define DCACHE_RUNS		8
-#define DCACHE_RUN_BLOCKS	128
-#define DCACHE_STREAM		16
-#define DCACHE_STREAM_BLOCKS	128
-#define DCACHE_MIN_BLOCKS	(DCACHE_READERS * 4 * DCACHE_SKIP_BLOCKS)	/* 64 MiB */
-
+/* The drive's own cache (vd-dclearn.h), shown to the target: dcache-probe.h. */
 static void think_ms(unsigned int ms)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ms * 1000000L };
@@ -1030,46 +1008,40 @@ static void think_ms(unsigned int ms)
 		;
 }
 
-/* The probe's reads; false if interrupted or the disk is too small for it. */
-static bool dcache_probe(const struct dev *d, int fd, uint64_t nblocks)
-{
-	uint64_t part = nblocks / DCACHE_READERS, at, i, j;
+struct probe_io {
+	const struct dev *d;
+	int fd;
 	void *buf;
+};
 
-	if (nblocks < DCACHE_MIN_BLOCKS)
-		return false;
-	if (posix_memalign(&buf, BLOCK, DCACHE_STREAM_BLOCKS * BLOCK))
-		die("out of memory");
-	for (i = 0; i < DCACHE_TURNS && !interrupted; i++)
-		for (j = 0; j < DCACHE_READERS; j++) {
-			do_io(fd, d->path, buf, BLOCK, (off_t)((j * part + i) * BLOCK), false);
-			think_ms(2);
-		}
-	/* Over the second half of the disk, from its start again at its end. */
-	for (i = 0, at = 0; i < DCACHE_SKIPS && !interrupted; i++) {
-		do_io(fd, d->path, buf, BLOCK, (off_t)((nblocks / 2 + at) * BLOCK), false);
-		at = (at + 1 + i * DCACHE_SKIP_STEP % DCACHE_SKIP_BLOCKS) % (nblocks / 2);
-		think_ms(5);
-	}
-	for (i = 0; i < DCACHE_RUNS && !interrupted; i++) {
-		at = part / 2 + i * part;
-		for (j = 0; j < DCACHE_RUN_BLOCKS; j++)
-			do_io(fd, d->path, buf, BLOCK, (off_t)((at + j) * BLOCK), false);
-		think_ms(10);
-		for (j = DCACHE_RUN_BLOCKS / DCACHE_RUNS; j-- && !interrupted; )
-			do_io(fd, d->path, buf, BLOCK, (off_t)((at + j * DCACHE_RUNS + i) * BLOCK),
-			      false);
-	}
-	at = part / 4;
-	for (i = 0; i < DCACHE_STREAM && !interrupted; i++)
-		do_io(fd, d->path, buf, DCACHE_STREAM_BLOCKS * BLOCK,
-		      (off_t)((at + i * DCACHE_STREAM_BLOCKS) * BLOCK), false);
-	free(buf);
+static bool probe_read(void *ctx, uint64_t block, uint32_t blocks, unsigned int ms)
+{
+	struct probe_io *p = ctx;
+
+	do_io(p->fd, p->d->path, p->buf, blocks * DCACHE_BLOCK, (off_t)(block * DCACHE_BLOCK),
+	      false);
+	if (ms)
+		think_ms(ms);
 	return !interrupted;
 }
 
+/* The probe's reads; false if interrupted or the disk is too small for it. */
+static bool probe_dcache(const struct dev *d, int fd, uint64_t nblocks)
+{
+	struct probe_io p = { d, fd, NULL };
+	bool done;
+
+	if (nblocks < DCACHE_MIN_BLOCKS)
+		return false;
+	if (posix_memalign(&p.buf, DCACHE_BLOCK, DCACHE_STREAM_BLOCKS * DCACHE_BLOCK))
+		die("out of memory");
+	done = dcache_probe(nblocks, probe_read, &p);
+	free(p.buf);
+	return done;
+}
+
 /*
- * Shows @d its drive cache (dcache_probe()), with the tables not learning,
+ * Shows @d its drive cache (dcache_probe(), the model's tables not learning),
  * and reports what it learnt; the model prices it from now on.  false if
  * nothing was learnt.
  */
@@ -1081,12 +1053,12 @@ static bool train_dcache(const struct dev *d, int fd, uint64_t nblocks)
 	bool probed;
 
 	free(dm_message(d, "train off"));
-	probed = dcache_probe(d, fd, nblocks);
+	probed = probe_dcache(d, fd, nblocks);
 	free(dm_message(d, "train on"));
 	if (!probed) {
 		if (!interrupted)
 			printf("train: drive cache: not probed (the disk is smaller than %d MiB)\n",
-			       (int)((uint64_t)DCACHE_MIN_BLOCKS * BLOCK >> 20));
+			       (int)((uint64_t)DCACHE_MIN_BLOCKS * DCACHE_BLOCK >> 20));
 		return false;
 	}
 	stats_get(d, &st);

@@ -7,6 +7,7 @@
  * checked against the drive's own parameters.
  */
 #include "ctest.h"
+#include "dcache-probe.h"
 #include "vd-dclearn.h"
 #include "vd-drive.h"
 
@@ -224,31 +225,16 @@ CTEST(a_drive_without_a_cache_learns_none)
 }
 
 /*
- * vdiskctl train --drive-cache's probe (userspace/vdisk-tables.c) on a
- * 64 MiB disk, each read 20 us after its reader's decision, its thinking
- * a little uneven.
+ * vdiskctl train --drive-cache's probe (userspace/dcache-probe.c), each
+ * read 20 us after its reader's decision (the rig's gap), its thinking a
+ * little uneven.
  */
-static void probe(struct rig *g, u64 blocks)
+static bool probe_read(void *ctx, uint64_t block, uint32_t blocks, unsigned int think_ms)
 {
-	u64 part = blocks / 16, at, i, j;
+	struct rig *g = ctx;
 
-	for (i = 0; i < 32; i++)
-		for (j = 0; j < 16; j++)
-			rd(g, (j * part + i) * 8, 8, 2 * MS + rnd(g, 100000));
-	for (i = 0, at = 0; i < 1536; i++) {
-		rd(g, (blocks / 2 + at) * 8, 8, 5 * MS + rnd(g, 100000));
-		at = (at + 1 + i * 97 % 256) % (blocks / 2);
-	}
-	for (i = 0; i < 8; i++) {
-		at = part / 2 + i * part;
-		for (j = 0; j < 128; j++)
-			rd(g, (at + j) * 8, 8, 0);
-		g->now += 10 * MS;
-		for (j = 16; j--; )
-			rd(g, (at + j * 8 + i) * 8, 8, 0);
-	}
-	for (i = 0; i < 16; i++)
-		rd(g, (part / 4 + i * 128) * 8, 1024, 0);
+	rd(g, block * 8, blocks * 8, think_ms ? think_ms * MS + rnd(g, 100000) : 0);
+	return true;
 }
 
 /* The probe on a drive @p over 64 MiB, @gap_ns before each read. */
@@ -260,7 +246,7 @@ static void probe_small_disk(struct rig *g, const struct vd_drive_params *p, u64
 	g->now = 0;
 	g->rng = seed;
 	g->gap = gap_ns;
-	probe(g, 16384);
+	CHECK(dcache_probe(16384, probe_read, g));
 }
 
 /*
